@@ -32,7 +32,7 @@ public:
     Fingerprint &add(std::string_view name, std::int64_t value);
     Fingerprint &add_file(std::string_view name, const std::filesystem::path &path);
     // Every regular file below root, in sorted relative-path order, with its relative path as name.
-    // Entries whose relative path starts with a component in `skip` (e.g. ".git") are left out.
+    // A top-level ".git" (a worktree's link file or a repository) is left out: it is not content.
     Fingerprint &add_tree(std::string_view name, const std::filesystem::path &root);
     std::string hex() const;  // 32 lowercase hex digits
 

@@ -1,0 +1,90 @@
+// The experiment manifest (TOML; sage2tp-experiment(5)): where the kernel sources come from, the
+// candidate patch, the target arch, parity shapes, the real workload and the gate thresholds.
+// prepare resolves it once into <run>/experiment.toml; every later stage reads that copy.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// One attention problem. Used for parity shapes, sanitizer shapes and the real workload.
+struct ShapeSpec {
+    std::int64_t batch = 1, heads_q = 1, heads_kv = 1, len_q = 1, len_kv = 1, head_dim = 128;
+    std::string layout = "NHD";  // NHD | HND
+    bool causal = false;
+    std::string dtype = "bf16";  // f16 | bf16
+    std::string describe() const;  // "b1 h40/40 q32760 k32760 d128 NHD nomask bf16"
+};
+
+struct WorkloadSpec {
+    std::string name;
+    ShapeSpec shape;
+    std::uint64_t seed = 0;                   // generator seed (when no tensor files)
+    std::optional<std::string> q_file, k_file, v_file;  // captured tensors (.npy / .safetensors)
+    std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
+};
+
+struct Experiment {
+    std::string name;
+    std::string description;
+
+    // [source]
+    std::string source_kind = "embedded";     // embedded | git
+    std::string repository;                   // git: local path of the repository
+    std::string commit;                       // git: the pinned commit
+    std::vector<std::string> kernel_sources;  // compiled per variant and compared (the A/B)
+    std::vector<std::string> support_sources; // compiled per variant, not compared (quantizers)
+    std::vector<std::string> include_dirs;
+
+    // [candidate]
+    std::string patch;                        // absolute after resolution
+
+    // [build]
+    std::string arch = "sm_121a";
+    std::vector<std::string> nvcc_flags = {"-O3", "--use_fast_math"};
+    std::vector<std::string> extra_flags;
+
+    // [sanitize]
+    std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
+
+    // [parity]
+    bool parity_default_shapes = true;
+    std::vector<ShapeSpec> parity_shapes;     // extra shapes (or the only ones when default is off)
+    std::vector<std::int64_t> parity_seeds = {1, 2, 3};
+    double reference_max_rel_l2 = 0.05;
+
+    // [workload]
+    WorkloadSpec workload;
+
+    // [time]
+    double target_half_width = 0.005;
+    double budget_seconds = 60.0;
+    std::int64_t min_rounds = 10;
+    std::int64_t warmup_launches = 3;
+    std::uint64_t bootstrap_seed = 20261129;
+    std::int64_t bootstrap_resamples = 10000;
+    double throttle_fraction = 0.75;
+
+    // [gate]
+    double max_candidate_p50_ms = 220.0;
+    std::int64_t max_spill_growth_bytes = 0;
+    std::optional<double> max_ratio_upper;    // relative speed gate: ratio CI entirely below this
+    bool require_sanitizer = false;
+};
+
+// Reads and validates a manifest. Relative paths inside it (patch, workload file, tensor files,
+// git repository) resolve against the manifest's own directory. Errors name file:line:column.
+Experiment load_experiment(const std::filesystem::path &manifest);
+
+// Reads a workload file (the [workload] table of its own TOML file).
+WorkloadSpec load_workload(const std::filesystem::path &file);
+
+// Serialises a resolved experiment as TOML (what prepare writes to <run>/experiment.toml); loading
+// that file again gives the same Experiment.
+std::string experiment_to_toml(const Experiment &experiment);
+
+}  // namespace s2tp

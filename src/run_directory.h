@@ -1,0 +1,66 @@
+// The run directory: everything one experiment run owns, and the lock that keeps it to one process.
+//
+//   <run>/experiment.toml          the manifest as resolved at prepare time
+//   <run>/checkpoints/NN-<stage>.toml
+//   <run>/trees/{baseline,candidate}
+//   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
+//   <run>/.lock                    flock(2) target; holds the pid of the process using the run
+//
+// Every path recorded inside a run is relative to the run directory, so a run prepared and built on a
+// CPU host can be copied to a GPU host and resumed there.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace s2tp {
+
+class RunDirectory {
+public:
+    explicit RunDirectory(std::filesystem::path root);
+    ~RunDirectory();
+    RunDirectory(const RunDirectory &) = delete;
+    RunDirectory &operator=(const RunDirectory &) = delete;
+
+    // Takes the exclusive lock or throws Error(usage) naming the pid that holds it.
+    void lock();
+
+    const std::filesystem::path &root() const { return root_; }
+    std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
+    std::filesystem::path checkpoints() const { return root_ / "checkpoints"; }
+    std::filesystem::path trees() const { return root_ / "trees"; }
+    std::filesystem::path tree(const std::string &variant) const { return trees() / variant; }
+    std::filesystem::path builds() const { return root_ / "builds"; }
+    std::filesystem::path logs() const { return root_ / "logs"; }
+    std::filesystem::path reports() const { return root_ / "reports"; }
+    std::filesystem::path inputs() const { return root_ / "inputs"; }
+
+    // A path relative to the run root for recording; throws if `path` is outside the run.
+    std::string relative(const std::filesystem::path &path) const;
+    // Resolves a recorded relative path; throws Error(usage) if it would escape the run directory.
+    std::filesystem::path resolve(const std::string &recorded) const;
+
+private:
+    std::filesystem::path root_;
+    int lock_fd_ = -1;
+};
+
+// True when `path`, taken relative to some root, stays inside it (no absolute path, no "..").
+bool stays_inside(const std::filesystem::path &relative_path);
+
+// Which run a command works on: --run DIR, else <root>/<run-id> when an id is given (or
+// SAGE2_TEMPORAL_RUN_ID is set), else the run <root>/latest points to. Empty when none is known.
+struct RunSelection {
+    std::optional<std::filesystem::path> run_dir;
+    std::optional<std::string> run_id;
+    std::filesystem::path runs_root = "sage2tp-runs";
+};
+std::optional<std::filesystem::path> existing_run(const RunSelection &selection);
+// The run directory prepare should use, creating nothing: as existing_run, else a new
+// <root>/<experiment>-<UTC timestamp>.
+std::filesystem::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name);
+// Points <root>/latest at `run` (a relative symlink, replaced atomically).
+void mark_latest(const RunSelection &selection, const std::filesystem::path &run);
+
+}  // namespace s2tp

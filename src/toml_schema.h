@@ -1,0 +1,58 @@
+// Strict reading of hand-written TOML (manifests, workloads, data tables): every key is expected,
+// typed and positioned. Unknown keys, wrong types and missing keys are errors that name
+// file:line:column, because a silently ignored typo in an experiment manifest invalidates a result.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// Parses a TOML file; a syntax error becomes Error(usage) "file:line:column: message".
+toml::table parse_toml_file(const std::string &path);
+
+class TableReader {
+public:
+    // `where` names the table in messages, e.g. "[build]".
+    TableReader(const toml::table &table, std::string file, std::string where);
+
+    std::string string(const std::string &key);
+    std::optional<std::string> optional_string(const std::string &key);
+    std::string string_or(const std::string &key, const std::string &fallback);
+    std::string choice(const std::string &key, const std::vector<std::string> &allowed, const std::string &fallback);
+    std::int64_t integer(const std::string &key);
+    std::int64_t integer_or(const std::string &key, std::int64_t fallback, std::int64_t min, std::int64_t max);
+    double number_or(const std::string &key, double fallback, double min, double max);
+    bool boolean_or(const std::string &key, bool fallback);
+    std::vector<std::string> strings_or(const std::string &key, const std::vector<std::string> &fallback);
+    std::vector<std::int64_t> integers_or(const std::string &key, const std::vector<std::int64_t> &fallback);
+    // A string naming a file, resolved against `base_dir` when relative; the file must exist.
+    std::string existing_file(const std::string &key, const std::string &base_dir);
+    const toml::table *optional_table(const std::string &key);
+    const toml::array *optional_array_of_tables(const std::string &key);
+    // Marks a key as known without reading it (read elsewhere).
+    void accept(const std::string &key);
+
+    // Throws for the first key that no read above asked for.
+    void finish() const;
+
+    std::string position(const toml::node &node) const;  // "file:line:column"
+    std::string position() const;                        // of the table itself
+    const std::string &file() const { return file_; }
+
+private:
+    const toml::node &node_or_fail(const std::string &key);
+    [[noreturn]] void type_error(const std::string &key, const toml::node &node, const char *expected) const;
+
+    const toml::table &table_;
+    std::string file_;
+    std::string where_;
+    std::set<std::string> known_;
+};
+
+}  // namespace s2tp

@@ -1,0 +1,88 @@
+// sage2tp prepare: resolve the experiment manifest into the run directory and make the baseline and
+// candidate source trees (the candidate with the experiment's patch applied).
+#include "subcommands.h"
+
+#include "checkpoint_store.h"
+#include "cli.h"
+#include "data_paths.h"
+#include "experiment_manifest.h"
+#include "hashing.h"
+#include "run_directory.h"
+#include "source_trees.h"
+#include "stage_pipeline.h"
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+
+int prepare_command(const Args &args) {
+    CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
+    cl.add_options()
+        ("manifest", "experiment manifest (default: the installed temporal-pair.toml)", cxxopts::value<std::string>(), "FILE")
+        ("new", "start a new run directory even when a latest run exists")
+        ("force", "run even when the checkpoint is up to date");
+    if (!cl.parse()) return 0;
+
+    const fs::path manifest = cl.has("manifest") ? fs::path(cl.result()["manifest"].as<std::string>()) : default_manifest();
+    const Experiment experiment = load_experiment(manifest);
+    const std::string resolved = experiment_to_toml(experiment);
+
+    RunSelection selection = cl.selection();
+    if (cl.has("new")) selection.run_id = experiment.name + "-" + utc_now_iso8601();
+    RunDirectory run(run_for_prepare(selection, experiment.name));
+    run.lock();
+    mark_latest(selection, run.root());
+    cl.reporter().progress("run directory: " + run.root().string());
+
+    StageWork work;
+    work.stage = Stage::prepare;
+    work.add_inputs = [&](Fingerprint &f) {
+        f.add("experiment", resolved);
+        f.add_file("patch", experiment.patch);
+        if (experiment.source_kind == "git") f.add("commit", resolve_commit(experiment.repository, experiment.commit));
+        else f.add_tree("embedded_kernels", embedded_kernels());
+    };
+    work.run = [&] {
+        write_file_atomically(run.manifest(), resolved);
+        PreparedTrees trees = make_trees(run, experiment, embedded_kernels());
+        StageResult result;
+        result.tools.insert("git", trees.git_version);
+        result.artifacts.insert("experiment", toml::table{{"path", run.relative(run.manifest())},
+                                                          {"sha256", sha256_hex(resolved)}});
+        result.figures = toml::table{{"source", experiment.source_kind},
+                                     {"commit", trees.commit},
+                                     {"patch", experiment.patch},
+                                     {"patch_sha256", trees.patch_sha256},
+                                     {"arch", experiment.arch}};
+        if (!trees.patch_applied) {
+            result.status = StageStatus::failed;
+            result.reasons.push_back("the candidate patch " + experiment.patch + " does not apply at " + trees.commit +
+                                     ": " + trees.patch_error);
+            return result;
+        }
+        result.figures.insert("baseline_tree_xxh3", trees.baseline_digest);
+        result.figures.insert("candidate_tree_xxh3", trees.candidate_digest);
+        result.figures.insert("summary", experiment.source_kind + " @ " + trees.commit.substr(0, 12) + ", patch " +
+                                             trees.patch_sha256.substr(0, 12));
+        return result;
+    };
+    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
+        for (const char *variant : {"baseline", "candidate"}) {
+            std::error_code ec;
+            if (!fs::is_directory(run.tree(variant), ec)) return std::string("trees/") + variant + " is missing";
+            if (Fingerprint().add_tree("tree", run.tree(variant)).hex() !=
+                c.figures[std::string(variant) + "_tree_xxh3"].value_or(std::string()))
+                return std::string("trees/") + variant + " was modified";
+        }
+        return "";
+    };
+    work.summarize = [&](const Checkpoint &c, const Reporter &reporter) {
+        reporter.say("  source " + c.figures["source"].value_or(std::string()) + " at commit " +
+                     c.figures["commit"].value_or(std::string()));
+        reporter.say("  patch  " + c.figures["patch"].value_or(std::string()) + " (sha256 " +
+                     c.figures["patch_sha256"].value_or(std::string()) + ")");
+    };
+    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+}
+
+}  // namespace s2tp

@@ -1,0 +1,82 @@
+// sage2tp run: every stage in order, each resuming from its checkpoint, stopping at the first stage
+// that does not pass. Under --json the stages' own output goes to stderr and one summary object
+// (each stage's exit code) goes to stdout.
+#include "subcommands.h"
+
+#include "cli.h"
+#include "stage_pipeline.h"
+
+#include <iostream>
+
+namespace s2tp {
+namespace {
+
+// Sends everything written to std::cout to std::cerr while alive.
+class StdoutToStderr {
+public:
+    explicit StdoutToStderr(bool active) : saved_(active ? std::cout.rdbuf(std::cerr.rdbuf()) : nullptr) {}
+    ~StdoutToStderr() {
+        if (saved_) std::cout.rdbuf(saved_);
+    }
+
+private:
+    std::streambuf *saved_;
+};
+
+}  // namespace
+
+int run_command(const Args &args) {
+    CommandLine cl("run", "Run every stage in order, resuming, stopping at the first failure.", args);
+    cl.add_options()
+        ("manifest", "experiment manifest for prepare", cxxopts::value<std::string>(), "FILE")
+        ("arch", "target architecture for build", cxxopts::value<std::string>(), "ARCH")
+        ("force", "re-run every stage even when up to date");
+    if (!cl.parse()) return 0;
+
+    Args common;
+    const RunSelection &selection = cl.selection();
+    common.insert(common.end(), {"--root", selection.runs_root.string()});
+    if (selection.run_dir) common.insert(common.end(), {"--run", selection.run_dir->string()});
+    if (selection.run_id) common.insert(common.end(), {"--run-id", *selection.run_id});
+    if (cl.has("quiet")) common.push_back("--quiet");
+    if (cl.has("verbose")) common.push_back("--verbose");
+    if (cl.has("force")) common.push_back("--force");
+
+    using Command = int (*)(const Args &);
+    const std::vector<std::pair<Stage, Command>> pipeline{
+        {Stage::prepare, prepare_command}, {Stage::build, build_command}, {Stage::sanitize, sanitize_command},
+        {Stage::parity, parity_command},   {Stage::time, time_command},   {Stage::gate, gate_command}};
+
+    toml::array stages;
+    int code = 0;
+    {
+        StdoutToStderr redirect(cl.reporter().json());
+        for (const auto &[stage, command] : pipeline) {
+            Args stage_args = common;
+            if (stage == Stage::prepare && cl.has("manifest"))
+                stage_args.insert(stage_args.end(), {"--manifest", cl.result()["manifest"].as<std::string>()});
+            if (stage == Stage::build && cl.has("arch"))
+                stage_args.insert(stage_args.end(), {"--arch", cl.result()["arch"].as<std::string>()});
+            cl.reporter().progress("== " + stage_name(stage));
+            std::string error;
+            try {
+                code = command(stage_args);
+            } catch (const Error &e) {
+                code = static_cast<int>(e.code());
+                error = e.what();
+                std::cerr << "sage2tp " << stage_name(stage) << ": error: " << error << std::endl;
+            }
+            toml::table entry{{"stage", stage_name(stage)}, {"exit_code", code}};
+            if (!error.empty()) entry.insert("error", error);
+            stages.push_back(entry);
+            if (code != 0) {
+                std::cerr << "sage2tp run: stopped at " << stage_name(stage) << " (exit " << code << ")" << std::endl;
+                break;
+            }
+        }
+    }
+    cl.reporter().emit_json(toml::table{{"command", "run"}, {"exit_code", code}, {"stages", stages}});
+    return code;
+}
+
+}  // namespace s2tp

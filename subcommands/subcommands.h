@@ -1,0 +1,21 @@
+// One entry point per subcommand; each lives in its own file in subcommands/ and is a thin sequence
+// of calls into src/. `args` are the words after the program name, without the subcommand.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+using Args = std::vector<std::string>;
+
+int prepare_command(const Args &args);
+int build_command(const Args &args);
+int sanitize_command(const Args &args);
+int parity_command(const Args &args);
+int time_command(const Args &args);
+int gate_command(const Args &args);
+int run_command(const Args &args);
+int status_command(const Args &args);
+
+}  // namespace s2tp

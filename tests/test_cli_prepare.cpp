@@ -1,0 +1,231 @@
+// End-to-end tests of the sage2tp binary: the CLI contract (exit codes, messages, --json) and the
+// prepare stage on the embedded default and on real temporary git repositories.
+#include "checkpoint_store.h"
+#include "process_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
+        dir_ = fs::temp_directory_path() / ("s2tp-cli-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    ProcessResult sage2tp(std::vector<std::string> args) {
+        args.insert(args.begin(), binary);
+        ProcessOptions options;
+        options.working_directory = dir_;
+        return run_process(args, options);
+    }
+    void git(const fs::path &repo, std::vector<std::string> args) {
+        args.insert(args.begin(), {"git", "-C", repo.string()});
+        ProcessOptions options;
+        options.extra_environment = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t"},
+                                     {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@t"}};
+        ProcessResult r = run_process(args, options);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    // A git repository holding kernels/k.cu ("int schedule = 0;") and its commit id.
+    std::string make_repository(const fs::path &repo) {
+        fs::create_directories(repo / "kernels");
+        std::ofstream(repo / "kernels/k.cu") << "// kernel\nint schedule = 0;\n";
+        git(repo, {"init", "-q"});
+        git(repo, {"add", "."});
+        git(repo, {"commit", "-q", "-m", "k"});
+        ProcessResult r = run_process({"git", "-C", repo.string(), "rev-parse", "HEAD"});
+        return r.out.substr(0, 40);
+    }
+    fs::path write_manifest(const std::string &source, const std::string &patch_text) {
+        std::ofstream(dir_ / "c.patch") << patch_text;
+        std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\n" << source
+                                       << "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
+                                          "[workload]\nname = \"w\"\nlen_q = 128\n";
+        return dir_ / "m.toml";
+    }
+    static std::string good_patch() {
+        return "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n-int schedule = 0;\n+int schedule = 1;\n";
+    }
+    Checkpoint prepare_checkpoint(const fs::path &run) {
+        CheckpointRead read = read_checkpoint(run / "checkpoints/01-prepare.toml");
+        EXPECT_TRUE(read.checkpoint) << read.problem;
+        return read.checkpoint ? *read.checkpoint : Checkpoint{};
+    }
+    fs::path dir_;
+};
+
+std::string slurp(const fs::path &p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_F(Cli, UsageErrorsExitTwoWithAClearMessage) {
+    ProcessResult r = sage2tp({"prepare", "--no-such-option"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("no-such-option"), std::string::npos) << r.err;
+    r = sage2tp({"status", "stray"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("unexpected argument 'stray'"), std::string::npos) << r.err;
+    r = sage2tp({"frobnicate"});
+    EXPECT_EQ(r.exit_code, 2);
+    r = sage2tp({});
+    EXPECT_EQ(r.exit_code, 2);
+    r = sage2tp({"--version"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out.rfind("sage2tp ", 0), 0u);
+}
+
+TEST_F(Cli, EveryCommandHasHelp) {
+    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status"}) {
+        ProcessResult r = sage2tp({command, "--help"});
+        EXPECT_EQ(r.exit_code, 0) << command;
+        EXPECT_NE(r.out.find("sage2tp " + command), std::string::npos) << command << ": " << r.out;
+    }
+}
+
+TEST_F(Cli, StatusWithoutARunIsAPreconditionError) {
+    ProcessResult r = sage2tp({"status"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("sage2tp prepare"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, PrepareEmbeddedDefaultThenUpToDate) {
+    ProcessResult r = sage2tp({"prepare"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    Checkpoint c = prepare_checkpoint(run);
+    EXPECT_EQ(c.status, StageStatus::passed);
+    EXPECT_EQ(c.figures["source"].value<std::string>(), "embedded");
+    EXPECT_EQ(c.figures["commit"].value_or(std::string()).size(), 40u);
+    // The candidate is exactly baseline + patch: the schedule line differs, nothing else does.
+    std::string base = slurp(run / "trees/baseline/kernels/attention_entry.cu");
+    std::string cand = slurp(run / "trees/candidate/kernels/attention_entry.cu");
+    EXPECT_NE(base, cand);
+    EXPECT_NE(cand.find("TemporalPairSchedule"), std::string::npos);
+    EXPECT_EQ(slurp(run / "trees/baseline/kernels/schedule.cuh"), slurp(run / "trees/candidate/kernels/schedule.cuh"));
+
+    r = sage2tp({"prepare"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << r.out;
+
+    r = sage2tp({"status", "--json"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out.front(), '{') << r.out;
+    EXPECT_NE(r.out.find("\"status\": \"passed\""), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(prepare_checkpoint(dir_ / "run").figures["commit"].value<std::string>(), commit);
+    EXPECT_NE(slurp(dir_ / "run/trees/candidate/kernels/k.cu").find("schedule = 1"), std::string::npos);
+    EXPECT_NE(slurp(dir_ / "run/trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
+    ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list"});
+    EXPECT_NE(worktrees.out.find("run/trees/baseline"), std::string::npos) << worktrees.out;
+    EXPECT_NE(worktrees.out.find("run/trees/candidate"), std::string::npos) << worktrees.out;
+}
+
+TEST_F(Cli, PatchThatDoesNotApplyFailsAndLeavesNoTree) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n",
+                   "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n-int schedule = 7;\n+int schedule = 1;\n");
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("does not apply"), std::string::npos) << r.out;
+    EXPECT_EQ(prepare_checkpoint(dir_ / "run").status, StageStatus::failed);
+    EXPECT_FALSE(fs::exists(dir_ / "run/trees"));
+}
+
+TEST_F(Cli, PatchThatEscapesTheTreeIsRefused) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n",
+                   "--- a/../../outside.txt\n+++ b/../../outside.txt\n@@ -0,0 +1 @@\n+owned\n");
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("outside the source tree"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("c.patch:1"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "outside.txt"));
+    EXPECT_FALSE(fs::exists(dir_ / "run/trees"));
+}
+
+TEST_F(Cli, UnknownCommitIsAUsageError) {
+    make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"0123456789abcdef0123456789abcdef01234567\"\n", good_patch());
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("does not exist in repository"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, ManifestErrorsNameFileLineColumn) {
+    std::ofstream(dir_ / "bad.toml") << "[experiment]\nname = \"x\"\ncolour = 3\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "bad.toml"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("bad.toml:3:1: unknown key 'colour'"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "sage2tp-runs"));  // bad input creates no run directory
+}
+
+TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "clean"}).exit_code, 0);
+    const std::string expected = prepare_checkpoint(dir_ / "clean").figures["candidate_tree_xxh3"].value_or(std::string());
+
+    // Kill prepare at different moments, then run it again: it must complete and agree with a clean run.
+    for (int delay_ms : {0, 5, 20, 60, 150}) {
+        fs::path run = dir_ / ("killed-" + std::to_string(delay_ms));
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::chdir(dir_.c_str());
+            ::execl(binary.c_str(), binary.c_str(), "prepare", "--manifest", "m.toml", "--run", run.c_str(), "-q",
+                    static_cast<char *>(nullptr));
+            ::_exit(127);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        ::kill(pid, SIGKILL);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", run.string()});
+        ASSERT_EQ(r.exit_code, 0) << "delay " << delay_ms << ": " << r.out << r.err;
+        Checkpoint c = prepare_checkpoint(run);
+        EXPECT_EQ(c.status, StageStatus::passed);
+        EXPECT_EQ(c.figures["candidate_tree_xxh3"].value_or(std::string()), expected) << "delay " << delay_ms;
+    }
+
+    // A half-written checkpoint and a damaged tree are never trusted either.
+    fs::path run = dir_ / "damaged";
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", run.string()}).exit_code, 0);
+    std::string text = slurp(run / "checkpoints/01-prepare.toml");
+    std::ofstream(run / "checkpoints/01-prepare.toml") << text.substr(0, text.size() / 2);
+    std::ofstream(run / "trees/candidate/kernels/k.cu") << "garbage";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", run.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("not trusted"), std::string::npos) << r.err;
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 1"), std::string::npos);
+
+    // A tree edited after a passed prepare is noticed and rebuilt, not reported up to date.
+    std::ofstream(run / "trees/baseline/kernels/k.cu") << "tampered";
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--run", run.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("trees/baseline was modified"), std::string::npos) << r.err;
+    EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
+}

@@ -1,0 +1,126 @@
+#include "errors.h"
+#include "experiment_manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+const fs::path source_root = S2TP_SOURCE_ROOT;
+
+class ManifestErrors : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("s2tp-manifest-" + std::to_string(::getpid()));
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        std::ofstream(dir_ / "c.patch") << "--- a/kernels/x.cu\n+++ b/kernels/x.cu\n@@ -1 +1 @@\n-a\n+b\n";
+    }
+    // A valid manifest with `replace` substituted for the line `marker`, written and loaded.
+    std::string error_for(const std::string &marker, const std::string &replace) {
+        std::string text = valid();
+        auto at = text.find(marker);
+        EXPECT_NE(at, std::string::npos) << marker;
+        text.replace(at, marker.size(), replace);
+        std::ofstream(dir_ / "m.toml") << text;
+        try {
+            load_experiment(dir_ / "m.toml");
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage);
+            return e.what();
+        }
+        ADD_FAILURE() << "no error for: " << replace;
+        return "";
+    }
+    static std::string valid() {
+        return "[experiment]\n"                                   // line 1
+               "name = \"t\"\n"                                    // 2
+               "[source]\n"                                        // 3
+               "kind = \"embedded\"\n"                             // 4
+               "kernel_sources = [\"kernels/x.cu\"]\n"            // 5
+               "[candidate]\n"                                     // 6
+               "patch = \"c.patch\"\n"                             // 7
+               "[build]\n"                                         // 8
+               "arch = \"sm_90a\"\n"                               // 9
+               "[workload]\n"                                      // 10
+               "name = \"w\"\n"                                    // 11
+               "len_q = 256\n";                                    // 12
+    }
+    fs::path dir_;
+};
+
+}  // namespace
+
+TEST(Manifest, DefaultExperimentLoads) {
+    Experiment e = load_experiment(source_root / "data/experiments/temporal-pair.toml");
+    EXPECT_EQ(e.name, "temporal-pair");
+    EXPECT_EQ(e.source_kind, "embedded");
+    EXPECT_EQ(e.arch, "sm_121a");
+    EXPECT_EQ(e.workload.shape.len_q, 32760);
+    EXPECT_EQ(e.workload.shape.heads_q, 40);
+    EXPECT_EQ(e.workload.shape.dtype, "bf16");
+    EXPECT_DOUBLE_EQ(e.max_candidate_p50_ms, 220.0);
+    EXPECT_TRUE(fs::path(e.patch).is_absolute());
+}
+
+TEST(Manifest, ResolvedCopyLoadsToTheSameExperiment) {
+    Experiment e = load_experiment(source_root / "data/experiments/temporal-pair.toml");
+    fs::path copy = fs::temp_directory_path() / ("s2tp-resolved-" + std::to_string(::getpid()) + ".toml");
+    std::ofstream(copy) << experiment_to_toml(e);
+    Experiment again = load_experiment(copy);
+    EXPECT_EQ(experiment_to_toml(again), experiment_to_toml(e));
+}
+
+TEST_F(ManifestErrors, UnknownKeyNamesFileLineAndColumn) {
+    std::string message = error_for("arch = \"sm_90a\"\n", "arch = \"sm_90a\"\narhc = \"typo\"\n");
+    EXPECT_NE(message.find("m.toml:10:1: unknown key 'arhc' in [build]"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, WrongTypeNamesTheValue) {
+    std::string message = error_for("len_q = 256\n", "len_q = \"256\"\n");
+    EXPECT_NE(message.find("m.toml:12:9:"), std::string::npos) << message;
+    EXPECT_NE(message.find("'len_q' must be an integer, not a string"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, MissingKeyNamesTheTable) {
+    std::string message = error_for("name = \"w\"\n", "");
+    EXPECT_NE(message.find("m.toml:"), std::string::npos) << message;
+    EXPECT_NE(message.find("[workload] is missing the required key 'name'"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, BadChoiceListsTheValidOnes) {
+    std::string message = error_for("kind = \"embedded\"\n", "kind = \"svn\"\n");
+    EXPECT_NE(message.find("m.toml:4:8:"), std::string::npos) << message;
+    EXPECT_NE(message.find("expected one of: embedded, git"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, SyntaxErrorNamesLineAndColumn) {
+    std::string message = error_for("len_q = 256\n", "len_q = = 256\n");
+    EXPECT_NE(message.find("m.toml:12:"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, MissingPatchFileIsNamed) {
+    std::string message = error_for("patch = \"c.patch\"", "patch = \"nowhere.patch\"");
+    EXPECT_NE(message.find("m.toml:7:9:"), std::string::npos) << message;
+    EXPECT_NE(message.find("nowhere.patch"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, SourcePathsMayNotLeaveTheTree) {
+    std::string message = error_for("[\"kernels/x.cu\"]", "[\"../../etc/passwd\"]");
+    EXPECT_NE(message.find("must be relative and stay inside the source tree"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, OutOfRangeNumberIsRejected) {
+    std::string message = error_for("len_q = 256\n", "len_q = 256\nhead_dim = 96\n");
+    EXPECT_NE(message.find("head_dim must be 64 or 128"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, GroupedQueryHeadsMustDivide) {
+    std::string message = error_for("len_q = 256\n", "len_q = 256\nheads_q = 6\nheads_kv = 4\n");
+    EXPECT_NE(message.find("must be a multiple of heads_kv"), std::string::npos) << message;
+}

@@ -1,0 +1,56 @@
+#include "errors.h"
+#include "run_directory.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+TEST(RunDirectory, SecondProcessIsRefusedWithTheHoldersPid) {
+    fs::path root = fs::temp_directory_path() / ("s2tp-lock-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    int ready[2], release[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    ASSERT_EQ(::pipe(release), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        RunDirectory held(root);
+        held.lock();
+        char c = 1;
+        (void)!::write(ready[1], &c, 1);
+        (void)!::read(release[0], &c, 1);
+        ::_exit(0);
+    }
+    char c;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    RunDirectory second(root);
+    try {
+        second.lock();
+        FAIL() << "second lock succeeded";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(child)), std::string::npos) << e.what();
+    }
+    (void)!::write(release[1], &c, 1);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    // Once the holder is gone the lock is free again.
+    RunDirectory third(root);
+    EXPECT_NO_THROW(third.lock());
+}
+
+TEST(RunDirectory, RecordedPathsCannotEscape) {
+    EXPECT_TRUE(stays_inside("builds/baseline/a.cubin"));
+    EXPECT_TRUE(stays_inside("a/../b"));
+    EXPECT_FALSE(stays_inside("../outside"));
+    EXPECT_FALSE(stays_inside("a/../../outside"));
+    EXPECT_FALSE(stays_inside("/etc/passwd"));
+    EXPECT_FALSE(stays_inside(""));
+    RunDirectory run(fs::temp_directory_path() / "s2tp-resolve");
+    EXPECT_THROW(run.resolve("../../etc/passwd"), Error);
+    EXPECT_EQ(run.resolve("logs/x.log"), run.root() / "logs/x.log");
+}

@@ -1,0 +1,124 @@
+#include "errors.h"
+#include "stage_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+// Drives the real framework with stage bodies that record whether they ran.
+class Pipeline : public ::testing::Test {
+protected:
+    void SetUp() override {
+        root_ = fs::temp_directory_path() / ("s2tp-pipeline-" + std::to_string(::getpid()) + "-" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(root_);
+        run_ = std::make_unique<RunDirectory>(root_);
+    }
+    ExitCode stage(Stage s, const std::string &input, bool force = false, StageStatus status = StageStatus::passed) {
+        StageWork work;
+        work.stage = s;
+        work.add_inputs = [&](Fingerprint &f) { f.add("input", input); };
+        work.run = [&, status] {
+            ++runs_;
+            StageResult r;
+            r.status = status;
+            if (status == StageStatus::failed) r.reasons.push_back("planted failure");
+            return r;
+        };
+        return execute_stage(*run_, work, force, quiet_);
+    }
+    bool fresh(Stage s) { return inspect_run(*run_)[static_cast<std::size_t>(s)].fresh; }
+
+    fs::path root_;
+    std::unique_ptr<RunDirectory> run_;
+    Reporter quiet_{false, 0};
+    int runs_ = 0;
+};
+
+}  // namespace
+
+TEST_F(Pipeline, LaterStageNeedsThePreviousCheckpoint) {
+    try {
+        stage(Stage::build, "x");
+        FAIL() << "build ran without prepare";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::precondition);
+        EXPECT_NE(std::string(e.what()).find("run 'sage2tp prepare' first"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(runs_, 0);
+}
+
+TEST_F(Pipeline, UnchangedInputsAreUpToDate) {
+    EXPECT_EQ(stage(Stage::prepare, "a"), ExitCode::ok);
+    EXPECT_EQ(stage(Stage::prepare, "a"), ExitCode::ok);
+    EXPECT_EQ(runs_, 1);
+    EXPECT_EQ(stage(Stage::prepare, "a", /*force=*/true), ExitCode::ok);
+    EXPECT_EQ(runs_, 2);
+}
+
+TEST_F(Pipeline, RerunningAStageMakesEveryLaterCheckpointStale) {
+    stage(Stage::prepare, "a");
+    stage(Stage::build, "b");
+    stage(Stage::sanitize, "c");
+    EXPECT_TRUE(fresh(Stage::build));
+    EXPECT_TRUE(fresh(Stage::sanitize));
+
+    stage(Stage::prepare, "a2");  // different inputs: runs again, new digest
+    auto states = inspect_run(*run_);
+    EXPECT_TRUE(states[0].fresh);
+    EXPECT_FALSE(states[1].fresh);
+    EXPECT_NE(states[1].stale_reason.find("prepare has been re-run"), std::string::npos) << states[1].stale_reason;
+    EXPECT_FALSE(states[2].fresh);
+    EXPECT_NE(states[2].stale_reason.find("build is stale"), std::string::npos) << states[2].stale_reason;
+
+    // A stale previous checkpoint is not evidence: sanitize refuses until build runs again.
+    EXPECT_THROW(stage(Stage::sanitize, "c"), Error);
+    int before = runs_;
+    stage(Stage::build, "b");  // same inputs, but the previous digest changed: it must run
+    EXPECT_EQ(runs_, before + 1);
+    EXPECT_TRUE(fresh(Stage::build));
+}
+
+TEST_F(Pipeline, FailedStageBlocksTheNextAndIsNeverUpToDate) {
+    stage(Stage::prepare, "a");
+    EXPECT_EQ(stage(Stage::build, "b", false, StageStatus::failed), ExitCode::stop);
+    try {
+        stage(Stage::sanitize, "c");
+        FAIL();
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::precondition);
+        EXPECT_NE(std::string(e.what()).find("build failed"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("planted failure"), std::string::npos) << e.what();
+    }
+    int before = runs_;
+    stage(Stage::build, "b");
+    EXPECT_EQ(runs_, before + 1);
+}
+
+TEST_F(Pipeline, SkippedStageLetsTheNextRun) {
+    stage(Stage::prepare, "a");
+    stage(Stage::build, "b");
+    EXPECT_EQ(stage(Stage::sanitize, "c", false, StageStatus::skipped), ExitCode::ok);
+    EXPECT_EQ(stage(Stage::parity, "d"), ExitCode::ok);
+}
+
+TEST_F(Pipeline, EditedCheckpointIsNotTrustedAndBlocksLaterStages) {
+    stage(Stage::prepare, "a");
+    stage(Stage::build, "b");
+    std::ofstream(checkpoint_path(*run_, Stage::build), std::ios::app) << "# hand edit\nstatus = 'passed'\n";
+    auto states = inspect_run(*run_);
+    EXPECT_FALSE(states[1].read.checkpoint);
+    EXPECT_NE(states[1].stale_reason.find("not trusted"), std::string::npos);
+    EXPECT_THROW(stage(Stage::sanitize, "c"), Error);
+    // Re-running the stage replaces the untrusted file.
+    int before = runs_;
+    stage(Stage::build, "b");
+    EXPECT_EQ(runs_, before + 1);
+    EXPECT_TRUE(fresh(Stage::build));
+}
