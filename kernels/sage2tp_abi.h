@@ -47,7 +47,10 @@ typedef struct s2tp_attn_params {
     float sm_scale;         /* softmax scale before the log2(e) factor, usually original_head_dim^-0.5 */
 } s2tp_attn_params;
 
-/* Entry points: s2tp_attn_hd{64,128}_{f16,bf16}_{nomask,causal}. Grid (ceil(Nq/128), Hq, B). */
+/* Entry points: s2tp_attn_hd{64,128}_{f16,bf16}_{nomask,causal}. Grid (ceil(Nq/128), Hq, B).
+ * Block (32, 4, 1); dynamic smem S2TP_ATTN_SMEM_BYTES(D). Preconditions (the kernels do not check):
+ * len_q >= 1, len_kv >= 1, heads_q % heads_kv == 0, V padded to S2TP_V_PADDED_LEN(len_kv) tokens,
+ * 16-byte aligned rows; causal masking is top-left aligned, so it is meaningful only for len_q == len_kv. */
 #define S2TP_ATTN_ENTRY_COUNT 8
 static const char *const s2tp_attn_entry_names[S2TP_ATTN_ENTRY_COUNT] = {
     "s2tp_attn_hd64_f16_nomask",  "s2tp_attn_hd64_f16_causal",
@@ -55,6 +58,80 @@ static const char *const s2tp_attn_entry_names[S2TP_ATTN_ENTRY_COUNT] = {
     "s2tp_attn_hd128_f16_nomask", "s2tp_attn_hd128_f16_causal",
     "s2tp_attn_hd128_bf16_nomask", "s2tp_attn_hd128_bf16_causal",
 };
+
+/* ---- Quantization (shared by both arms, not part of the A/B), upstream's exact byte layouts ---- */
+
+#define S2TP_QUANT_Q_GROUP_TOKENS 32    /* Q is quantized per 32-token group (one attention warp) */
+#define S2TP_QUANT_K_BLOCK_TOKENS 64    /* K is quantized per 64-token block (one KV tile) */
+#define S2TP_QUANT_INT8_THREADS 128     /* block (128, 1, 1) for both int8 entries */
+#define S2TP_QUANT_V_THREADS 256        /* block (256, 1, 1) for the fp8 V entries */
+#define S2TP_QUANT_V_CHANNELS_PER_CTA 32
+#define S2TP_V_SCALE_MAX_FP16_ACCUM 2.25f /* keeps a 64-key fp16 PV partial below 65504 */
+
+/* Scale groups per (batch, head). Q: ceil(Nq/128)*4, so groups past Nq exist and get the scale
+ * max(1e-7,0)/127 exactly as upstream; K: ceil(Nk/64). */
+#define S2TP_Q_SCALE_GROUPS(len_q) ((((uint32_t)(len_q) + 127u) / 128u) * 4u)
+#define S2TP_K_SCALE_GROUPS(len_kv) (((uint32_t)(len_kv) + 63u) / 64u)
+/* V's token axis is zero-padded to a multiple of 64. */
+#define S2TP_V_PADDED_LEN(len_kv) ((((uint32_t)(len_kv) + 63u) / 64u) * 64u)
+
+/* Per-channel K mean in the input dtype, fp32 accumulation in token order.
+ * Grid (H, B), block (head_dim, 1, 1). */
+typedef struct s2tp_k_mean_params {
+    const void *input;      /* f16 or bf16 K, [B,N,H,D] or [B,H,N,D], last dim contiguous */
+    void *mean;             /* [B,H,D] in the input dtype, channel axis contiguous */
+    uint32_t batch, heads, len, head_dim;
+    uint32_t stride_bz_in, stride_seq_in, stride_h_in;
+    uint32_t stride_bz_mean, stride_h_mean;
+} s2tp_k_mean_params;
+
+/* int8 quantization: Q per 32-token group, or K per 64-token block after subtracting the K mean.
+ * Q entries: grid (S2TP_Q_SCALE_GROUPS(N), H, B). K entries: grid (S2TP_K_SCALE_GROUPS(N), H, B).
+ * Block (S2TP_QUANT_INT8_THREADS, 1, 1). Tokens >= N count as 0 and are not written. */
+typedef struct s2tp_quant_int8_params {
+    const void *input;      /* f16 or bf16, [B,N,H,D] or [B,H,N,D], last dim contiguous */
+    const void *mean;       /* K entries only: [B,H,D] in the input dtype; ignored by the Q entries */
+    int8_t *output;         /* int8, shaped and strided like a Q/K attention input */
+    float *scale;           /* [B,H,groups] contiguous (q_scale or k_scale of s2tp_attn_params) */
+    uint32_t batch, heads, len, head_dim;
+    uint32_t stride_bz_in, stride_seq_in, stride_h_in;
+    uint32_t stride_bz_mean, stride_h_mean;
+    uint32_t stride_bz_out, stride_seq_out, stride_h_out;
+} s2tp_quant_int8_params;
+
+/* Per-channel e4m3 quantization of V, transposed to tokens-last, zero-padded to S2TP_V_PADDED_LEN
+ * and permuted within 16-token groups (stored position s holds token
+ * {0,1,8,9,2,3,10,11,4,5,12,13,6,7,14,15}[s]). Every padded token is written.
+ * Grid (head_dim / S2TP_QUANT_V_CHANNELS_PER_CTA, H, B), block (S2TP_QUANT_V_THREADS, 1, 1). */
+typedef struct s2tp_quant_v_fp8_params {
+    const void *input;      /* f16 or bf16 V, [B,N,H,D] or [B,H,N,D], last dim contiguous */
+    uint8_t *output;        /* e4m3, [B,D,H,Npad] (NHD) or [B,H,D,Npad] (HND), tokens contiguous */
+    float *scale;           /* v_scale, [B,H,D] contiguous */
+    uint32_t batch, heads, len, head_dim;
+    uint32_t stride_bz_in, stride_seq_in, stride_h_in;
+    uint32_t stride_bz_out, stride_h_out, stride_d_out;
+    float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM; a runtime value, as upstream's divisions see it */
+} s2tp_quant_v_fp8_params;
+
+#define S2TP_QUANT_ENTRY_COUNT 8
+static const char *const s2tp_quant_entry_names[S2TP_QUANT_ENTRY_COUNT] = {
+    "s2tp_k_mean_f16",       "s2tp_k_mean_bf16",
+    "s2tp_quant_q_int8_f16", "s2tp_quant_q_int8_bf16",
+    "s2tp_quant_k_int8_f16", "s2tp_quant_k_int8_bf16",
+    "s2tp_quant_v_fp8_f16",  "s2tp_quant_v_fp8_bf16",
+};
+
+/* ---- SM clock probe (lives in the quantization cubin) ---- */
+
+/* One thread reads %globaltimer and clock64, spins until %globaltimer has advanced by at least
+ * spin_ns, reads both again and writes out[0] = elapsed SM cycles, out[1] = elapsed ns.
+ * SM clock in MHz = out[0] * 1000 / out[1]. Grid (1,1,1), block (1,1,1). */
+typedef struct s2tp_clock_probe_params {
+    unsigned long long *out; /* 2 elements in device memory */
+    unsigned long long spin_ns;
+} s2tp_clock_probe_params;
+
+#define S2TP_CLOCK_PROBE_ENTRY "s2tp_sm_clock_probe"
 
 #ifdef __cplusplus
 }

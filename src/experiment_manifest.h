@@ -63,7 +63,7 @@ struct Experiment {
     // [time]
     double target_half_width = 0.005;
     double budget_seconds = 60.0;
-    std::int64_t min_rounds = 10;
+    std::int64_t min_rounds = 20;  // below about 20 rounds a bootstrap interval means little
     std::int64_t warmup_launches = 3;
     std::uint64_t bootstrap_seed = 20261129;
     std::int64_t bootstrap_resamples = 10000;

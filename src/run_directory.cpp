@@ -108,8 +108,10 @@ std::optional<fs::path> existing_run(const RunSelection &selection) {
 
 fs::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name) {
     if (auto run = existing_run(selection)) return *run;
-    return selection.runs_root / (experiment_name + "-" + utc_stamp());
+    return selection.runs_root / new_run_id(experiment_name);
 }
+
+std::string new_run_id(const std::string &experiment_name) { return experiment_name + "-" + utc_stamp(); }
 
 void mark_latest(const RunSelection &selection, const fs::path &run) {
     fs::create_directories(selection.runs_root);

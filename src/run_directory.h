@@ -60,6 +60,8 @@ std::optional<std::filesystem::path> existing_run(const RunSelection &selection)
 // The run directory prepare should use, creating nothing: as existing_run, else a new
 // <root>/<experiment>-<UTC timestamp>.
 std::filesystem::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name);
+// A run id for a new run: <experiment>-<UTC timestamp>, e.g. temporal-pair-20261129T135954Z.
+std::string new_run_id(const std::string &experiment_name);
 // Points <root>/latest at `run` (a relative symlink, replaced atomically).
 void mark_latest(const RunSelection &selection, const std::filesystem::path &run);
 

@@ -118,7 +118,8 @@ void remove_trees(const RunDirectory &run, const Experiment &experiment) {
     if (experiment.source_kind == "git") git({"-C", experiment.repository, "worktree", "prune"});
 }
 
-PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment, const fs::path &embedded_kernels) {
+PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
+                         const std::function<fs::path()> &embedded_kernels) {
     PreparedTrees trees;
     trees.git_version = git_version();
     patch_paths(experiment.patch);  // refuse an escaping patch before touching anything
@@ -136,9 +137,10 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment, 
         git_or_fail({"-C", repository, "worktree", "add", "--detach", baseline.string(), trees.commit}, std::nullopt,
                     "git worktree add (baseline) failed");
     } else {
-        if (!fs::is_directory(embedded_kernels))
-            fail(ExitCode::usage, "embedded kernels directory '" + embedded_kernels.string() + "' is missing");
-        copy_tree(embedded_kernels, baseline / "kernels");
+        const fs::path kernels = embedded_kernels();
+        if (!fs::is_directory(kernels))
+            fail(ExitCode::usage, "embedded kernels directory '" + kernels.string() + "' is missing");
+        copy_tree(kernels, baseline / "kernels");
         git_or_fail({"init", "--quiet", "--initial-branch=embedded", baseline.string()}, std::nullopt, "git init failed");
         git_or_fail({"-C", baseline.string(), "add", "--all"}, std::nullopt, "git add failed");
         git_or_fail({"-C", baseline.string(), "commit", "--quiet", "--no-gpg-sign", "-m", "sage2tp embedded kernels"},

@@ -11,6 +11,7 @@
 #include "run_directory.h"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ std::string resolve_commit(const std::string &repository, const std::string &com
 // Removes trees/ (and the worktree registrations pointing into it).
 void remove_trees(const RunDirectory &run, const Experiment &experiment);
 
+// `embedded_kernels` is consulted only for an embedded source.
 PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
-                         const std::filesystem::path &embedded_kernels);
+                         const std::function<std::filesystem::path()> &embedded_kernels);
 
 }  // namespace s2tp

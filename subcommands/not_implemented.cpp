@@ -17,9 +17,6 @@ int not_implemented(const std::string &stage, const std::string &summary, const 
 
 }  // namespace
 
-int build_command(const Args &args) {
-    return not_implemented("build", "Compile both trees for the target GPU and read ptxas resources.", args);
-}
 int sanitize_command(const Args &args) {
     return not_implemented("sanitize", "Run both builds under compute-sanitizer.", args);
 }
@@ -28,9 +25,6 @@ int parity_command(const Args &args) {
 }
 int time_command(const Args &args) {
     return not_implemented("time", "Time baseline and candidate on the real workload, interleaved.", args);
-}
-int gate_command(const Args &args) {
-    return not_implemented("gate", "Turn every checkpoint into one verdict.", args);
 }
 
 }  // namespace s2tp

@@ -14,6 +14,16 @@
 namespace fs = std::filesystem;
 
 namespace s2tp {
+namespace {
+
+fs::path default_manifest_unless_recorded(const CommandLine &cl, const std::optional<Checkpoint> &prepared) {
+    if (cl.has("manifest")) return cl.result()["manifest"].as<std::string>();
+    if (prepared)
+        if (auto recorded = prepared->figures["manifest"].value<std::string>()) return *recorded;
+    return default_manifest();
+}
+
+}  // namespace
 
 int prepare_command(const Args &args) {
     CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
@@ -23,13 +33,27 @@ int prepare_command(const Args &args) {
         ("force", "run even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
 
-    const fs::path manifest = cl.has("manifest") ? fs::path(cl.result()["manifest"].as<std::string>()) : default_manifest();
+    RunSelection selection = cl.selection();
+    const std::optional<fs::path> existing = cl.has("new") ? std::nullopt : existing_run(selection);
+    std::optional<Checkpoint> prepared;
+    if (existing) prepared = read_checkpoint(checkpoint_path(RunDirectory(*existing), Stage::prepare)).checkpoint;
+
+    // Without --manifest an existing run keeps the manifest it was prepared from.
+    fs::path manifest = default_manifest_unless_recorded(cl, prepared);
+    if (!cl.has("manifest") && prepared && !fs::exists(manifest)) {
+        // A run copied from another host: its experiment.toml and trees are the record now.
+        if (prepared->status != StageStatus::passed)
+            fail(ExitCode::usage, "the run was prepared from " + manifest.string() +
+                                      ", which is not on this host; pass --manifest to prepare it again");
+        cl.reporter().say("prepare: up to date (prepared from " + manifest.string() +
+                          ", which is not on this host; keeping the run as prepared)");
+        return 0;
+    }
     const Experiment experiment = load_experiment(manifest);
     const std::string resolved = experiment_to_toml(experiment);
 
-    RunSelection selection = cl.selection();
-    if (cl.has("new")) selection.run_id = experiment.name + "-" + utc_now_iso8601();
-    RunDirectory run(run_for_prepare(selection, experiment.name));
+    if (cl.has("new")) selection.run_id = new_run_id(experiment.name);
+    RunDirectory run(existing ? *existing : run_for_prepare(selection, experiment.name));
     run.lock();
     mark_latest(selection, run.root());
     cl.reporter().progress("run directory: " + run.root().string());
@@ -44,12 +68,13 @@ int prepare_command(const Args &args) {
     };
     work.run = [&] {
         write_file_atomically(run.manifest(), resolved);
-        PreparedTrees trees = make_trees(run, experiment, embedded_kernels());
+        PreparedTrees trees = make_trees(run, experiment, embedded_kernels);
         StageResult result;
         result.tools.insert("git", trees.git_version);
         result.artifacts.insert("experiment", toml::table{{"path", run.relative(run.manifest())},
                                                           {"sha256", sha256_hex(resolved)}});
-        result.figures = toml::table{{"source", experiment.source_kind},
+        result.figures = toml::table{{"manifest", fs::absolute(manifest).lexically_normal().string()},
+                                     {"source", experiment.source_kind},
                                      {"commit", trees.commit},
                                      {"patch", experiment.patch},
                                      {"patch_sha256", trees.patch_sha256},

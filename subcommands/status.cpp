@@ -23,7 +23,7 @@ int status_command(const Args &args) {
 
     toml::array stages;
     std::ostringstream table;
-    table << std::left << std::setw(10) << "STAGE" << std::setw(9) << "STATUS" << std::setw(22) << "FINISHED (UTC)"
+    table << std::left << std::setw(10) << "STAGE" << std::setw(11) << "STATUS" << std::setw(22) << "FINISHED (UTC)"
           << std::setw(7) << "FRESH" << "FIGURES\n";
     for (const StageState &state : inspect_run(run)) {
         std::string status = "-", finished = "-", summary, freshness = "-";
@@ -37,7 +37,7 @@ int status_command(const Args &args) {
             status = "untrusted";
         }
         if (!state.fresh && state.read.exists) summary += (summary.empty() ? "" : "; ") + state.stale_reason;
-        table << std::setw(10) << stage_name(state.stage) << std::setw(9) << status << std::setw(22) << finished
+        table << std::setw(10) << stage_name(state.stage) << std::setw(11) << status << std::setw(22) << finished
               << std::setw(7) << freshness << summary << "\n";
         toml::table entry{{"stage", stage_name(state.stage)}, {"status", status}, {"finished_utc", finished},
                           {"fresh", state.fresh}, {"summary", summary}};

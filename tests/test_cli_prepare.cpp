@@ -128,7 +128,7 @@ TEST_F(Cli, PrepareEmbeddedDefaultThenUpToDate) {
     r = sage2tp({"status", "--json"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out.front(), '{') << r.out;
-    EXPECT_NE(r.out.find("\"status\": \"passed\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"status\" : \"passed\""), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {

@@ -1,0 +1,342 @@
+// The quantization cubin: what turns f16/bf16 Q, K, V into the attention kernel's inputs, shared by both
+// arms of the experiment (not part of the A/B), plus the SM clock probe.
+//
+// Byte-for-byte targets are upstream SageAttention's quantizers (reference sections 1.3 and 1.4), built
+// like them with -O3 --use_fast_math. That flag matters here: it turns `a / b` into div.approx.ftz.f32
+// (a * rcp.approx(b)), which is what produced upstream's scales and codes, so the divisions below are
+// written as plain C++ divisions on purpose and must stay so. Every other fp32 operation is .ftz.
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "sage2tp_abi.h"
+#include "mma_fragments.cuh"
+
+namespace s2tp {
+namespace {
+
+constexpr float kInt8Max = 127.0f;
+constexpr float kInt8AmaxFloor = 0.0000001f;  // upstream's start value of the block amax: no division by 0
+
+__device__ __forceinline__ float to_f32(__half value) { return __half2float(value); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 value) { return __bfloat162float(value); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float value);
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float value) { return __float2half_rn(value); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float value) { return __float2bfloat16_rn(value); }
+
+// 8 consecutive elements (one 16-byte load) widened to fp32, exactly.
+template <typename T>
+__device__ __forceinline__ void load8(const T *source, float (&out)[8]) {
+    const uint4 raw = *reinterpret_cast<const uint4 *>(source);
+    const T *elements = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) {
+        out[e] = to_f32(elements[e]);
+    }
+}
+
+// ---- int8 Q / K ---------------------------------------------------------------------------------------------
+// One CTA of 128 threads per group of GroupTokens tokens (32 for Q, 64 for K) of one (batch, head). Per
+// element x = float(in) [- float(mean)]; amax = max(1e-7, max |x| over the group); scale = amax / 127 and
+// code = cvt.rni.sat.s8(x * (127 / amax)), both divisions div.approx.ftz as upstream's. Tokens past the
+// end count as 0 (a group entirely past the end still writes scale 1e-7 / 127) and are not written.
+
+constexpr uint32_t kInt8Threads = S2TP_QUANT_INT8_THREADS;
+
+template <typename T, uint32_t HeadDim, uint32_t GroupTokens, bool SubtractMean>
+__device__ __forceinline__ void quantize_int8_group(const s2tp_quant_int8_params &p, uint32_t scale_groups) {
+    constexpr uint32_t kChunksPerToken = HeadDim / 8;
+    constexpr uint32_t kTokensPerWave = kInt8Threads / kChunksPerToken;
+    constexpr uint32_t kWaves = GroupTokens / kTokensPerWave;
+    static_assert(GroupTokens % kTokensPerWave == 0, "a group must be a whole number of thread waves");
+
+    __shared__ float warp_amax[kInt8Threads / 32];
+
+    const uint32_t group = blockIdx.x;
+    const uint32_t head = blockIdx.y;
+    const uint32_t batch = blockIdx.z;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t column = (tid % kChunksPerToken) * 8;
+    const uint32_t first_token = group * GroupTokens + tid / kChunksPerToken;
+
+    const T *input = static_cast<const T *>(p.input) + batch * p.stride_bz_in + head * p.stride_h_in + column;
+    int8_t *output = p.output + batch * p.stride_bz_out + head * p.stride_h_out + column;
+
+    float mean[8];
+    if constexpr (SubtractMean) {
+        load8(static_cast<const T *>(p.mean) + batch * p.stride_bz_mean + head * p.stride_h_mean + column, mean);
+    }
+
+    float x[kWaves][8];
+    float amax = kInt8AmaxFloor;
+#pragma unroll
+    for (uint32_t wave = 0; wave < kWaves; ++wave) {
+        const uint32_t token = first_token + wave * kTokensPerWave;
+        if (token < p.len) {
+            load8(input + token * p.stride_seq_in, x[wave]);
+            if constexpr (SubtractMean) {
+#pragma unroll
+                for (uint32_t e = 0; e < 8; ++e) {
+                    x[wave][e] = __fsub_rn(x[wave][e], mean[e]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (uint32_t e = 0; e < 8; ++e) {
+                x[wave][e] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (uint32_t e = 0; e < 8; ++e) {
+            amax = fmaxf(amax, fabsf(x[wave][e]));
+        }
+    }
+
+    // max is exact, so the reduction order cannot change the result.
+#pragma unroll
+    for (uint32_t offset = 16; offset > 0; offset /= 2) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    }
+    if (tid % 32 == 0) {
+        warp_amax[tid / 32] = amax;
+    }
+    __syncthreads();
+    amax = fmaxf(fmaxf(warp_amax[0], warp_amax[1]), fmaxf(warp_amax[2], warp_amax[3]));
+
+    if (tid == 0) {
+        p.scale[(batch * p.heads + head) * scale_groups + group] = amax / kInt8Max;
+    }
+    const float multiplier = kInt8Max / amax;
+
+#pragma unroll
+    for (uint32_t wave = 0; wave < kWaves; ++wave) {
+        const uint32_t token = first_token + wave * kTokensPerWave;
+        if (token < p.len) {
+            uint32_t packed[2];
+#pragma unroll
+            for (uint32_t half = 0; half < 2; ++half) {
+                uint32_t word = 0;
+#pragma unroll
+                for (uint32_t byte = 0; byte < 4; ++byte) {
+                    const int8_t code = f32_to_s8_rni_sat(__fmul_rn(x[wave][4 * half + byte], multiplier));
+                    word |= static_cast<uint32_t>(static_cast<uint8_t>(code)) << (8 * byte);
+                }
+                packed[half] = word;
+            }
+            *reinterpret_cast<uint2 *>(output + token * p.stride_seq_out) = make_uint2(packed[0], packed[1]);
+        }
+    }
+}
+
+template <typename T, uint32_t GroupTokens, bool SubtractMean>
+__device__ __forceinline__ void quantize_int8(const s2tp_quant_int8_params &p, uint32_t scale_groups) {
+    if (p.head_dim == 128) {
+        quantize_int8_group<T, 128, GroupTokens, SubtractMean>(p, scale_groups);
+    } else {
+        quantize_int8_group<T, 64, GroupTokens, SubtractMean>(p, scale_groups);
+    }
+}
+
+// ---- fp8 V -------------------------------------------------------------------------------------------------
+// One CTA of 256 threads per 32 channels of one (batch, head). Pass 1: amax per channel = max |v| over
+// all tokens (upstream takes max(|max|, |min|) over the zero-padded tokens; both are the same value).
+// v_scale = amax / scale_max, multiplier = scale_max / amax (div.approx.ftz; an all-zero channel gets
+// scale 0 and multiplier +inf, so its codes are 0 * inf = NaN, 0x7F, exactly as upstream). Pass 2: per
+// 64-token tile, code = cvt.rn.satfinite.e4m3(v * multiplier), padded tokens as v = 0, staged in shared
+// memory transposed (channel rows) with the 16-token permutation, then written as 16-byte rows.
+
+constexpr uint32_t kVThreads = S2TP_QUANT_V_THREADS;
+constexpr uint32_t kVChannels = S2TP_QUANT_V_CHANNELS_PER_CTA;
+constexpr uint32_t kVTileTokens = 64;
+static_assert(kVThreads == (kVChannels / 8) * kVTileTokens, "one thread per (8 channels, token) of a tile");
+
+// Stored position of token r of a 16-token group: the inverse of {0,1,8,9,2,3,10,11,4,5,12,13,6,7,14,15}.
+__device__ __forceinline__ uint32_t permuted_position(uint32_t token_in_tile) {
+    const uint32_t r = token_in_tile % 16;
+    return (token_in_tile / 16) * 16 + (r / 8) * 2 + ((r / 2) % 4) * 4 + r % 2;
+}
+
+template <typename T>
+__device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p) {
+    __shared__ float warp_amax[kVThreads / 32][kVChannels];
+    __shared__ float channel_multiplier[kVChannels];
+    __shared__ __align__(16) uint8_t tile[kVChannels][kVTileTokens];
+
+    const uint32_t channel0 = blockIdx.x * kVChannels;
+    const uint32_t head = blockIdx.y;
+    const uint32_t batch = blockIdx.z;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lane = tid % 32;
+    const uint32_t chunk = tid % 4;              // channels channel0 + 8*chunk .. +7
+    const uint32_t token_in_tile = tid / 4;      // 0..63
+
+    const T *input =
+        static_cast<const T *>(p.input) + batch * p.stride_bz_in + head * p.stride_h_in + channel0 + 8 * chunk;
+
+    float amax[8];
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) {
+        amax[e] = 0.0f;
+    }
+    for (uint32_t base = 0; base < p.len; base += kVTileTokens) {
+        const uint32_t token = base + token_in_tile;
+        if (token < p.len) {
+            float x[8];
+            load8(input + token * p.stride_seq_in, x);
+#pragma unroll
+            for (uint32_t e = 0; e < 8; ++e) {
+                amax[e] = fmaxf(amax[e], fabsf(x[e]));
+            }
+        }
+    }
+    // Lanes of a warp with the same chunk differ in lane bits 2..4.
+#pragma unroll
+    for (uint32_t offset = 4; offset < 32; offset *= 2) {
+#pragma unroll
+        for (uint32_t e = 0; e < 8; ++e) {
+            amax[e] = fmaxf(amax[e], __shfl_xor_sync(0xffffffffu, amax[e], offset));
+        }
+    }
+    if (lane < 4) {
+#pragma unroll
+        for (uint32_t e = 0; e < 8; ++e) {
+            warp_amax[tid / 32][8 * lane + e] = amax[e];
+        }
+    }
+    __syncthreads();
+    if (tid < kVChannels) {
+        float channel_amax = warp_amax[0][tid];
+#pragma unroll
+        for (uint32_t w = 1; w < kVThreads / 32; ++w) {
+            channel_amax = fmaxf(channel_amax, warp_amax[w][tid]);
+        }
+        p.scale[(batch * p.heads + head) * p.head_dim + channel0 + tid] = channel_amax / p.scale_max;
+        channel_multiplier[tid] = p.scale_max / channel_amax;
+    }
+    __syncthreads();
+
+    float multiplier[8];
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) {
+        multiplier[e] = channel_multiplier[8 * chunk + e];
+    }
+
+    uint8_t *output = p.output + batch * p.stride_bz_out + head * p.stride_h_out + channel0 * p.stride_d_out;
+    const uint32_t position = permuted_position(token_in_tile);
+    const uint32_t padded_len = S2TP_V_PADDED_LEN(p.len);
+    for (uint32_t base = 0; base < padded_len; base += kVTileTokens) {
+        const uint32_t token = base + token_in_tile;
+        float x[8];
+        if (token < p.len) {
+            load8(input + token * p.stride_seq_in, x);
+        } else {
+#pragma unroll
+            for (uint32_t e = 0; e < 8; ++e) {
+                x[e] = 0.0f;
+            }
+        }
+        const uint32_t codes_lo = pack_e4m3x4(__fmul_rn(x[0], multiplier[0]), __fmul_rn(x[1], multiplier[1]),
+                                              __fmul_rn(x[2], multiplier[2]), __fmul_rn(x[3], multiplier[3]));
+        const uint32_t codes_hi = pack_e4m3x4(__fmul_rn(x[4], multiplier[4]), __fmul_rn(x[5], multiplier[5]),
+                                              __fmul_rn(x[6], multiplier[6]), __fmul_rn(x[7], multiplier[7]));
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) {
+            tile[8 * chunk + e][position] = static_cast<uint8_t>(codes_lo >> (8 * e));
+            tile[8 * chunk + 4 + e][position] = static_cast<uint8_t>(codes_hi >> (8 * e));
+        }
+        __syncthreads();
+        if (tid < kVChannels * kVTileTokens / 16) {
+            const uint32_t row = tid / 4;
+            const uint32_t column = (tid % 4) * 16;
+            *reinterpret_cast<uint4 *>(output + row * p.stride_d_out + base + column) =
+                *reinterpret_cast<const uint4 *>(&tile[row][column]);
+        }
+        __syncthreads();
+    }
+}
+
+// ---- K mean ------------------------------------------------------------------------------------------------
+// Rounding, fully specified so any implementation can reproduce it: per channel an fp32 sum over tokens
+// 0, 1, ..., N-1 in that order (one add.rn.ftz each, starting from +0), then one IEEE division by
+// float(N) (div.rn.ftz; exact conversion of N for N < 2^24), then one round-to-nearest-even conversion to
+// the input dtype. It matches a host fp32 loop bit for bit unless a value or partial sum is an fp32
+// subnormal (flushed to zero here). It does not try to match torch's mean, which upstream uses; feed
+// upstream's k_mean to the K quantizer when byte identity with upstream's codes matters.
+template <typename T>
+__device__ __forceinline__ void k_mean(const s2tp_k_mean_params &p) {
+    const uint32_t head = blockIdx.x;
+    const uint32_t batch = blockIdx.y;
+    const uint32_t channel = threadIdx.x;
+    const T *input = static_cast<const T *>(p.input) + batch * p.stride_bz_in + head * p.stride_h_in + channel;
+
+    float sum = 0.0f;
+#pragma unroll 8
+    for (uint32_t token = 0; token < p.len; ++token) {
+        sum = __fadd_rn(sum, to_f32(input[token * p.stride_seq_in]));
+    }
+    const float mean = __fdiv_rn(sum, static_cast<float>(p.len));
+    static_cast<T *>(p.mean)[batch * p.stride_bz_mean + head * p.stride_h_mean + channel] = from_f32<T>(mean);
+}
+
+// ---- SM clock probe ----------------------------------------------------------------------------------------
+
+__device__ __forceinline__ unsigned long long read_globaltimer() {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+    return ns;
+}
+
+__device__ __forceinline__ unsigned long long read_clock64() {
+    unsigned long long cycles;
+    asm volatile("mov.u64 %0, %%clock64;\n" : "=l"(cycles));
+    return cycles;
+}
+
+}  // namespace
+}  // namespace s2tp
+
+extern "C" __global__ void s2tp_k_mean_f16(const s2tp_k_mean_params params) { s2tp::k_mean<__half>(params); }
+extern "C" __global__ void s2tp_k_mean_bf16(const s2tp_k_mean_params params) {
+    s2tp::k_mean<__nv_bfloat16>(params);
+}
+
+extern "C" __global__ void s2tp_quant_q_int8_f16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__half, S2TP_QUANT_Q_GROUP_TOKENS, false>(params, S2TP_Q_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_q_int8_bf16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__nv_bfloat16, S2TP_QUANT_Q_GROUP_TOKENS, false>(params, S2TP_Q_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_k_int8_f16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__half, S2TP_QUANT_K_BLOCK_TOKENS, true>(params, S2TP_K_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_k_int8_bf16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__nv_bfloat16, S2TP_QUANT_K_BLOCK_TOKENS, true>(params, S2TP_K_SCALE_GROUPS(params.len));
+}
+
+extern "C" __global__ void s2tp_quant_v_fp8_f16(const s2tp_quant_v_fp8_params params) {
+    s2tp::quantize_v_fp8<__half>(params);
+}
+extern "C" __global__ void s2tp_quant_v_fp8_bf16(const s2tp_quant_v_fp8_params params) {
+    s2tp::quantize_v_fp8<__nv_bfloat16>(params);
+}
+
+extern "C" __global__ void s2tp_sm_clock_probe(const s2tp_clock_probe_params params) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) {
+        return;
+    }
+    const unsigned long long start_ns = s2tp::read_globaltimer();
+    const unsigned long long start_cycles = s2tp::read_clock64();
+    unsigned long long now_ns;
+    unsigned long long now_cycles;
+    do {
+        now_ns = s2tp::read_globaltimer();
+        now_cycles = s2tp::read_clock64();
+    } while (now_ns - start_ns < params.spin_ns);
+    params.out[0] = now_cycles - start_cycles;
+    params.out[1] = now_ns - start_ns;
+}

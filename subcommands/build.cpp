@@ -1,0 +1,244 @@
+// sage2tp build: compile both trees for the target GPU, read the ptxas resources of every entry
+// point, model occupancy, and record what the resource gates compare.
+#include "subcommands.h"
+
+#include "arch_limits.h"
+#include "cli.h"
+#include "data_paths.h"
+#include "errors.h"
+#include "experiment_manifest.h"
+#include "hashing.h"
+#include "kernel_build.h"
+#include "occupancy.h"
+#include "process_runner.h"
+#include "ptxas_report.h"
+#include "stage_pipeline.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+toml::table resources_table(const KernelResources &k, const EntryLaunch &launch, const Occupancy &o) {
+    return toml::table{{"registers", k.registers},
+                       {"barriers", k.barriers.value_or(1)},
+                       {"stack_frame_bytes", k.stack_frame_bytes},
+                       {"spill_store_bytes", k.spill_store_bytes},
+                       {"spill_load_bytes", k.spill_load_bytes},
+                       {"static_smem_bytes", k.static_smem_bytes},
+                       {"dynamic_smem_bytes", launch.dynamic_smem_bytes},
+                       {"smem_per_block", k.static_smem_bytes + launch.dynamic_smem_bytes},
+                       {"threads_per_block", launch.threads_per_block},
+                       {"blocks_per_sm", o.blocks_per_sm},
+                       {"resident_warps", o.resident_warps},
+                       {"warps_per_scheduler", o.warps_per_scheduler},
+                       {"limited_by", limiter_names(o.limited_by)}};
+}
+
+// Per-entry resources of one variant's compiled kernel sources, for one arch.
+std::map<std::string, toml::table> variant_resources(const std::vector<CompileJob> &jobs,
+                                                     const std::vector<CompileOutcome> &outcomes,
+                                                     const std::string &variant, bool compared,
+                                                     const ArchLimits &limits, const RunDirectory &run) {
+    std::map<std::string, toml::table> entries;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (jobs[i].variant != variant || jobs[i].compared != compared) continue;
+        PtxasReport report = parse_ptxas_report(outcomes[i].output, run.relative(jobs[i].log));
+        for (const auto &[key, k] : report) {
+            auto launch = entry_launch(key.name);
+            if (!launch) continue;  // not an entry the kernel ABI launches
+            LaunchResources resources{k.registers, launch->threads_per_block, k.static_smem_bytes,
+                                      launch->dynamic_smem_bytes, k.barriers.value_or(1)};
+            entries[key.name] = resources_table(k, *launch, compute_occupancy(limits, resources));
+        }
+    }
+    return entries;
+}
+
+std::int64_t spill_bytes(const toml::table &t) {
+    return t["spill_store_bytes"].value_or<std::int64_t>(0) + t["spill_load_bytes"].value_or<std::int64_t>(0);
+}
+
+void print_table(const Checkpoint &c, const Reporter &reporter) {
+    const toml::table *kernels = c.figures["kernels"].as_table();
+    if (!kernels) return;
+    std::ostringstream out;
+    out << std::left << std::setw(30) << "ENTRY (baseline -> candidate)" << std::setw(12) << "REGISTERS" << std::setw(18)
+        << "SPILL ST/LD B" << std::setw(15) << "SMEM/BLOCK" << std::setw(11) << "BLOCKS/SM" << "WARPS/SCHEDULER\n";
+    for (const auto &[name, node] : *kernels) {
+        const toml::table &e = *node.as_table();
+        auto pair = [&](const char *key) {
+            return std::to_string(e["baseline"][key].value_or<std::int64_t>(0)) + "->" +
+                   std::to_string(e["candidate"][key].value_or<std::int64_t>(0));
+        };
+        auto spills = [&](const char *variant) {
+            return std::to_string(e[variant]["spill_store_bytes"].value_or<std::int64_t>(0)) + "/" +
+                   std::to_string(e[variant]["spill_load_bytes"].value_or<std::int64_t>(0));
+        };
+        std::ostringstream wps;
+        wps << std::fixed << std::setprecision(1) << e["baseline"]["warps_per_scheduler"].value_or(0.0) << "->"
+            << e["candidate"]["warps_per_scheduler"].value_or(0.0)
+            << (e["delta"]["warps_per_scheduler_fell"].value_or(false) ? "  FELL" : "");
+        std::string entry(name.str());
+        if (entry.rfind("s2tp_attn_", 0) == 0) entry = entry.substr(10);
+        out << std::setw(30) << entry << std::setw(12) << pair("registers") << std::setw(18)
+            << (spills("baseline") + "->" + spills("candidate")) << std::setw(15) << pair("smem_per_block")
+            << std::setw(11) << pair("blocks_per_sm") << wps.str() << "\n";
+    }
+    reporter.say("  " + c.figures["arch"].value_or(std::string()) + ", " + c.figures["nvcc_version"].value_or(std::string()));
+    reporter.say(out.str());
+}
+
+}  // namespace
+
+int build_command(const Args &args) {
+    CommandLine cl("build", "Compile both trees for the target GPU, read ptxas resources and model occupancy.", args);
+    cl.add_options()
+        ("arch", "target: sm_89, sm_90a, sm_120a, sm_121a, or auto (the first visible GPU); default: the manifest's",
+         cxxopts::value<std::string>(), "ARCH")
+        ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
+        ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
+         cxxopts::value<std::string>(), "PATH")
+        ("force", "compile even when the checkpoint is up to date");
+    if (!cl.parse()) return 0;
+
+    auto run_path = existing_run(cl.selection());
+    if (!run_path || !fs::is_directory(*run_path))
+        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
+    RunDirectory run(*run_path);
+    run.lock();
+    require_previous(inspect_run(run), Stage::build);
+
+    const Experiment experiment = load_experiment(run.manifest());
+    const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
+    const std::string arch = resolve_target_arch(cl.has("arch") ? cl.result()["arch"].as<std::string>() : experiment.arch, table);
+    const ArchLimits &limits = resolve_arch(table, arch);
+    const int jobs_limit = cl.has("jobs") ? cl.result()["jobs"].as<int>() : default_build_jobs();
+    if (jobs_limit < 1) fail(ExitCode::usage, "--jobs must be at least 1");
+    const fs::path nvcc = find_nvcc(cl.has("nvcc") ? std::optional<std::string>(cl.result()["nvcc"].as<std::string>()) : std::nullopt);
+    const std::vector<CompileJob> jobs = plan_compiles(run, experiment, arch, nvcc);
+
+    StageWork work;
+    work.stage = Stage::build;
+    work.add_inputs = [&](Fingerprint &f) {
+        // The compiler is identified by its bytes, so "up to date" never needs to start nvcc.
+        f.add("arch", arch).add_file("nvcc", nvcc);
+        for (const auto &flag : experiment.nvcc_flags) f.add("nvcc_flag", flag);
+        for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
+        for (const auto &dir : experiment.include_dirs) f.add("include_dir", dir);
+        for (const auto &job : jobs) f.add("source", job.variant + ":" + job.source);
+        f.add_tree("baseline", run.tree("baseline")).add_tree("candidate", run.tree("candidate"));
+    };
+    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
+        for (const auto &job : jobs) {
+            std::string key = job.variant + ":" + job.source;
+            std::error_code ec;
+            if (!fs::is_regular_file(job.cubin, ec)) return run.relative(job.cubin) + " is missing";
+            if (sha256_file(job.cubin) != c.artifacts[key]["sha256"].value_or(std::string()))
+                return run.relative(job.cubin) + " changed since it was built";
+        }
+        return "";
+    };
+    work.run = [&] {
+        StageResult result;
+        const std::string version = nvcc_version(nvcc);
+        result.tools.insert("nvcc", version);
+        const bool show_progress = ::isatty(STDOUT_FILENO) && !cl.reporter().json() && !cl.has("quiet");
+        cl.reporter().progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
+                               std::to_string(std::min<std::size_t>(jobs_limit, jobs.size())) + " parallel nvcc");
+        std::vector<CompileOutcome> outcomes = run_compiles(
+            jobs, jobs_limit, show_progress ? std::function<void(const std::string &)>([&](const std::string &line) {
+                cl.reporter().progress(line);
+            }) : nullptr);
+
+        result.figures = toml::table{{"arch", arch}, {"nvcc_version", version}, {"jobs", jobs_limit}};
+        toml::array flags;
+        for (const auto &flag : experiment.nvcc_flags) flags.push_back(flag);
+        for (const auto &flag : experiment.extra_flags) flags.push_back(flag);
+        result.figures.insert("flags", flags);
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+            const std::string key = jobs[i].variant + ":" + jobs[i].source;
+            toml::table artifact{{"log", run.relative(jobs[i].log)}, {"command", run.relative(jobs[i].command_file)},
+                                 {"seconds", outcomes[i].seconds}};
+            if (outcomes[i].exit_code == 0 && fs::is_regular_file(jobs[i].cubin)) {
+                artifact.insert("path", run.relative(jobs[i].cubin));
+                artifact.insert("sha256", sha256_file(jobs[i].cubin));
+            } else {
+                result.status = StageStatus::failed;
+                std::string first;
+                for (const auto &line : first_error_lines(outcomes[i].output, 3)) first += (first.empty() ? "" : " | ") + line;
+                result.reasons.push_back(key + " does not compile (nvcc exit " + std::to_string(outcomes[i].exit_code) +
+                                         "): " + (first.empty() ? "see " + run.relative(jobs[i].log) : first));
+            }
+            result.artifacts.insert(key, artifact);
+        }
+        if (result.status == StageStatus::failed) {
+            result.figures.insert("summary", arch + ": compile failed");
+            return result;
+        }
+
+        auto baseline = variant_resources(jobs, outcomes, "baseline", true, limits, run);
+        auto candidate = variant_resources(jobs, outcomes, "candidate", true, limits, run);
+        toml::table kernels;
+        std::int64_t max_register_growth = INT64_MIN, max_spill_growth = INT64_MIN;
+        std::int64_t base_smem = 0, cand_smem = 0;
+        double base_wps = 1e9, cand_wps = 1e9;
+        bool any_fell = false;
+        for (const auto &[name, base] : baseline) {
+            auto found = candidate.find(name);
+            if (found == candidate.end()) {
+                result.status = StageStatus::failed;
+                result.reasons.push_back("entry point " + name + " is in the baseline but not in the candidate");
+                continue;
+            }
+            const toml::table &cand = found->second;
+            std::int64_t d_regs = cand["registers"].value_or<std::int64_t>(0) - base["registers"].value_or<std::int64_t>(0);
+            std::int64_t d_spill = spill_bytes(cand) - spill_bytes(base);
+            std::int64_t b_smem = base["smem_per_block"].value_or<std::int64_t>(0);
+            std::int64_t c_smem = cand["smem_per_block"].value_or<std::int64_t>(0);
+            double b_wps = base["warps_per_scheduler"].value_or(0.0), c_wps = cand["warps_per_scheduler"].value_or(0.0);
+            bool fell = c_wps < b_wps;
+            kernels.insert(name, toml::table{{"baseline", base}, {"candidate", cand},
+                                             {"delta", toml::table{{"registers", d_regs}, {"spill_bytes", d_spill},
+                                                                   {"smem_per_block", c_smem - b_smem},
+                                                                   {"warps_per_scheduler_fell", fell}}}});
+            max_register_growth = std::max(max_register_growth, d_regs);
+            max_spill_growth = std::max(max_spill_growth, d_spill);
+            base_smem = std::max(base_smem, b_smem);
+            cand_smem = std::max(cand_smem, c_smem);
+            base_wps = std::min(base_wps, b_wps);
+            cand_wps = std::min(cand_wps, c_wps);
+            any_fell = any_fell || fell;
+        }
+        if (kernels.empty()) {
+            result.status = StageStatus::failed;
+            result.reasons.push_back("no kernel entry point of the ABI was found in the ptxas report of the compared sources");
+            return result;
+        }
+        result.figures.insert("kernels", kernels);
+        result.figures.insert("compared", toml::table{{"entries", static_cast<std::int64_t>(kernels.size())},
+                                                      {"max_register_growth", max_register_growth},
+                                                      {"max_spill_growth_bytes", max_spill_growth},
+                                                      {"baseline_max_smem_per_block", base_smem},
+                                                      {"candidate_max_smem_per_block", cand_smem},
+                                                      {"baseline_min_warps_per_scheduler", base_wps},
+                                                      {"candidate_min_warps_per_scheduler", cand_wps},
+                                                      {"any_warps_per_scheduler_fell", any_fell}});
+        std::ostringstream summary;
+        summary << arch << ": " << kernels.size() << " entries, register growth <= " << max_register_growth
+                << ", spill growth <= " << max_spill_growth << " B, smem " << base_smem << "->" << cand_smem
+                << (any_fell ? ", warps/scheduler FELL" : "");
+        result.figures.insert("summary", summary.str());
+        return result;
+    };
+    work.summarize = print_table;
+    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+}
+
+}  // namespace s2tp

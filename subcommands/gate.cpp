@@ -1,0 +1,209 @@
+// sage2tp gate: turn the run's checkpoints into one verdict. Thresholds come from the run's manifest
+// ([gate]) and may be overridden on the command line; the conditions themselves live in gate_rules.
+//
+// The gate is a stage like the others, under the same resume rule: it needs a passed, fresh time
+// checkpoint (which in turn means every earlier stage passed, or was skipped on purpose, and is
+// fresh). A run that stopped earlier has no verdict to give; `sage2tp status` is the tool that shows
+// such a partial run stage by stage. The gate still evaluates every condition from the checkpoints,
+// so a resource, speed or output-digest condition can fail a run whose stages all passed.
+#include "subcommands.h"
+
+#include "checkpoint_store.h"
+#include "cli.h"
+#include "errors.h"
+#include "experiment_manifest.h"
+#include "gate_evidence.h"
+#include "gate_rules.h"
+#include "hashing.h"
+#include "run_directory.h"
+#include "stage_pipeline.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+// Shortest text that reads back as the same double, so a fingerprint changes exactly when a
+// threshold does.
+std::string exact(double value) {
+    char buffer[64];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
+}
+
+GateThresholds thresholds_for(const Experiment &experiment, const CommandLine &cl) {
+    GateThresholds thresholds;
+    thresholds.max_candidate_p50_ms = experiment.max_candidate_p50_ms;
+    thresholds.max_spill_growth_bytes = experiment.max_spill_growth_bytes;
+    thresholds.ratio_upper_bound = experiment.max_ratio_upper;
+    thresholds.require_sanitizer = experiment.require_sanitizer;
+
+    // The same ranges as the manifest's [gate] table accepts.
+    if (cl.has("max-p50-ms")) {
+        const double value = cl.result()["max-p50-ms"].as<double>();
+        if (!std::isfinite(value) || value <= 0 || value > 1e9)
+            fail(ExitCode::usage, "--max-p50-ms " + exact(value) + ": expected milliseconds above 0 and at most 1e9");
+        thresholds.max_candidate_p50_ms = value;
+    }
+    if (cl.has("max-spill-growth-bytes")) {
+        const std::int64_t value = cl.result()["max-spill-growth-bytes"].as<std::int64_t>();
+        if (value < 0 || value > (std::int64_t{1} << 30))
+            fail(ExitCode::usage, "--max-spill-growth-bytes " + std::to_string(value) +
+                                      ": expected a byte count from 0 to 1073741824");
+        thresholds.max_spill_growth_bytes = value;
+    }
+    if (cl.has("max-ratio")) {
+        const double value = cl.result()["max-ratio"].as<double>();
+        if (!std::isfinite(value) || value < 0.01 || value > 100)
+            fail(ExitCode::usage, "--max-ratio " + exact(value) + ": expected a candidate/baseline ratio from 0.01 to 100");
+        thresholds.ratio_upper_bound = value;
+    }
+    if (cl.has("require-sanitizer")) thresholds.require_sanitizer = cl.result()["require-sanitizer"].as<bool>();
+    return thresholds;
+}
+
+toml::table thresholds_table(const GateThresholds &thresholds) {
+    toml::table table{{"max_candidate_p50_ms", thresholds.max_candidate_p50_ms},
+                      {"max_spill_growth_bytes", thresholds.max_spill_growth_bytes},
+                      {"require_sanitizer", thresholds.require_sanitizer}};
+    if (thresholds.ratio_upper_bound) table.insert("max_ratio_upper", *thresholds.ratio_upper_bound);
+    return table;
+}
+
+toml::table gate_figures(const GateResult &result, const GateThresholds &thresholds) {
+    toml::array conditions;
+    std::string blocking;
+    for (const GateCondition &c : result.conditions) {
+        conditions.push_back(toml::table{{"name", c.name},
+                                         {"status", gate_status_text(c.status)},
+                                         {"figure", c.figure},
+                                         {"detail", c.detail},
+                                         {"required", c.required}});
+        if (c.status == GateStatus::fail || (c.status == GateStatus::not_checked && c.required))
+            blocking += (blocking.empty() ? "" : ", ") + c.name;
+    }
+    const std::string verdict = result.passed ? "PASS" : "FAIL";
+    return toml::table{{"conditions", conditions},
+                       {"verdict", verdict},
+                       {"thresholds", thresholds_table(thresholds)},
+                       {"summary", result.passed ? verdict : verdict + ": " + blocking}};
+}
+
+// The checkpoint is the record, so the report printed after a run and the one printed when up to
+// date both come from its figures.
+GateResult result_from_figures(const toml::table &figures) {
+    GateResult result;
+    if (const toml::array *conditions = figures["conditions"].as_array())
+        for (const toml::node &node : *conditions) {
+            const toml::table *entry = node.as_table();
+            if (!entry) continue;
+            GateCondition c;
+            c.name = (*entry)["name"].value_or(std::string());
+            const std::string status = (*entry)["status"].value_or(std::string());
+            for (GateStatus s : {GateStatus::pass, GateStatus::fail, GateStatus::not_checked})
+                if (status == gate_status_text(s)) c.status = s;
+            c.figure = (*entry)["figure"].value_or(std::string());
+            c.detail = (*entry)["detail"].value_or(std::string());
+            c.required = (*entry)["required"].value_or(true);
+            result.conditions.push_back(std::move(c));
+        }
+    result.passed = figures["verdict"].value_or(std::string()) == "PASS";
+    return result;
+}
+
+std::vector<std::string> failure_reasons(const GateResult &result) {
+    std::vector<std::string> reasons;
+    for (const GateCondition &c : result.conditions) {
+        if (c.status == GateStatus::fail)
+            reasons.push_back(c.name + " failed: " + c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")"));
+        else if (c.status == GateStatus::not_checked && c.required)
+            reasons.push_back(c.name + " is required but was not checked: " + c.figure +
+                              (c.detail.empty() ? "" : " (" + c.detail + ")"));
+    }
+    return reasons;
+}
+
+}  // namespace
+
+int gate_command(const Args &args) {
+    CommandLine cl("gate",
+                   "Turn every checkpoint into one verdict. Needs a passed, fresh time checkpoint; "
+                   "'sage2tp status' shows a run that stopped earlier.",
+                   args);
+    cl.add_options()
+        ("max-p50-ms", "the candidate's p50 must be below this (default: the manifest's [gate] max_candidate_p50_ms)",
+         cxxopts::value<double>(), "MS")
+        ("max-spill-growth-bytes", "candidate spill bytes minus the baseline's may be at most this "
+                                   "(default: the manifest's max_spill_growth_bytes)",
+         cxxopts::value<std::int64_t>(), "BYTES")
+        ("max-ratio", "relative speed gate: the candidate/baseline ratio interval must lie entirely below this "
+                      "(default: the manifest's max_ratio_upper, else off)",
+         cxxopts::value<double>(), "RATIO")
+        ("require-sanitizer", "a skipped sanitizer fails the gate (=false to allow it; default: the manifest's)",
+         cxxopts::value<bool>(), "BOOL")
+        ("force", "evaluate even when the checkpoint is up to date");
+    if (!cl.parse()) return 0;
+
+    auto run_path = existing_run(cl.selection());
+    if (!run_path || !fs::is_directory(*run_path))
+        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
+    RunDirectory run(*run_path);
+    run.lock();
+    // Under the lock no other process writes checkpoints, so this one reading serves the
+    // precondition, the fingerprint and the evidence alike.
+    const std::vector<StageState> states = inspect_run(run);
+    try {
+        require_previous(states, Stage::gate);
+    } catch (const Error &e) {
+        if (e.code() != ExitCode::precondition) throw;
+        fail(ExitCode::precondition, std::string(e.what()) + " ('sage2tp status' shows every stage of this run)");
+    }
+
+    const Experiment experiment = load_experiment(run.manifest());
+    const GateThresholds thresholds = thresholds_for(experiment, cl);
+    const fs::path report = run.reports() / "gate.json";
+
+    StageWork work;
+    work.stage = Stage::gate;
+    work.add_inputs = [&](Fingerprint &f) {
+        for (const StageState &state : states) {
+            if (state.stage == Stage::gate) continue;
+            f.add(stage_name(state.stage) + "_digest", state.read.checkpoint ? state.read.checkpoint->digest : "");
+        }
+        f.add("max_candidate_p50_ms", exact(thresholds.max_candidate_p50_ms));
+        f.add("max_spill_growth_bytes", thresholds.max_spill_growth_bytes);
+        f.add("max_ratio_upper", thresholds.ratio_upper_bound ? exact(*thresholds.ratio_upper_bound) : "off");
+        f.add("require_sanitizer", thresholds.require_sanitizer ? "yes" : "no");
+    };
+    work.run = [&] {
+        const GateResult verdict = evaluate_gate(gather_gate_evidence(states), thresholds);
+        StageResult result;
+        result.status = verdict.passed ? StageStatus::passed : StageStatus::failed;
+        result.figures = gate_figures(verdict, thresholds);
+        result.reasons = failure_reasons(verdict);
+        std::ostringstream json;
+        json << toml::json_formatter{result.figures} << "\n";
+        write_file_atomically(report, json.str());
+        result.artifacts.insert("report", toml::table{{"path", run.relative(report)}, {"sha256", sha256_hex(json.str())}});
+        return result;
+    };
+    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
+        std::error_code ec;
+        if (!fs::is_regular_file(report, ec)) return run.relative(report) + " is missing";
+        if (sha256_file(report) != c.artifacts["report"]["sha256"].value_or(std::string()))
+            return run.relative(report) + " changed since the gate wrote it";
+        return "";
+    };
+    work.summarize = [](const Checkpoint &c, const Reporter &reporter) {
+        std::string text = format_gate_report(result_from_figures(c.figures));
+        if (!text.empty() && text.back() == '\n') text.pop_back();
+        reporter.say(text);
+    };
+    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+}
+
+}  // namespace s2tp

@@ -1,0 +1,914 @@
+// The GPU test program: checks the attention kernels and quantizers on a real device. One binary,
+// one mode per run:
+//
+//   gpu_kernel_check golden    --baseline-cubin B --candidate-cubin C --quant-cubin Q [--golden DIR]
+//   gpu_kernel_check shapes    --quant-cubin Q [--baseline-cubin B] [--candidate-cubin C] [--variant V]
+//   gpu_kernel_check sanitize  --tool memcheck|racecheck|synccheck|initcheck [shapes options]
+//   gpu_kernel_check bench     --baseline-cubin B --candidate-cubin C --quant-cubin Q [-n N] [--rounds R]
+//   gpu_kernel_check occupancy --baseline-cubin B --candidate-cubin C [--arch-limits FILE]
+//
+// Common options: --device N (index within CUDA_VISIBLE_DEVICES), --out DIR (writes <mode>.json).
+// Exit status: 0 all checks passed; 1 a check failed; 77 skipped (no GPU, no compute-sanitizer, no golden
+// data), which meson reports as SKIP; otherwise sage2tp's exit codes (2 usage, 3 missing tool, 5 internal).
+#include "attention_launch.h"
+#include "cpu_reference.h"
+#include "data_paths.h"
+#include "errors.h"
+#include "gpu_runtime.h"
+#include "hashing.h"
+#include "host_quantizer.h"
+#include "input_generator.h"
+#include "occupancy.h"
+#include "process_runner.h"
+#include "sanitizer_report.h"
+#include "statistics.h"
+#include "tensor.h"
+#include "tensor_io.h"
+
+#include <cxxopts.hpp>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+constexpr int kExitPass = 0;
+constexpr int kExitCheckFailed = 1;
+constexpr int kExitSkip = 77;  // meson's "skipped"
+
+// Rel-L2 of the kernel against the float64 reference on the same dequantized inputs. The error comes
+// from the fp8 P, the fp16 PV partials and the approximate ex2/rcp; 0.05 is the community gate.
+constexpr double kMaxRelL2 = 0.05;
+// The kernel's LSE against the float64 one, in log2 units: ex2/lg2.approx and fp32 sums stay far
+// below this, while the Python-side natural-log LSE with the K-mean correction is off by O(1).
+constexpr double kLseTolerance = 1e-3;
+
+struct Options {
+    std::string mode;
+    std::optional<fs::path> baseline_cubin, candidate_cubin, quant_cubin, golden_dir, out_dir, arch_limits,
+        sanitizer;
+    int device = 0;
+    std::string variant = "both";
+    std::string tool;
+    std::int64_t n = 32760;
+    int rounds = 30;
+    int warmup = 5;
+    std::optional<std::uint64_t> seed;
+    int timeout_s = 3600;
+    int print_limit = 100;
+};
+
+class Skip : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::string fixed(double value, int digits) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << value;
+    return s.str();
+}
+
+fs::path required(const std::optional<fs::path> &path, const char *option) {
+    if (!path) fail(ExitCode::usage, std::string("--") + option + " is required in this mode");
+    if (!fs::is_regular_file(*path)) fail(ExitCode::usage, std::string("--") + option + ": no such file '" + path->string() + "'");
+    return *path;
+}
+
+void write_json(const Options &options, const toml::table &result) {
+    if (!options.out_dir) return;
+    fs::create_directories(*options.out_dir);
+    fs::path path = *options.out_dir / (options.mode + ".json");
+    std::ofstream file(path);
+    file << toml::json_formatter{result} << "\n";
+    if (!file) fail(ExitCode::usage, "cannot write '" + path.string() + "'");
+}
+
+// ---- Element-wise comparison that reports where and how two tensors differ ----
+
+std::uint64_t element_bits(const Tensor &t, std::int64_t index) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, t.bytes.data() + static_cast<std::size_t>(index) * t.element_size(), t.element_size());
+    return bits;
+}
+
+std::string element_text(const Tensor &t, std::int64_t index) {
+    std::ostringstream s;
+    s << "0x" << std::hex << std::setw(static_cast<int>(2 * t.element_size())) << std::setfill('0')
+      << element_bits(t, index) << std::dec << " (" << std::setprecision(8) << t.value_at(index) << ")";
+    return s.str();
+}
+
+// Empty when the tensors are identical byte for byte, else one line: how many elements differ, the
+// first one's multi-index and both values.
+std::string byte_difference(const std::string &what, const Tensor &got, const Tensor &expected) {
+    if (got.dtype != expected.dtype || got.shape != expected.shape)
+        return what + ": got " + dtype_name(got.dtype) + " " + shape_to_string(got.shape) + ", expected " +
+               dtype_name(expected.dtype) + " " + shape_to_string(expected.shape);
+    const std::size_t size = got.element_size();
+    std::int64_t differing = 0, first = -1;
+    for (std::int64_t i = 0; i < got.numel(); ++i) {
+        if (std::memcmp(got.bytes.data() + i * size, expected.bytes.data() + i * size, size) != 0) {
+            if (first < 0) first = i;
+            ++differing;
+        }
+    }
+    if (differing == 0) return {};
+    return what + ": " + std::to_string(differing) + " of " + std::to_string(got.numel()) +
+           " elements differ; first at " + shape_to_string(unravel_index(first, got.shape)) + ": got " +
+           element_text(got, first) + ", expected " + element_text(expected, first);
+}
+
+// Empty when every element is finite; the poison (0xFF bytes) is NaN, so this finds unwritten outputs.
+std::string non_finite_elements(const std::string &what, const Tensor &t) {
+    std::int64_t count = 0, first = -1;
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+        if (!std::isfinite(t.value_at(i))) {
+            if (first < 0) first = i;
+            ++count;
+        }
+    }
+    if (count == 0) return {};
+    return what + ": " + std::to_string(count) + " of " + std::to_string(t.numel()) +
+           " elements are NaN or infinite (unwritten outputs keep the NaN poison); first at " +
+           shape_to_string(unravel_index(first, t.shape)) + ": " + element_text(t, first);
+}
+
+double max_abs_difference(const Tensor &a, const Tensor &b) {
+    double worst = 0.0;
+    for (std::int64_t i = 0; i < a.numel(); ++i) {
+        double diff = std::fabs(a.value_at(i) - b.value_at(i));
+        if (!(diff <= worst)) worst = diff;  // NaN counts as the worst
+    }
+    return worst;
+}
+
+struct VariantRun {
+    Tensor o;
+    Tensor lse;
+};
+
+// Poisons the outputs, launches, waits, and brings o and lse back.
+VariantRun run_variant(const Kernel &kernel, const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
+                       const std::string &label) {
+    AttentionOutputs outputs = allocate_outputs(problem, label);
+    poison_outputs(outputs);
+    launch_attention(kernel, problem, make_attention_params(problem, inputs, outputs));
+    synchronize(label + " " + kernel.name() + ", " + problem.describe());
+    VariantRun run;
+    run.o = download_output(problem, outputs);
+    if (problem.with_lse) run.lse = download_lse(problem, outputs);
+    return run;
+}
+
+// ---- golden: upstream's own outputs, byte for byte ----
+
+struct GoldenCase {
+    std::string name;
+    AttentionProblem problem;
+    std::map<std::string, std::pair<DType, Shape>> files;  // name -> declared dtype and shape
+    std::map<std::string, std::string> sha256;
+};
+
+float float_from_hex(const std::string &hex, const std::string &where) {
+    if (hex.size() != 8 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        fail(ExitCode::usage, where + ": sm_scale_f32_hex must be 8 hex digits, got '" + hex + "'");
+    std::uint32_t bits = static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16));
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+template <typename T>
+T toml_value(const toml::table &table, const std::string &key, const std::string &where) {
+    auto value = table[key].value<T>();
+    if (!value) {
+        std::string line;
+        if (auto *node = table.get(key)) line = " (line " + std::to_string(node->source().begin.line) + ")";
+        fail(ExitCode::usage, where + ": key '" + key + "' is missing or has the wrong type" + line);
+    }
+    return *value;
+}
+
+std::vector<GoldenCase> read_cases(const fs::path &cases_toml) {
+    toml::table root;
+    try {
+        root = toml::parse_file(cases_toml.string());
+    } catch (const toml::parse_error &e) {
+        fail(ExitCode::usage, cases_toml.string() + ":" + std::to_string(e.source().begin.line) + ":" +
+                                  std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+    }
+    const toml::array *cases = root["case"].as_array();
+    if (!cases || cases->empty()) fail(ExitCode::usage, cases_toml.string() + ": no [[case]] tables");
+    std::vector<GoldenCase> result;
+    for (const toml::node &node : *cases) {
+        const toml::table *t = node.as_table();
+        const std::string where = cases_toml.string() + ":" + std::to_string(node.source().begin.line);
+        if (!t) fail(ExitCode::usage, where + ": [[case]] is not a table");
+        GoldenCase c;
+        c.name = toml_value<std::string>(*t, "name", where);
+        AttentionShape &s = c.problem.shape;
+        s.batch = toml_value<std::int64_t>(*t, "batch", where);
+        s.heads_q = toml_value<std::int64_t>(*t, "heads_q", where);
+        s.heads_kv = toml_value<std::int64_t>(*t, "heads_kv", where);
+        s.len_q = toml_value<std::int64_t>(*t, "len_q", where);
+        s.len_kv = toml_value<std::int64_t>(*t, "len_kv", where);
+        s.head_dim = toml_value<std::int64_t>(*t, "head_dim", where);
+        s.layout = parse_layout(toml_value<std::string>(*t, "layout", where));
+        c.problem.causal = toml_value<bool>(*t, "causal", where);
+        c.problem.dtype = parse_dtype(toml_value<std::string>(*t, "dtype", where));
+        c.problem.sm_scale = float_from_hex(toml_value<std::string>(*t, "sm_scale_f32_hex", where), where);
+        c.problem.with_lse = true;
+        c.problem.validate();
+        const toml::table *files = (*t)["files"].as_table();
+        if (!files) fail(ExitCode::usage, where + ": case '" + c.name + "' has no files table");
+        for (const auto &[key, file_node] : *files) {
+            const toml::table *f = file_node.as_table();
+            const std::string file_where = where + " files." + std::string(key.str());
+            if (!f) fail(ExitCode::usage, file_where + " is not a table");
+            Shape shape;
+            const toml::array *dims = (*f)["shape"].as_array();
+            if (!dims) fail(ExitCode::usage, file_where + ": no shape array");
+            for (const toml::node &dim : *dims) {
+                auto extent = dim.value<std::int64_t>();
+                if (!extent) fail(ExitCode::usage, file_where + ": shape entries must be integers");
+                shape.push_back(*extent);
+            }
+            c.files[std::string(key.str())] = {parse_dtype(toml_value<std::string>(*f, "dtype", file_where)), shape};
+            c.sha256[std::string(key.str())] = toml_value<std::string>(*f, "sha256", file_where);
+        }
+        result.push_back(std::move(c));
+    }
+    return result;
+}
+
+Tensor load_golden(const fs::path &case_dir, const GoldenCase &c, const std::string &name) {
+    auto declared = c.files.find(name);
+    if (declared == c.files.end()) fail(ExitCode::usage, "case '" + c.name + "' declares no file '" + name + "'");
+    const fs::path path = case_dir / (name + ".npy");
+    TensorRequest request;
+    request.dtype = declared->second.first;
+    request.shape = declared->second.second;
+    request.require_finite = false;  // compared as bytes; NaN has a meaning here (e4m3 of a zero channel)
+    Tensor tensor = load_tensor(path, request);
+    // cases.toml pins the digest of the array data (the bytes after the .npy header).
+    const std::string digest = sha256_hex(tensor.bytes.data(), tensor.bytes.size());
+    if (digest != c.sha256.at(name))
+        fail(ExitCode::usage, path.string() + ": the array data has sha256 " + digest + " but cases.toml pins " +
+                                  c.sha256.at(name));
+    return tensor;
+}
+
+// log2-sum-exp2 as the kernel returns it, or the natural-log LSE that SageAttention's Python wrapper
+// returns (lse / log2(e) + sm_scale * q . k_mean): used only to say which one a golden file holds.
+Tensor python_side_lse(const AttentionProblem &problem, const Tensor &reference_lse, const Tensor &q,
+                       const Tensor &k_mean) {
+    const AttentionShape &s = problem.shape;
+    const std::int64_t groups = s.heads_q / s.heads_kv;
+    Tensor out(DType::f64, reference_lse.shape);
+    double *values = out.data<double>();
+    for (std::int64_t b = 0; b < s.batch; ++b)
+        for (std::int64_t h = 0; h < s.heads_q; ++h)
+            for (std::int64_t i = 0; i < s.len_q; ++i) {
+                double dot = 0.0;
+                for (std::int64_t d = 0; d < s.head_dim; ++d)
+                    dot += q.value_at(s.offset(false, b, h, i, d)) *
+                           k_mean.value_at((b * s.heads_kv + h / groups) * s.head_dim + d);
+                const std::int64_t at = (b * s.heads_q + h) * s.len_q + i;
+                values[at] = reference_lse.value_at(at) * std::log(2.0) + problem.sm_scale * dot;
+            }
+    return out;
+}
+
+int run_golden(const Options &options) {
+    fs::path dir;
+    if (options.golden_dir) {
+        dir = *options.golden_dir;
+        if (!fs::is_regular_file(dir / "cases.toml"))
+            fail(ExitCode::usage, "--golden: no cases.toml in '" + dir.string() + "'");
+    } else {
+        const char *from_env = std::getenv("S2TP_GOLDEN_DIR");
+        dir = from_env ? fs::path(from_env) : fs::path(S2TP_SOURCE_ROOT) / ".." / "shared" / "upstream-golden";
+        if (!fs::is_regular_file(dir / "cases.toml"))
+            throw Skip("no golden data: '" + (dir / "cases.toml").string() +
+                       "' does not exist (set S2TP_GOLDEN_DIR or pass --golden)");
+    }
+    const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
+    const fs::path candidate_path = required(options.candidate_cubin, "candidate-cubin");
+    const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
+    std::vector<GoldenCase> cases = read_cases(dir / "cases.toml");
+
+    DeviceFacts device = select_device(options.device);
+    std::cout << device.summary() << "\n";
+    CubinModule baseline(baseline_path), candidate(candidate_path), quant(quant_path);
+
+    toml::array case_results;
+    int failed = 0;
+    for (const GoldenCase &c : cases) {
+        const AttentionProblem &problem = c.problem;
+        const fs::path case_dir = dir / c.name;
+        std::vector<std::string> problems, notes;
+
+        QuantizedInputs golden;
+        golden.q_int8 = load_golden(case_dir, c, "q_int8");
+        golden.q_scale = load_golden(case_dir, c, "q_scale");
+        golden.k_mean = load_golden(case_dir, c, "k_mean");
+        golden.k_int8 = load_golden(case_dir, c, "k_int8");
+        golden.k_scale = load_golden(case_dir, c, "k_scale");
+        golden.v_fp8 = load_golden(case_dir, c, "v_fp8");
+        golden.v_scale = load_golden(case_dir, c, "v_scale");
+        const Tensor golden_o = load_golden(case_dir, c, "o");
+        const Tensor golden_lse = load_golden(case_dir, c, "lse");
+        const Tensor q = load_golden(case_dir, c, "q");
+        const Tensor k = load_golden(case_dir, c, "k");
+        const Tensor v = load_golden(case_dir, c, "v");
+
+        // (1) Upstream's quantized inputs through both arms: o and lse must be upstream's bytes.
+        DeviceQuantizedInputs device_inputs = upload_quantized(problem, golden);
+        const std::string entry = attention_entry_name(problem);
+        VariantRun base = run_variant(baseline.function(entry), problem, device_inputs, "baseline");
+        VariantRun cand = run_variant(candidate.function(entry), problem, device_inputs, "candidate");
+        for (const std::string &line :
+             {byte_difference("baseline o", base.o, golden_o), byte_difference("baseline lse", base.lse, golden_lse),
+              byte_difference("candidate o", cand.o, golden_o), byte_difference("candidate lse", cand.lse, golden_lse)})
+            if (!line.empty()) problems.push_back(line);
+
+        // (2) Our quantizers on upstream's q, k, v and K mean: upstream's quantized bytes.
+        QuantizedInputs ours =
+            download_quantized(problem, quantize_on_gpu(quant, problem, q, k, v, golden.k_mean));
+        for (const std::string &line :
+             {byte_difference("q_int8", ours.q_int8, golden.q_int8), byte_difference("q_scale", ours.q_scale, golden.q_scale),
+              byte_difference("k_int8", ours.k_int8, golden.k_int8), byte_difference("k_scale", ours.k_scale, golden.k_scale),
+              byte_difference("v_fp8", ours.v_fp8, golden.v_fp8), byte_difference("v_scale", ours.v_scale, golden.v_scale)})
+            if (!line.empty()) problems.push_back(line);
+        // Upstream's K mean comes from torch's reduction, whose order we do not reproduce, so a 1-ulp
+        // difference here is reported but is not a failure.
+        QuantizedInputs own_mean = download_quantized(problem, quantize_on_gpu(quant, problem, q, k, v));
+        std::string mean_difference = byte_difference("k_mean (our kernel vs torch's)", own_mean.k_mean, golden.k_mean);
+        if (!mean_difference.empty()) notes.push_back(mean_difference + " [informational]");
+
+        // (3) Accuracy of the baseline against the float64 reference on the same dequantized inputs.
+        ReferenceResult reference = reference_attention(problem.shape, golden, problem.sm_scale, problem.causal);
+        RelL2 error = relative_l2(base.o, reference.o);
+        if (error.non_finite > 0)
+            problems.push_back("baseline o has " + std::to_string(error.non_finite) + " non-finite elements");
+        if (!(error.rel_l2 <= kMaxRelL2))
+            problems.push_back("baseline rel-L2 against the float64 reference is " + fixed(error.rel_l2, 5) +
+                               " > " + fixed(kMaxRelL2, 2));
+        // The golden LSE should be the kernel's raw base-2 LSE; say so if it looks like something else.
+        const double lse_raw_gap = max_abs_difference(golden_lse, reference.lse);
+        if (!(lse_raw_gap <= kLseTolerance)) {
+            const double python_gap =
+                max_abs_difference(golden_lse, python_side_lse(problem, reference.lse, q, golden.k_mean));
+            notes.push_back("golden lse does not look like the kernel's raw base-2 LSE: max |golden - reference| = " +
+                            fixed(lse_raw_gap, 6) + "; against the Python-side natural-log LSE with the K-mean "
+                            "correction it is " + fixed(python_gap, 6));
+        }
+
+        const bool passed = problems.empty();
+        if (!passed) ++failed;
+        std::cout << (passed ? "PASS " : "FAIL ") << c.name << " (" << problem.describe() << "): ";
+        if (passed)
+            std::cout << "baseline and candidate o/lse identical to upstream, quantizers identical, rel-L2 "
+                      << fixed(error.rel_l2, 5) << "\n";
+        else
+            std::cout << problems.size() << " problem(s), rel-L2 " << fixed(error.rel_l2, 5) << "\n";
+        for (const std::string &line : problems) std::cout << "    " << line << "\n";
+        for (const std::string &line : notes) std::cout << "    note: " << line << "\n";
+
+        toml::array problem_list, note_list;
+        for (const auto &line : problems) problem_list.push_back(line);
+        for (const auto &line : notes) note_list.push_back(line);
+        case_results.push_back(toml::table{{"name", c.name},
+                                           {"passed", passed},
+                                           {"rel_l2", error.rel_l2},
+                                           {"lse_max_abs_vs_reference", lse_raw_gap},
+                                           {"problems", problem_list},
+                                           {"notes", note_list}});
+    }
+    std::cout << "golden: " << cases.size() - failed << " of " << cases.size() << " cases passed\n";
+    write_json(options, toml::table{{"mode", "golden"},
+                                    {"device", device.summary()},
+                                    {"passed", failed == 0},
+                                    {"cases", case_results}});
+    return failed == 0 ? kExitPass : kExitCheckFailed;
+}
+
+// ---- shapes: small problems around every tile boundary, both arms, outputs poisoned ----
+
+struct ShapeCase {
+    std::int64_t batch, heads_q, heads_kv, len_q, len_kv, head_dim;
+    Layout layout;
+    bool causal;
+    DType dtype;
+};
+
+// 1 to 5 KV tiles (len_kv 1..320), full and partial tiles, len_q from 1 to 320 including
+// non-multiples of 128, both layouts, causal and not, D 64 and 128, f16 and bf16, GQA. Small enough to
+// run under racecheck in minutes.
+const std::vector<ShapeCase> &shape_cases() {
+    static const std::vector<ShapeCase> cases = {
+        {1, 2, 2, 64, 64, 128, Layout::nhd, false, DType::f16},     // 1 tile: only the "last" tile code
+        {1, 2, 2, 1, 128, 128, Layout::hnd, false, DType::bf16},    // 2 tiles, one query row
+        {1, 2, 2, 192, 192, 128, Layout::nhd, true, DType::bf16},   // 3 tiles, causal
+        {1, 2, 2, 256, 256, 64, Layout::hnd, true, DType::f16},     // 4 tiles, causal, D 64
+        {1, 4, 2, 320, 320, 128, Layout::hnd, false, DType::bf16},  // 5 tiles, GQA 2
+        {2, 2, 1, 100, 300, 64, Layout::nhd, false, DType::f16},    // 5 tiles, last partial, GQA 2, batch 2
+        {1, 2, 2, 129, 129, 128, Layout::nhd, true, DType::f16},    // 3 tiles, 1-token last tile, 2 CTAs
+        {1, 3, 3, 65, 257, 128, Layout::hnd, false, DType::f16},    // 5 tiles, 1-token last tile
+        {1, 2, 2, 300, 200, 64, Layout::hnd, false, DType::bf16},   // len_q > len_kv, 3 CTAs
+        {1, 8, 2, 31, 64, 128, Layout::nhd, false, DType::bf16},    // GQA 4, partial warp of queries
+        {1, 2, 2, 320, 320, 64, Layout::nhd, true, DType::bf16},    // 5 tiles, causal, D 64
+        {1, 1, 1, 1, 1, 128, Layout::hnd, true, DType::f16},        // one token
+        {1, 1, 1, 250, 250, 128, Layout::hnd, true, DType::bf16},   // causal, partial last tile
+        {2, 2, 2, 128, 64, 128, Layout::hnd, false, DType::f16},    // exactly one CTA of queries
+    };
+    return cases;
+}
+
+AttentionProblem problem_for(const ShapeCase &c) {
+    AttentionProblem p;
+    p.shape.batch = c.batch, p.shape.heads_q = c.heads_q, p.shape.heads_kv = c.heads_kv;
+    p.shape.len_q = c.len_q, p.shape.len_kv = c.len_kv, p.shape.head_dim = c.head_dim;
+    p.shape.layout = c.layout;
+    p.causal = c.causal;
+    p.dtype = c.dtype;
+    p.sm_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    p.with_lse = true;
+    p.validate();
+    return p;
+}
+
+int run_shapes(const Options &options) {
+    const bool want_baseline = options.variant == "baseline" || options.variant == "both";
+    const bool want_candidate = options.variant == "candidate" || options.variant == "both";
+    const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
+    std::optional<fs::path> baseline_path, candidate_path;
+    if (want_baseline) baseline_path = required(options.baseline_cubin, "baseline-cubin");
+    if (want_candidate) candidate_path = required(options.candidate_cubin, "candidate-cubin");
+    const std::uint64_t seed = options.seed.value_or(7);
+
+    DeviceFacts device = select_device(options.device);
+    std::cout << device.summary() << "\n";
+    CubinModule quant(quant_path);
+    std::optional<CubinModule> baseline, candidate;
+    if (baseline_path) baseline.emplace(*baseline_path);
+    if (candidate_path) candidate.emplace(*candidate_path);
+
+    toml::array shape_results;
+    int failed = 0;
+    const auto &cases = shape_cases();
+    for (std::size_t index = 0; index < cases.size(); ++index) {
+        const AttentionProblem problem = problem_for(cases[index]);
+        GeneratedInputs generated = generate_inputs(problem.shape, problem.dtype, seed + index);
+        DeviceQuantizedInputs inputs = quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v);
+        ReferenceResult reference =
+            reference_attention(problem.shape, download_quantized(problem, inputs), problem.sm_scale, problem.causal);
+        const std::string entry = attention_entry_name(problem);
+
+        std::vector<std::string> problems;
+        std::vector<std::pair<std::string, VariantRun>> runs;
+        if (baseline) runs.emplace_back("baseline", run_variant(baseline->function(entry), problem, inputs, "baseline"));
+        if (candidate) runs.emplace_back("candidate", run_variant(candidate->function(entry), problem, inputs, "candidate"));
+        std::string errors_text;
+        for (const auto &[label, run] : runs) {
+            for (const std::string &line :
+                 {non_finite_elements(label + " o", run.o), non_finite_elements(label + " lse", run.lse)})
+                if (!line.empty()) problems.push_back(line);
+            RelL2 error = relative_l2(run.o, reference.o);
+            if (!(error.rel_l2 <= kMaxRelL2))
+                problems.push_back(label + " rel-L2 against the float64 reference is " + fixed(error.rel_l2, 5) +
+                                   " > " + fixed(kMaxRelL2, 2));
+            double lse_gap = max_abs_difference(run.lse, reference.lse);
+            if (!(lse_gap <= kLseTolerance))
+                problems.push_back(label + " lse is up to " + fixed(lse_gap, 6) + " away from the float64 reference");
+            errors_text += (errors_text.empty() ? "" : ", ") + label + " rel-L2 " + fixed(error.rel_l2, 5);
+        }
+        if (runs.size() == 2) {
+            for (const std::string &line : {byte_difference("candidate o vs baseline", runs[1].second.o, runs[0].second.o),
+                                            byte_difference("candidate lse vs baseline", runs[1].second.lse,
+                                                            runs[0].second.lse)})
+                if (!line.empty()) problems.push_back(line);
+        }
+
+        const bool passed = problems.empty();
+        if (!passed) ++failed;
+        std::cout << (passed ? "PASS " : "FAIL ") << "shape " << index << " (" << problem.describe() << "): "
+                  << errors_text << (runs.size() == 2 && passed ? ", candidate identical to baseline" : "") << "\n";
+        for (const std::string &line : problems) std::cout << "    " << line << "\n";
+        toml::array problem_list;
+        for (const auto &line : problems) problem_list.push_back(line);
+        shape_results.push_back(
+            toml::table{{"shape", problem.describe()}, {"passed", passed}, {"problems", problem_list}});
+    }
+    std::cout << "shapes: " << cases.size() - failed << " of " << cases.size() << " passed (variant "
+              << options.variant << ", seed " << seed << ")\n";
+    write_json(options, toml::table{{"mode", "shapes"},
+                                    {"variant", options.variant},
+                                    {"seed", static_cast<std::int64_t>(seed)},
+                                    {"passed", failed == 0},
+                                    {"shapes", shape_results}});
+    return failed == 0 ? kExitPass : kExitCheckFailed;
+}
+
+// ---- sanitize: this program's shapes mode under compute-sanitizer ----
+
+std::optional<fs::path> find_compute_sanitizer(const Options &options) {
+    if (options.sanitizer) return fs::is_regular_file(*options.sanitizer) ? options.sanitizer : std::nullopt;
+    if (auto found = find_program("compute-sanitizer")) return found;
+    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+        if (const char *root = std::getenv(variable)) {
+            fs::path candidate = fs::path(root) / "bin" / "compute-sanitizer";
+            if (find_program(candidate.string())) return candidate;
+        }
+    fs::path installed = "/usr/local/cuda/bin/compute-sanitizer";
+    if (find_program(installed.string())) return installed;
+    return std::nullopt;
+}
+
+std::string tail_lines(const std::string &text, std::size_t count) {
+    if (count == 0) return {};
+    std::size_t end = text.size();
+    if (end > 0 && text[end - 1] == '\n') --end;  // a final newline ends the last line; it starts none
+    std::size_t start = end;
+    for (std::size_t found = 0; found < count; ++found) {
+        std::size_t at = start == 0 ? std::string::npos : text.rfind('\n', start - 1);
+        if (at == std::string::npos) return text;
+        start = at;
+    }
+    return text.substr(start + 1);
+}
+
+int run_sanitize(const Options &options) {
+    if (options.tool.empty()) fail(ExitCode::usage, "sanitize needs --tool memcheck|racecheck|synccheck|initcheck");
+    SanitizerRun run;
+    run.tool = parse_sanitizer_tool(options.tool);
+    run.print_limit = options.print_limit;
+    std::optional<fs::path> sanitizer = find_compute_sanitizer(options);
+    if (!sanitizer)
+        throw Skip(options.sanitizer ? "compute-sanitizer not found at '" + options.sanitizer->string() + "'"
+                                     : "compute-sanitizer is not installed (looked in PATH, $CUDA_HOME/bin, "
+                                       "$CUDA_PATH/bin and /usr/local/cuda/bin)");
+    run.sanitizer = *sanitizer;
+
+    std::vector<std::string> target = {current_executable().string(), "shapes", "--variant", options.variant,
+                                       "--device", std::to_string(options.device)};
+    for (const auto &[option, path] : {std::pair{"--quant-cubin", options.quant_cubin},
+                                       std::pair{"--baseline-cubin", options.baseline_cubin},
+                                       std::pair{"--candidate-cubin", options.candidate_cubin}})
+        if (path) {
+            target.push_back(option);
+            target.push_back(fs::absolute(*path).string());
+        }
+    if (options.seed) {
+        target.push_back("--seed");
+        target.push_back(std::to_string(*options.seed));
+    }
+    std::string log_text;
+    if (options.out_dir) {
+        fs::create_directories(*options.out_dir);
+        run.log_file = *options.out_dir / ("sanitize-" + options.tool + "-" + options.variant + ".log");
+        fs::remove(*run.log_file);
+    }
+    const std::vector<std::string> argv = sanitizer_argv(run, target);
+    std::cout << "running:";
+    for (const auto &word : argv) std::cout << " " << word;
+    std::cout << "\n";
+    ProcessOptions process;
+    process.timeout = std::chrono::seconds(options.timeout_s);
+    ProcessResult result = run_process(argv, process);
+    if (run.log_file) {
+        std::ifstream log(*run.log_file);
+        log_text.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+    }
+    SanitizerReport report = parse_sanitizer_output(run.tool, log_text + "\n" + result.out + "\n" + result.err,
+                                                    result.exit_code);
+    if (result.timed_out) {
+        report.passed = false;
+        report.verdict = options.tool + " did not finish within " + std::to_string(options.timeout_s) +
+                         " s (raise --timeout)";
+    }
+    std::cout << (report.passed ? "PASS " : "FAIL ") << "sanitize " << options.tool << " (variant " << options.variant
+              << ", " << fixed(result.seconds, 1) << " s): " << report.verdict << "\n";
+    for (const auto &line : report.first_error_lines) std::cout << "    " << line << "\n";
+    if (!report.passed) std::cout << "--- last lines of the program's output ---\n" << tail_lines(result.out + result.err, 30);
+
+    toml::array first_lines;
+    for (const auto &line : report.first_error_lines) first_lines.push_back(line);
+    write_json(options, toml::table{{"mode", "sanitize"},
+                                    {"tool", report.tool},
+                                    {"variant", options.variant},
+                                    {"passed", report.passed},
+                                    {"verdict", report.verdict},
+                                    {"errors", report.errors},
+                                    {"hazards", report.hazards},
+                                    {"warnings", report.warnings},
+                                    {"summary_found", report.summary_found},
+                                    {"exit_code", report.exit_code},
+                                    {"seconds", result.seconds},
+                                    {"first_error_lines", first_lines}});
+    return report.passed ? kExitPass : kExitCheckFailed;
+}
+
+// ---- bench: the real block-24 shape, both arms interleaved ----
+
+int run_bench(const Options &options) {
+    const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
+    const fs::path candidate_path = required(options.candidate_cubin, "candidate-cubin");
+    const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
+    if (options.n < 1) fail(ExitCode::usage, "--seq-len must be at least 1, got " + std::to_string(options.n));
+    // Fewer rounds leave the median ratio resting on a handful of order statistics.
+    if (options.rounds < 30) fail(ExitCode::usage, "--rounds must be at least 30, got " + std::to_string(options.rounds));
+    if (options.warmup < 0) fail(ExitCode::usage, "--warmup must be >= 0, got " + std::to_string(options.warmup));
+    const std::uint64_t seed = options.seed.value_or(24);  // the block-24 workload's seed
+
+    AttentionProblem problem;  // Wan2.1-14B block 24 self-attention (data/workloads/wan21-14b-block24.toml)
+    problem.shape.batch = 1, problem.shape.heads_q = 40, problem.shape.heads_kv = 40;
+    problem.shape.len_q = options.n, problem.shape.len_kv = options.n, problem.shape.head_dim = 128;
+    problem.shape.layout = Layout::nhd;
+    problem.causal = false;
+    problem.dtype = DType::bf16;
+    problem.sm_scale = static_cast<float>(1.0 / std::sqrt(128.0));
+    problem.with_lse = false;  // sageattn() returns no LSE by default
+    problem.validate();
+
+    DeviceFacts device = select_device(options.device);
+    std::cout << device.summary() << "\n";
+    CubinModule baseline(baseline_path), candidate(candidate_path), quant(quant_path);
+    const std::string entry = attention_entry_name(problem);
+    const Kernel kernels[2] = {baseline.function(entry), candidate.function(entry)};
+    const char *labels[2] = {"baseline", "candidate"};
+
+    auto started = std::chrono::steady_clock::now();
+    DeviceQuantizedInputs inputs;
+    {
+        GeneratedInputs generated = generate_inputs(problem.shape, problem.dtype, seed);
+        inputs = quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v);
+    }
+    std::cout << "inputs generated and quantized in "
+              << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 1) << " s\n";
+
+    AttentionOutputs outputs[2] = {allocate_outputs(problem, labels[0]), allocate_outputs(problem, labels[1])};
+    s2tp_attn_params params[2] = {make_attention_params(problem, inputs, outputs[0]),
+                                  make_attention_params(problem, inputs, outputs[1])};
+    poison_outputs(outputs[0]);
+    poison_outputs(outputs[1]);
+    for (int i = 0; i < options.warmup; ++i)
+        for (int arm = 0; arm < 2; ++arm) launch_attention(kernels[arm], problem, params[arm]);
+    synchronize("bench warm-up, " + problem.describe());
+
+    L2Flusher flusher(device);
+    SmClockProbe clock(quant);
+    EventTimer timer;
+    std::vector<double> times[2], clocks[2];
+    for (int round = 0; round < options.rounds; ++round) {
+        // Alternate which arm goes first so that neither always follows the other's heat.
+        for (int position = 0; position < 2; ++position) {
+            const int arm = (round % 2 == 0) ? position : 1 - position;
+            flusher.flush(nullptr);
+            timer.start(nullptr);
+            launch_attention(kernels[arm], problem, params[arm]);
+            timer.stop(nullptr);
+            times[arm].push_back(timer.elapsed_ms());
+            clocks[arm].push_back(clock.mhz_now(nullptr));
+        }
+    }
+    synchronize("bench, " + problem.describe());
+
+    // Timing a kernel that computes something else, or leaves outputs unwritten, would be meaningless.
+    const Tensor baseline_o = download_output(problem, outputs[0]);
+    std::string mismatch = non_finite_elements("baseline o", baseline_o);
+    if (mismatch.empty())
+        mismatch = byte_difference("candidate o vs baseline", download_output(problem, outputs[1]), baseline_o);
+    if (!mismatch.empty()) std::cout << "FAIL " << mismatch << "\n";
+
+    const double ops = 4.0 * problem.shape.batch * problem.shape.heads_q * static_cast<double>(problem.shape.len_q) *
+                       static_cast<double>(problem.shape.len_kv) * problem.shape.head_dim;
+    const double default_mhz = device.sm_clock_khz / 1000.0;
+    std::cout << "bench " << problem.describe() << ", " << entry << ": " << options.rounds << " rounds after "
+              << options.warmup << " warm-up launches per arm, L2 flushed before every timed launch\n";
+    toml::table arms;
+    Summary summaries[2];
+    for (int arm = 0; arm < 2; ++arm) {
+        summaries[arm] = summarize(times[arm]);
+        const Summary clock_summary = summarize(clocks[arm]);
+        const auto throttled = std::count_if(clocks[arm].begin(), clocks[arm].end(),
+                                             [&](double mhz) { return mhz < 0.75 * default_mhz; });
+        std::cout << std::left << std::setw(9) << labels[arm] << std::right << ": median "
+                  << fixed(summaries[arm].p50, 3) << " ms (p10 " << fixed(summaries[arm].p10, 3) << ", p90 "
+                  << fixed(summaries[arm].p90, 3) << "), " << fixed(ops / (summaries[arm].p50 * 1e-3) / 1e12, 1)
+                  << " TOPS, SM clock median " << fixed(clock_summary.p50, 0) << " MHz (min "
+                  << fixed(clock_summary.min, 0) << "; " << throttled << " samples below 75% of " << fixed(default_mhz, 0)
+                  << " MHz)\n";
+        toml::array time_list, clock_list;
+        for (double t : times[arm]) time_list.push_back(t);
+        for (double c : clocks[arm]) clock_list.push_back(c);
+        arms.insert(labels[arm], toml::table{{"median_ms", summaries[arm].p50},
+                                             {"p10_ms", summaries[arm].p10},
+                                             {"p90_ms", summaries[arm].p90},
+                                             {"tops", ops / (summaries[arm].p50 * 1e-3) / 1e12},
+                                             {"times_ms", time_list},
+                                             {"sm_clock_mhz", clock_list}});
+    }
+    const std::vector<double> ratios = paired_ratios(times[1], times[0]);
+    BootstrapOptions bootstrap;
+    bootstrap.seed = seed;
+    const RatioInterval interval = bootstrap_median_interval(ratios, bootstrap);
+    std::cout << "ratio candidate/baseline: " << fixed(interval.median, 4) << " (median of per-round ratios; 95% "
+              << "bootstrap interval " << fixed(interval.lo, 4) << " .. " << fixed(interval.hi, 4) << ", seed " << seed
+              << "); ratio of medians " << fixed(summaries[1].p50 / summaries[0].p50, 4) << "\n";
+    write_json(options, toml::table{{"mode", "bench"},
+                                    {"device", device.summary()},
+                                    {"problem", problem.describe()},
+                                    {"rounds", options.rounds},
+                                    {"warmup", options.warmup},
+                                    {"outputs_ok", mismatch.empty()},
+                                    {"output_problem", mismatch},
+                                    {"arms", arms},
+                                    {"ratio_median", interval.median},
+                                    {"ratio_ci_lo", interval.lo},
+                                    {"ratio_ci_hi", interval.hi}});
+    return mismatch.empty() ? kExitPass : kExitCheckFailed;
+}
+
+// ---- occupancy: the driver's answer against the model of src/occupancy.h ----
+
+int run_occupancy(const Options &options) {
+    const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
+    const fs::path candidate_path = required(options.candidate_cubin, "candidate-cubin");
+    const fs::path limits_path = options.arch_limits ? *options.arch_limits : arch_limits_table();
+    const ArchLimitsTable table = load_arch_limits(limits_path.string());
+
+    DeviceFacts device = select_device(options.device);
+    std::cout << device.summary() << "\n";
+    auto row = table.find(device.arch());
+    if (row == table.end())
+        fail(ExitCode::usage, limits_path.string() + " has no row for this device's " + device.arch());
+    const ArchLimits &limits = row->second;
+
+    toml::array entries;
+    int failed = 0;
+    const std::pair<const char *, fs::path> arms[2] = {{"baseline", baseline_path}, {"candidate", candidate_path}};
+    for (const auto &[label, path] : arms) {
+        CubinModule module(path);
+        for (const char *entry : s2tp_attn_entry_names) {
+            const std::int64_t head_dim = std::string(entry).find("hd64") != std::string::npos ? 64 : 128;
+            Kernel kernel = module.function(entry);
+            const KernelAttributes attributes = kernel.attributes();
+            const std::size_t dynamic_smem = attention_smem_bytes(head_dim);
+            const int driver_blocks = kernel.max_active_blocks_per_sm(S2TP_THREADS_PER_CTA, dynamic_smem);
+            LaunchResources resources;
+            resources.registers_per_thread = attributes.registers;
+            resources.threads_per_block = S2TP_THREADS_PER_CTA;
+            resources.static_smem_bytes = attributes.static_smem_bytes;
+            resources.dynamic_smem_bytes = static_cast<std::int64_t>(dynamic_smem);
+            // The driver reports no barrier count; 1 is what cuda_occupancy.h assumes, and barriers
+            // never bind on sm_90 (harness-facts §4).
+            resources.barriers_per_block = 1;
+            const Occupancy model = compute_occupancy(limits, resources);
+            const bool agrees = model.blocks_per_sm == driver_blocks;
+            if (!agrees) ++failed;
+            std::cout << (agrees ? "PASS " : "FAIL ") << label << " " << entry << ": " << attributes.registers
+                      << " registers, " << attributes.static_smem_bytes << " B static + " << dynamic_smem
+                      << " B dynamic smem, " << attributes.local_bytes << " B local; driver " << driver_blocks
+                      << " blocks/SM, model " << model.blocks_per_sm << " (" << limiter_names(model.limited_by)
+                      << "), " << fixed(model.warps_per_scheduler, 2) << " warps/scheduler\n";
+            entries.push_back(toml::table{{"variant", label},
+                                          {"entry", entry},
+                                          {"registers", attributes.registers},
+                                          {"static_smem_bytes", attributes.static_smem_bytes},
+                                          {"local_bytes", attributes.local_bytes},
+                                          {"dynamic_smem_bytes", static_cast<std::int64_t>(dynamic_smem)},
+                                          {"driver_blocks_per_sm", driver_blocks},
+                                          {"model_blocks_per_sm", model.blocks_per_sm},
+                                          {"model_limited_by", limiter_names(model.limited_by)},
+                                          {"warps_per_scheduler", model.warps_per_scheduler},
+                                          {"agrees", agrees}});
+        }
+    }
+    std::cout << "occupancy: " << 2 * S2TP_ATTN_ENTRY_COUNT - failed << " of " << 2 * S2TP_ATTN_ENTRY_COUNT
+              << " entries agree with the model\n";
+    write_json(options, toml::table{{"mode", "occupancy"},
+                                    {"device", device.summary()},
+                                    {"passed", failed == 0},
+                                    {"entries", entries}});
+    return failed == 0 ? kExitPass : kExitCheckFailed;
+}
+
+// ---- command line ----
+
+Options parse_options(int argc, char **argv) {
+    cxxopts::Options parser("gpu_kernel_check", "GPU checks of the sage2tp kernels (meson suite gpu)");
+    parser.positional_help("golden|shapes|sanitize|bench|occupancy");
+    parser.add_options()
+        ("mode", "what to check", cxxopts::value<std::string>())
+        ("baseline-cubin", "attention cubin of the baseline", cxxopts::value<std::string>())
+        ("candidate-cubin", "attention cubin of the candidate", cxxopts::value<std::string>())
+        ("quant-cubin", "quantization cubin (also holds the SM clock probe)", cxxopts::value<std::string>())
+        ("golden", "golden case directory (default: $S2TP_GOLDEN_DIR)", cxxopts::value<std::string>())
+        ("out", "directory for <mode>.json and sanitizer logs", cxxopts::value<std::string>())
+        ("device", "CUDA device index", cxxopts::value<int>()->default_value("0"))
+        ("variant", "shapes/sanitize: baseline, candidate or both", cxxopts::value<std::string>()->default_value("both"))
+        ("tool", "sanitize: memcheck, racecheck, synccheck or initcheck", cxxopts::value<std::string>())
+        ("sanitizer", "sanitize: path of compute-sanitizer", cxxopts::value<std::string>())
+        ("print-limit", "sanitize: records printed by compute-sanitizer", cxxopts::value<int>()->default_value("100"))
+        ("timeout", "sanitize: seconds before the run is killed", cxxopts::value<int>()->default_value("3600"))
+        // cxxopts takes one-letter names as short options only, so "--n" cannot exist.
+        ("n,seq-len", "bench: sequence length", cxxopts::value<std::int64_t>()->default_value("32760"))
+        ("rounds", "bench: timed rounds (one launch per arm each)", cxxopts::value<int>()->default_value("30"))
+        ("warmup", "bench: untimed launches per arm first", cxxopts::value<int>()->default_value("5"))
+        ("seed", "input seed (shapes: 7, bench: 24)", cxxopts::value<std::uint64_t>())
+        ("arch-limits", "occupancy: arch limits table (default: data/arch_limits.toml)", cxxopts::value<std::string>())
+        ("h,help", "show this help");
+    parser.parse_positional({"mode"});
+    cxxopts::ParseResult result;
+    try {
+        result = parser.parse(argc, argv);
+    } catch (const cxxopts::exceptions::exception &e) {
+        fail(ExitCode::usage, e.what());
+    }
+    Options o;
+    if (result.count("help")) {
+        std::cout << parser.help() << "\n";
+        return o;
+    }
+    if (!result.unmatched().empty()) fail(ExitCode::usage, "unexpected argument '" + result.unmatched().front() + "'");
+    if (!result.count("mode")) fail(ExitCode::usage, "no mode given: golden, shapes, sanitize, bench or occupancy");
+    o.mode = result["mode"].as<std::string>();
+    auto path = [&](const char *name) -> std::optional<fs::path> {
+        if (!result.count(name)) return std::nullopt;
+        return fs::path(result[name].as<std::string>());
+    };
+    o.baseline_cubin = path("baseline-cubin");
+    o.candidate_cubin = path("candidate-cubin");
+    o.quant_cubin = path("quant-cubin");
+    o.golden_dir = path("golden");
+    o.out_dir = path("out");
+    o.arch_limits = path("arch-limits");
+    o.sanitizer = path("sanitizer");
+    o.device = result["device"].as<int>();
+    o.variant = result["variant"].as<std::string>();
+    if (o.variant != "baseline" && o.variant != "candidate" && o.variant != "both")
+        fail(ExitCode::usage, "--variant must be baseline, candidate or both, got '" + o.variant + "'");
+    if (result.count("tool")) o.tool = result["tool"].as<std::string>();
+    o.print_limit = result["print-limit"].as<int>();
+    o.timeout_s = result["timeout"].as<int>();
+    o.n = result["seq-len"].as<std::int64_t>();
+    o.rounds = result["rounds"].as<int>();
+    o.warmup = result["warmup"].as<int>();
+    if (result.count("seed")) o.seed = result["seed"].as<std::uint64_t>();
+    return o;
+}
+
+int run(int argc, char **argv) {
+    Options options = parse_options(argc, argv);
+    if (options.mode.empty()) return kExitPass;  // --help
+    static const char *const modes[] = {"golden", "shapes", "sanitize", "bench", "occupancy"};
+    if (std::find_if(std::begin(modes), std::end(modes), [&](const char *m) { return options.mode == m; }) ==
+        std::end(modes))
+        fail(ExitCode::usage, "unknown mode '" + options.mode + "'; valid: golden, shapes, sanitize, bench, occupancy");
+
+    // Without a GPU every mode is skipped, before any input is read: CI hosts have neither.
+    GpuProbe probe = probe_gpu();
+    if (!probe.available) throw Skip(probe.reason);
+
+    if (options.mode == "golden") return run_golden(options);
+    if (options.mode == "shapes") return run_shapes(options);
+    if (options.mode == "sanitize") return run_sanitize(options);
+    if (options.mode == "bench") return run_bench(options);
+    return run_occupancy(options);
+}
+
+}  // namespace
+}  // namespace s2tp
+
+int main(int argc, char **argv) {
+    try {
+        return s2tp::run(argc, argv);
+    } catch (const s2tp::Skip &skip) {
+        std::cerr << "gpu_kernel_check: skipped: " << skip.what() << "\n";
+        return s2tp::kExitSkip;
+    } catch (const s2tp::Error &error) {
+        std::cerr << "gpu_kernel_check: " << error.what() << "\n";
+        return static_cast<int>(error.code());
+    } catch (const std::exception &error) {
+        std::cerr << "gpu_kernel_check: internal error: " << error.what() << "\n";
+        return static_cast<int>(s2tp::ExitCode::internal);
+    }
+}

@@ -1,0 +1,367 @@
+#include "gate_rules.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace s2tp {
+namespace {
+
+StageEvidence passed_stage() { return {true, true, true, ""}; }
+
+const std::string good_sha = "3f5a0c9e1b7d2a4c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f";
+
+// Evidence on which every condition passes; each test spoils exactly one thing.
+GateEvidence good_evidence() {
+    GateEvidence e;
+    e.prepare = e.build = e.sanitize = e.parity = e.time = passed_stage();
+    e.sanitizer_errors = 0;
+    e.parity_shapes_compared = 12;
+    e.parity_shapes_differing = 0;
+    e.real_output_stage_name = "time";
+    e.real_output_stage = passed_stage();
+    e.real_output_sha256 = good_sha;
+    e.expected_real_output_sha256 = good_sha;
+    e.candidate_p50_ms = 203.92;
+    RatioInterval ci;
+    ci.median = 0.9611;
+    ci.lo = 0.9601;
+    ci.hi = 0.9626;
+    ci.n = 240;
+    ci.confidence = 0.95;
+    e.candidate_vs_baseline = ci;
+    e.resource_arch = "sm_90a";
+    e.baseline_resources = {32768, 4.0, 40};
+    e.candidate_resources = {32768, 4.0, 40};
+    return e;
+}
+
+GateThresholds default_thresholds() { return GateThresholds{}; }
+
+GateThresholds with_ratio_bound(double bound) {
+    GateThresholds t;
+    t.ratio_upper_bound = bound;
+    return t;
+}
+
+const GateCondition &condition(const GateResult &result, const std::string &name) {
+    for (const GateCondition &c : result.conditions)
+        if (c.name == name) return c;
+    ADD_FAILURE() << "no condition named " << name;
+    static const GateCondition none;
+    return none;
+}
+
+GateStatus status_of(const GateEvidence &e, const std::string &name, const GateThresholds &t = default_thresholds()) {
+    return condition(evaluate_gate(e, t), name).status;
+}
+
+bool passes(const GateEvidence &e, const GateThresholds &t = default_thresholds()) {
+    return evaluate_gate(e, t).passed;
+}
+
+TEST(GateRules, GoodEvidencePassesEveryCondition) {
+    const GateResult result = evaluate_gate(good_evidence(), with_ratio_bound(0.98));
+    EXPECT_EQ(result.conditions.size(), 10u);
+    for (const GateCondition &c : result.conditions)
+        EXPECT_EQ(c.status, GateStatus::pass) << c.name << ": " << c.figure << " " << c.detail;
+    EXPECT_TRUE(result.passed);
+}
+
+// ---- freshness
+TEST(GateFreshness, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(status_of(e, "freshness"), GateStatus::pass);
+
+    e.parity.fresh = false;
+    const GateCondition stale = condition(evaluate_gate(e, default_thresholds()), "freshness");
+    EXPECT_EQ(stale.status, GateStatus::fail);
+    EXPECT_NE(stale.figure.find("parity"), std::string::npos);
+    EXPECT_FALSE(passes(e));
+
+    GateEvidence none;
+    EXPECT_EQ(status_of(none, "freshness"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(none));
+}
+
+TEST(GateFreshness, StaleCheckpointIsNotEvidenceForItsConditions) {
+    GateEvidence e = good_evidence();
+    e.time.fresh = false;
+    EXPECT_EQ(status_of(e, "candidate-p50"), GateStatus::not_checked);
+    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "candidate-p50");
+    EXPECT_NE(c.figure.find("stale"), std::string::npos);
+}
+
+// ---- build
+TEST(GateBuild, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(status_of(e, "build"), GateStatus::pass);
+
+    e.build.passed = false;
+    e.build.note = "nvcc exited 1: kernels/attn_pair.cu(212): error";
+    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "build");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_EQ(failed.detail, e.build.note);
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.build.present = false;
+    EXPECT_EQ(status_of(e, "build"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));  // required
+}
+
+// ---- sanitizer
+TEST(GateSanitizer, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(status_of(e, "sanitizer"), GateStatus::pass);
+
+    e.sanitizer_errors = 3;
+    e.sanitize.passed = false;
+    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "sanitizer");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_EQ(failed.figure, "3 error(s)");
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.sanitizer_skipped = true;
+    EXPECT_EQ(status_of(e, "sanitizer"), GateStatus::not_checked);
+}
+
+TEST(GateSanitizer, MissingSummaryFails) {
+    GateEvidence e = good_evidence();
+    e.sanitize.passed = false;  // tool died before its summary: zero counted errors prove nothing
+    e.sanitize.note = "no ERROR SUMMARY line";
+    EXPECT_EQ(status_of(e, "sanitizer"), GateStatus::fail);
+}
+
+TEST(GateSanitizer, SkippedBlocksOnlyWhenRequired) {
+    GateEvidence e = good_evidence();
+    e.sanitizer_skipped = true;
+    EXPECT_TRUE(passes(e));
+    GateThresholds strict;
+    strict.require_sanitizer = true;
+    EXPECT_EQ(status_of(e, "sanitizer", strict), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e, strict));
+
+    e = good_evidence();
+    e.sanitize.present = false;
+    EXPECT_TRUE(passes(e));
+    EXPECT_FALSE(passes(e, strict));
+}
+
+// ---- parity
+TEST(GateParity, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(condition(evaluate_gate(e, default_thresholds()), "parity").figure, "0 of 12 shapes differ");
+
+    e.parity_shapes_differing = 2;
+    e.parity.passed = false;
+    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "parity");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_EQ(failed.figure, "2 of 12 shapes differ");
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.parity.present = false;
+    EXPECT_EQ(status_of(e, "parity"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.parity_shapes_compared = 0;
+    EXPECT_EQ(status_of(e, "parity"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));
+}
+
+TEST(GateParity, FailedStageWithoutDifferencesStillFails) {
+    GateEvidence e = good_evidence();
+    e.parity.passed = false;  // e.g. the candidate crashed on one shape
+    EXPECT_EQ(status_of(e, "parity"), GateStatus::fail);
+}
+
+// ---- output-sha
+TEST(GateOutputSha, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    e.real_output_sha256 = "3F5A0C9E1B7D2A4C6E8F0A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F";  // case-insensitive
+    EXPECT_EQ(status_of(e, "output-sha"), GateStatus::pass);
+
+    e.real_output_sha256[63] = '0';
+    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "output-sha");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_NE(failed.detail.find(good_sha), std::string::npos);
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.expected_real_output_sha256.clear();
+    EXPECT_EQ(status_of(e, "output-sha"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.real_output_sha256.clear();
+    EXPECT_EQ(status_of(e, "output-sha"), GateStatus::not_checked);
+
+    e = good_evidence();
+    e.real_output_stage.fresh = false;
+    EXPECT_EQ(status_of(e, "output-sha"), GateStatus::not_checked);
+}
+
+// ---- candidate-p50
+TEST(GateCandidateP50, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(condition(evaluate_gate(e, default_thresholds()), "candidate-p50").figure,
+              "p50 203.920 ms < 220.00 ms");
+
+    e.candidate_p50_ms = 220.0;  // "at least the threshold" fails
+    EXPECT_EQ(status_of(e, "candidate-p50"), GateStatus::fail);
+    EXPECT_FALSE(passes(e));
+
+    GateThresholds looser;
+    looser.max_candidate_p50_ms = 250.0;
+    EXPECT_EQ(status_of(e, "candidate-p50", looser), GateStatus::pass);
+
+    e = good_evidence();
+    e.time.present = false;
+    EXPECT_EQ(status_of(e, "candidate-p50"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));
+}
+
+TEST(GateCandidateP50, FailedTimeStageIsNotEvidence) {
+    GateEvidence e = good_evidence();
+    e.time.passed = false;
+    e.time.note = "A/A interval [1.0041, 1.0093] excludes 1: machine too noisy";
+    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "candidate-p50");
+    EXPECT_EQ(c.status, GateStatus::not_checked);
+    EXPECT_EQ(c.detail, e.time.note);
+    EXPECT_FALSE(passes(e));
+}
+
+// ---- relative-speed
+TEST(GateRelativeSpeed, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(status_of(e, "relative-speed", with_ratio_bound(0.98)), GateStatus::pass);
+
+    // Median below the bound but the interval reaching above it: not a proven speed-up.
+    e.candidate_vs_baseline->median = 0.975;
+    e.candidate_vs_baseline->hi = 0.985;
+    EXPECT_EQ(status_of(e, "relative-speed", with_ratio_bound(0.98)), GateStatus::fail);
+    EXPECT_FALSE(passes(e, with_ratio_bound(0.98)));
+
+    e = good_evidence();
+    e.candidate_vs_baseline.reset();
+    EXPECT_EQ(status_of(e, "relative-speed", with_ratio_bound(0.98)), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e, with_ratio_bound(0.98)));
+}
+
+TEST(GateRelativeSpeed, OffByDefaultAndNotBlocking) {
+    GateEvidence e = good_evidence();
+    e.candidate_vs_baseline->lo = 1.05;  // slower, but no bound was asked for
+    e.candidate_vs_baseline->hi = 1.06;
+    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "relative-speed");
+    EXPECT_EQ(c.status, GateStatus::not_checked);
+    EXPECT_FALSE(c.required);
+    EXPECT_TRUE(passes(e));
+}
+
+// ---- shared-memory
+TEST(GateSharedMemory, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    EXPECT_EQ(status_of(e, "shared-memory"), GateStatus::pass);
+
+    e.candidate_resources.smem_per_block_bytes = 32769;
+    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "shared-memory");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_EQ(failed.figure, "sm_90a: candidate 32769 B vs baseline 32768 B per block");
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.candidate_resources.smem_per_block_bytes = 16384;  // less is fine
+    EXPECT_EQ(status_of(e, "shared-memory"), GateStatus::pass);
+
+    e.baseline_resources.smem_per_block_bytes.reset();
+    EXPECT_EQ(status_of(e, "shared-memory"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));
+}
+
+// ---- warps-per-scheduler
+TEST(GateWarpsPerScheduler, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    e.candidate_resources.warps_per_scheduler = 4.5;
+    EXPECT_EQ(status_of(e, "warps-per-scheduler"), GateStatus::pass);
+
+    e.candidate_resources.warps_per_scheduler = 3.75;
+    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "warps-per-scheduler");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_EQ(failed.figure, "sm_90a: candidate 3.75 vs baseline 4");
+    EXPECT_FALSE(passes(e));
+
+    e = good_evidence();
+    e.build.passed = false;  // no trustworthy resource figures from a failed build
+    EXPECT_EQ(status_of(e, "warps-per-scheduler"), GateStatus::not_checked);
+}
+
+// ---- spills
+TEST(GateSpills, PassFailNotChecked) {
+    GateEvidence e = good_evidence();
+    const GateCondition same = condition(evaluate_gate(e, default_thresholds()), "spills");
+    EXPECT_EQ(same.status, GateStatus::pass);
+    EXPECT_EQ(same.figure, "sm_90a: growth +0 B (baseline 40 B, candidate 40 B; limit +0 B)");
+
+    e.candidate_resources.spill_bytes = 72;
+    const GateCondition grown = condition(evaluate_gate(e, default_thresholds()), "spills");
+    EXPECT_EQ(grown.status, GateStatus::fail);
+    EXPECT_NE(grown.figure.find("growth +32 B"), std::string::npos);
+    EXPECT_FALSE(passes(e));
+
+    GateThresholds tolerant;
+    tolerant.max_spill_growth_bytes = 32;  // growth is still reported, but within the limit
+    const GateCondition tolerated = condition(evaluate_gate(e, tolerant), "spills");
+    EXPECT_EQ(tolerated.status, GateStatus::pass);
+    EXPECT_NE(tolerated.figure.find("growth +32 B"), std::string::npos);
+
+    e = good_evidence();
+    e.candidate_resources.spill_bytes.reset();
+    EXPECT_EQ(status_of(e, "spills"), GateStatus::not_checked);
+    EXPECT_FALSE(passes(e));
+}
+
+// ---- verdict and report
+TEST(GateVerdict, RequiredNotCheckedBlocksOptionalDoesNot) {
+    GateEvidence e = good_evidence();
+    e.sanitizer_skipped = true;
+    const GateResult result = evaluate_gate(e, default_thresholds());
+    EXPECT_TRUE(result.passed);  // the sanitizer and relative-speed lines are NOT CHECKED but optional
+
+    e.expected_real_output_sha256.clear();
+    EXPECT_FALSE(passes(e));
+}
+
+TEST(GateVerdict, ReportHasOneLinePerConditionThenTheVerdict) {
+    GateEvidence e = good_evidence();
+    e.candidate_p50_ms = 231.4;
+    e.expected_real_output_sha256.clear();
+    const GateResult result = evaluate_gate(e, default_thresholds());
+    const std::string report = format_gate_report(result);
+
+    std::size_t lines = 0;
+    for (char c : report) lines += c == '\n';
+    EXPECT_EQ(lines, result.conditions.size() + 1);
+    EXPECT_NE(report.find("FAIL         candidate-p50        p50 231.400 ms >= 220.00 ms\n"), std::string::npos)
+        << report;
+    EXPECT_NE(report.find("NOT CHECKED  output-sha           no expected digest"), std::string::npos) << report;
+    EXPECT_NE(report.find("PASS         build "), std::string::npos) << report;
+    EXPECT_NE(report.find("verdict: FAIL (failed: candidate-p50; required but not checked: output-sha)\n"),
+              std::string::npos)
+        << report;
+
+    const std::string good = format_gate_report(evaluate_gate(good_evidence(), default_thresholds()));
+    const std::string pass_line = "\nverdict: PASS\n";
+    EXPECT_EQ(good.substr(good.size() - pass_line.size()), pass_line);
+}
+
+TEST(GateVerdict, StatusTexts) {
+    EXPECT_STREQ(gate_status_text(GateStatus::pass), "PASS");
+    EXPECT_STREQ(gate_status_text(GateStatus::fail), "FAIL");
+    EXPECT_STREQ(gate_status_text(GateStatus::not_checked), "NOT CHECKED");
+}
+
+}  // namespace
+}  // namespace s2tp
