@@ -23,25 +23,12 @@
 
 #include "../kernels/sage2tp_abi.h"
 #include "gpu_runtime.h"
+#include "attention_problem.h"
 #include "host_quantizer.h"
 #include "tensor.h"
 
 namespace s2tp {
 
-struct AttentionProblem {
-    AttentionShape shape;
-    bool causal = false;
-    DType dtype = DType::bf16;  // of q, k, v and o: f16 or bf16
-    float sm_scale = 0.0f;      // before the kernel's log2(e) factor, usually original_head_dim^-0.5
-    bool with_lse = true;
-
-    // Throws Error(usage) naming the problem unless the kernels support it: head_dim 64 or 128,
-    // f16/bf16, a positive finite sm_scale, causal only with len_q == len_kv (the mask is top-left
-    // aligned), and every tensor within the kernels' 32-bit indexing.
-    void validate() const;
-    // "b=1 hq=2 hkv=2 nq=64 nkv=64 d=128 NHD bf16 causal"
-    std::string describe() const;
-};
 
 // Element strides of every tensor the kernels read or write, for the problem's layout.
 struct AttentionStrides {

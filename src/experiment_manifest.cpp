@@ -3,6 +3,7 @@
 #include "errors.h"
 #include "toml_schema.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -17,33 +18,36 @@ std::string resolve_against(const fs::path &base_dir, const std::string &path) {
     return (p.is_absolute() ? p : base_dir / p).lexically_normal().string();
 }
 
-ShapeSpec read_shape(TableReader &r) {
-    ShapeSpec s;
+// Reads an attention problem's keys from a workload or [[parity.shape]] table.
+AttentionProblem read_problem(TableReader &r, bool with_lse) {
+    AttentionProblem p;
+    AttentionShape &s = p.shape;
     s.batch = r.integer_or("batch", 1, 1, 1 << 16);
     s.heads_q = r.integer_or("heads_q", 1, 1, 1 << 16);
     s.heads_kv = r.integer_or("heads_kv", s.heads_q, 1, 1 << 16);
     s.len_q = r.integer("len_q");
     s.len_kv = r.integer_or("len_kv", s.len_q, 1, std::int64_t(1) << 31);
     s.head_dim = r.integer_or("head_dim", 128, 64, 128);
-    s.layout = r.choice("layout", {"NHD", "HND"}, "NHD");
-    s.causal = r.boolean_or("causal", false);
-    s.dtype = r.choice("dtype", {"f16", "bf16"}, "bf16");
+    s.layout = parse_layout(r.choice("layout", {"NHD", "HND"}, "NHD"));
+    p.causal = r.boolean_or("causal", false);
+    p.dtype = parse_dtype(r.choice("dtype", {"f16", "bf16"}, "bf16"));
+    // As upstream: the softmax scale of the head dim, unless the model uses another one.
+    p.sm_scale = static_cast<float>(r.number_or("sm_scale", 1.0 / std::sqrt(static_cast<double>(s.head_dim)), 1e-6, 1e3));
+    p.with_lse = with_lse;
     if (s.len_q < 1) fail(ExitCode::usage, r.position() + ": len_q must be at least 1");
-    if (s.head_dim != 64 && s.head_dim != 128)
-        fail(ExitCode::usage, r.position() + ": head_dim must be 64 or 128 (the kernel's instantiations)");
-    if (s.heads_q % s.heads_kv != 0)
-        fail(ExitCode::usage, r.position() + ": heads_q (" + std::to_string(s.heads_q) +
-                                  ") must be a multiple of heads_kv (" + std::to_string(s.heads_kv) + ")");
-    if (s.causal && s.len_q != s.len_kv)
-        fail(ExitCode::usage, r.position() + ": causal attention needs len_q == len_kv (top-left aligned mask)");
-    return s;
+    try {
+        p.validate();
+    } catch (const Error &e) {
+        fail(ExitCode::usage, r.position() + ": " + e.what());
+    }
+    return p;
 }
 
 WorkloadSpec read_workload_table(const toml::table &table, const std::string &file, const fs::path &base_dir) {
     TableReader r(table, file, "[workload]");
     WorkloadSpec w;
     w.name = r.string("name");
-    w.shape = read_shape(r);
+    w.problem = read_problem(r, /*with_lse=*/false);
     w.seed = static_cast<std::uint64_t>(r.integer_or("seed", 0, 0, INT64_MAX));
     if (const toml::table *tensors = r.optional_table("tensors")) {
         TableReader t(*tensors, file, "[workload.tensors]");
@@ -67,13 +71,6 @@ WorkloadSpec read_workload_table(const toml::table &table, const std::string &fi
 }
 
 }  // namespace
-
-std::string ShapeSpec::describe() const {
-    std::ostringstream out;
-    out << "b" << batch << " h" << heads_q << "/" << heads_kv << " q" << len_q << " k" << len_kv << " d" << head_dim
-        << " " << layout << " " << (causal ? "causal" : "nomask") << " " << dtype;
-    return out.str();
-}
 
 WorkloadSpec load_workload(const fs::path &file) {
     toml::table doc = parse_toml_file(file.string());
@@ -165,7 +162,7 @@ Experiment load_experiment(const fs::path &manifest) {
         if (const toml::array *shapes = r.optional_array_of_tables("shape")) {
             for (const auto &node : *shapes) {
                 TableReader s(*node.as_table(), file, "[[parity.shape]]");
-                e.parity_shapes.push_back(read_shape(s));
+                e.parity_shapes.push_back(read_problem(s, /*with_lse=*/true));
                 s.finish();
             }
         }
@@ -220,10 +217,13 @@ toml::array to_array(const std::vector<std::string> &values) {
     return a;
 }
 
-toml::table shape_table(const ShapeSpec &s) {
-    return toml::table{{"batch", s.batch},       {"heads_q", s.heads_q}, {"heads_kv", s.heads_kv},
-                       {"len_q", s.len_q},       {"len_kv", s.len_kv},   {"head_dim", s.head_dim},
-                       {"layout", s.layout},     {"causal", s.causal},   {"dtype", s.dtype}};
+toml::table shape_table(const AttentionProblem &p) {
+    const AttentionShape &s = p.shape;
+    return toml::table{{"batch", s.batch},     {"heads_q", s.heads_q},
+                       {"heads_kv", s.heads_kv}, {"len_q", s.len_q},
+                       {"len_kv", s.len_kv},   {"head_dim", s.head_dim},
+                       {"layout", layout_name(s.layout)}, {"causal", p.causal},
+                       {"dtype", dtype_name(p.dtype)}, {"sm_scale", static_cast<double>(p.sm_scale)}};
 }
 
 }  // namespace
@@ -253,7 +253,7 @@ std::string experiment_to_toml(const Experiment &e) {
                        {"reference_max_rel_l2", e.reference_max_rel_l2}};
     if (!shapes.empty()) parity.insert("shape", shapes);
     doc.insert("parity", parity);
-    toml::table workload = shape_table(e.workload.shape);
+    toml::table workload = shape_table(e.workload.problem);
     workload.insert("name", e.workload.name);
     workload.insert("seed", static_cast<std::int64_t>(e.workload.seed));
     if (e.workload.q_file)

@@ -3,6 +3,8 @@
 // prepare resolves it once into <run>/experiment.toml; every later stage reads that copy.
 #pragma once
 
+#include "attention_problem.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -11,18 +13,10 @@
 
 namespace s2tp {
 
-// One attention problem. Used for parity shapes, sanitizer shapes and the real workload.
-struct ShapeSpec {
-    std::int64_t batch = 1, heads_q = 1, heads_kv = 1, len_q = 1, len_kv = 1, head_dim = 128;
-    std::string layout = "NHD";  // NHD | HND
-    bool causal = false;
-    std::string dtype = "bf16";  // f16 | bf16
-    std::string describe() const;  // "b1 h40/40 q32760 k32760 d128 NHD nomask bf16"
-};
 
 struct WorkloadSpec {
     std::string name;
-    ShapeSpec shape;
+    AttentionProblem problem;               // sm_scale defaults to head_dim^-0.5, LSE off
     std::uint64_t seed = 0;                   // generator seed (when no tensor files)
     std::optional<std::string> q_file, k_file, v_file;  // captured tensors (.npy / .safetensors)
     std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
@@ -53,7 +47,7 @@ struct Experiment {
 
     // [parity]
     bool parity_default_shapes = true;
-    std::vector<ShapeSpec> parity_shapes;     // extra shapes (or the only ones when default is off)
+    std::vector<AttentionProblem> parity_shapes;  // extra shapes (or the only ones when default is off)
     std::vector<std::int64_t> parity_seeds = {1, 2, 3};
     double reference_max_rel_l2 = 0.05;
 

@@ -61,9 +61,10 @@ TEST(Manifest, DefaultExperimentLoads) {
     EXPECT_EQ(e.name, "temporal-pair");
     EXPECT_EQ(e.source_kind, "embedded");
     EXPECT_EQ(e.arch, "sm_121a");
-    EXPECT_EQ(e.workload.shape.len_q, 32760);
-    EXPECT_EQ(e.workload.shape.heads_q, 40);
-    EXPECT_EQ(e.workload.shape.dtype, "bf16");
+    EXPECT_EQ(e.workload.problem.shape.len_q, 32760);
+    EXPECT_EQ(e.workload.problem.shape.heads_q, 40);
+    EXPECT_EQ(e.workload.problem.dtype, DType::bf16);
+    EXPECT_FLOAT_EQ(e.workload.problem.sm_scale, 0.08838834764831845f);
     EXPECT_DOUBLE_EQ(e.max_candidate_p50_ms, 220.0);
     EXPECT_TRUE(fs::path(e.patch).is_absolute());
 }
@@ -118,9 +119,10 @@ TEST_F(ManifestErrors, SourcePathsMayNotLeaveTheTree) {
 TEST_F(ManifestErrors, OutOfRangeNumberIsRejected) {
     std::string message = error_for("len_q = 256\n", "len_q = 256\nhead_dim = 96\n");
     EXPECT_NE(message.find("head_dim must be 64 or 128"), std::string::npos) << message;
+    EXPECT_NE(message.find("m.toml:10:1:"), std::string::npos) << message;
 }
 
 TEST_F(ManifestErrors, GroupedQueryHeadsMustDivide) {
     std::string message = error_for("len_q = 256\n", "len_q = 256\nheads_q = 6\nheads_kv = 4\n");
-    EXPECT_NE(message.find("must be a multiple of heads_kv"), std::string::npos) << message;
+    EXPECT_NE(message.find("heads_q (6) is not a multiple of heads_kv (4)"), std::string::npos) << message;
 }
