@@ -1,0 +1,140 @@
+// The build stage end to end with the real nvcc (no GPU needed): the embedded default compiled for
+// every supported arch, its ptxas resources and occupancy, "up to date", and a candidate that does
+// not compile. Prints the register/spill/shared-memory table of both schedules for each arch.
+#include "checkpoint_store.h"
+#include "process_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
+const fs::path source_root = S2TP_SOURCE_ROOT;
+
+const char *const attention_entries[] = {
+    "s2tp_attn_hd64_f16_nomask",   "s2tp_attn_hd64_f16_causal",   "s2tp_attn_hd64_bf16_nomask",
+    "s2tp_attn_hd64_bf16_causal",  "s2tp_attn_hd128_f16_nomask",  "s2tp_attn_hd128_f16_causal",
+    "s2tp_attn_hd128_bf16_nomask", "s2tp_attn_hd128_bf16_causal"};
+
+class Build : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        dir_ = fs::temp_directory_path() / ("s2tp-build-" + std::to_string(::getpid()));
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    static ProcessResult sage2tp(std::vector<std::string> args) {
+        args.insert(args.begin(), binary);
+        ProcessOptions options;
+        options.working_directory = dir_;
+        return run_process(args, options);
+    }
+    static Checkpoint build_checkpoint(const fs::path &run) {
+        CheckpointRead read = read_checkpoint(run / "checkpoints/02-build.toml");
+        EXPECT_TRUE(read.checkpoint) << read.problem;
+        return read.checkpoint ? *read.checkpoint : Checkpoint{};
+    }
+    static fs::path dir_;
+};
+fs::path Build::dir_;
+
+// The figures of one variant of one entry must follow the occupancy rules among themselves.
+void expect_consistent(const toml::table &v, const std::string &what, int warps_per_sm) {
+    const auto registers = v["registers"].value_or<int64_t>(0);
+    EXPECT_GE(registers, 1) << what;
+    EXPECT_LE(registers, 255) << what;
+    const auto threads = v["threads_per_block"].value_or<int64_t>(0);
+    const auto blocks = v["blocks_per_sm"].value_or<int64_t>(0);
+    const auto warps = v["resident_warps"].value_or<int64_t>(0);
+    EXPECT_EQ(threads, 128) << what;
+    EXPECT_GE(blocks, 1) << what;
+    EXPECT_EQ(warps, blocks * threads / 32) << what;
+    EXPECT_LE(warps, warps_per_sm) << what;
+    EXPECT_DOUBLE_EQ(v["warps_per_scheduler"].value_or(0.0), warps / 4.0) << what;
+    // 128 threads at R registers: 4 warps of ceil(32R/256)*256 registers in 4 x 16384-register sub-partitions.
+    const auto per_warp = (32 * registers + 255) / 256 * 256;
+    EXPECT_LE(blocks, 16384 / per_warp) << what << ": more blocks than the register file holds";
+    EXPECT_EQ(v["smem_per_block"].value_or<int64_t>(0),
+              v["static_smem_bytes"].value_or<int64_t>(0) + v["dynamic_smem_bytes"].value_or<int64_t>(0)) << what;
+}
+
+}  // namespace
+
+TEST_F(Build, EmbeddedDefaultForEverySupportedArch) {
+    ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
+    ProcessResult r = sage2tp({"prepare", "--run", "default", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::pair<const char *, int> arches[] = {{"sm_89", 48}, {"sm_90a", 64}, {"sm_120a", 48}, {"sm_121a", 48}};
+    for (const auto &[arch, warps_per_sm] : arches) {
+        r = sage2tp({"build", "--run", "default", "--arch", arch});
+        ASSERT_EQ(r.exit_code, 0) << arch << ": " << r.out << r.err;
+        std::cout << "---- sage2tp build --arch " << arch << "\n" << r.out << std::flush;
+        Checkpoint c = build_checkpoint(dir_ / "default");
+        EXPECT_EQ(c.status, StageStatus::passed);
+        EXPECT_EQ(c.figures["arch"].value_or(std::string()), arch);
+        for (const char *entry : attention_entries) {
+            const toml::table *e = c.figures["kernels"][entry].as_table();
+            ASSERT_TRUE(e) << arch << " has no record for " << entry;
+            for (const char *variant : {"baseline", "candidate"}) {
+                const toml::table *v = (*e)[variant].as_table();
+                ASSERT_TRUE(v) << arch << " " << entry << " " << variant;
+                expect_consistent(*v, std::string(arch) + " " + entry + " " + variant, warps_per_sm);
+            }
+            // Both schedules use exactly upstream's shared memory: 256 * D.
+            const int64_t expected_smem = std::string(entry).find("hd64") != std::string::npos ? 16384 : 32768;
+            EXPECT_EQ((*e)["baseline"]["smem_per_block"].value_or<int64_t>(0), expected_smem) << entry;
+            EXPECT_EQ((*e)["candidate"]["smem_per_block"].value_or<int64_t>(0), expected_smem) << entry;
+        }
+        for (const char *variant : {"baseline", "candidate"})
+            for (const char *file : {"attention_entry", "quantize"}) {
+                fs::path stem = dir_ / "default/builds" / variant / (std::string(file) + "." + arch);
+                EXPECT_TRUE(fs::is_regular_file(stem.string() + ".cubin")) << stem;
+                EXPECT_TRUE(fs::is_regular_file(stem.string() + ".log")) << stem;
+                EXPECT_TRUE(fs::is_regular_file(stem.string() + ".cmd")) << stem;
+            }
+    }
+    // Same sources, flags, arch and compiler: up to date, the checkpoint untouched.
+    const std::string finished = build_checkpoint(dir_ / "default").finished_utc;
+    r = sage2tp({"build", "--run", "default", "--arch", "sm_121a"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("build: up to date"), std::string::npos) << r.out;
+    EXPECT_EQ(build_checkpoint(dir_ / "default").finished_utc, finished);
+}
+
+TEST_F(Build, UsageAndMissingToolErrors) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "errors", "-q"}).exit_code, 0);
+    ProcessResult r = sage2tp({"build", "--run", "errors", "--arch", "sm_70"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("unsupported arch 'sm_70'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_90a"), std::string::npos) << r.err;
+    r = sage2tp({"build", "--run", "errors", "--arch", "sm_90a", "--nvcc", "/nonexistent/nvcc"});
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE(r.err.find("/nonexistent/nvcc"), std::string::npos) << r.err;
+    r = sage2tp({"build", "--run", "never-prepared", "--arch", "sm_90a"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("sage2tp prepare"), std::string::npos) << r.err;
+}
+
+TEST_F(Build, CandidateThatDoesNotCompileFailsWithTheErrorQuoted) {
+    ProcessResult r = sage2tp({"prepare", "--manifest", (source_root / "tests/manifests/syntax-error.toml").string(),
+                               "--run", "broken", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = sage2tp({"build", "--run", "broken"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    Checkpoint c = build_checkpoint(dir_ / "broken");
+    EXPECT_EQ(c.status, StageStatus::failed);
+    ASSERT_FALSE(c.reasons.empty());
+    EXPECT_NE(c.reasons.front().find("candidate:kernels/attention_entry.cu does not compile"), std::string::npos)
+        << c.reasons.front();
+    EXPECT_NE(c.reasons.front().find("error"), std::string::npos) << c.reasons.front();
+    EXPECT_NE(r.out.find("does not compile"), std::string::npos) << r.out;
+    // A failed build is never "up to date": the next stage refuses, the build runs again.
+    r = sage2tp({"sanitize", "--run", "broken"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+}
