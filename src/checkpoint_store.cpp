@@ -68,12 +68,12 @@ std::string to_string(StageStatus status) {
     return "failed";
 }
 
-std::string utc_now_iso8601() {
+std::string utc_now(const char *strftime_format) {
     std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     std::tm tm{};
     ::gmtime_r(&now, &tm);
-    char buffer[32];
-    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char buffer[64];
+    std::strftime(buffer, sizeof buffer, strftime_format, &tm);
     return buffer;
 }
 

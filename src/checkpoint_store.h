@@ -48,6 +48,7 @@ void write_checkpoint(const std::filesystem::path &file, Checkpoint &checkpoint)
 // Atomically replaces `file` with `content` (temp file in the same directory, fsync, rename, fsync dir).
 void write_file_atomically(const std::filesystem::path &file, const std::string &content);
 
-std::string utc_now_iso8601();
+// The current UTC time; the default format is ISO 8601 ("2026-11-29T13:59:54Z").
+std::string utc_now(const char *strftime_format = "%Y-%m-%dT%H:%M:%SZ");
 
 }  // namespace s2tp

@@ -2,9 +2,11 @@
 
 #include "errors.h"
 #include "hashing.h"
+#include "process_runner.h"
 #include "tensor_io.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <system_error>
 
@@ -71,6 +73,14 @@ DeviceFacts require_gpu(const std::string &stage, int device_index) {
                                          std::to_string(device_index) + " asks for a GPU that does not exist (" +
                                          std::to_string(probe.device_count) + " visible)");
     return select_device(device_index);
+}
+
+std::optional<fs::path> find_compute_sanitizer() {
+    if (auto found = find_program("compute-sanitizer")) return found;
+    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+        if (const char *root = std::getenv(variable))
+            if (auto found = find_program((fs::path(root) / "bin" / "compute-sanitizer").string())) return found;
+    return find_program("/usr/local/cuda/bin/compute-sanitizer");
 }
 
 GeneratedInputs problem_inputs(const AttentionProblem &problem, std::uint64_t seed) {

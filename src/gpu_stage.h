@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace s2tp {
@@ -42,6 +43,9 @@ BuiltKernels built_kernels(const RunDirectory &run, const Checkpoint &build);
 // The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
 // Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").
 DeviceFacts require_gpu(const std::string &stage, int device_index);
+
+// compute-sanitizer from PATH, else $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin; nullopt if none.
+std::optional<std::filesystem::path> find_compute_sanitizer();
 
 // The host q, k, v of a generated problem: generate_inputs(problem.shape, problem.dtype, seed).
 // One function so that exec, parity and time can never disagree on what a (problem, seed) means.

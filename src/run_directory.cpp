@@ -1,5 +1,6 @@
 #include "run_directory.h"
 
+#include "checkpoint_store.h"
 #include "errors.h"
 
 #include <fcntl.h>
@@ -82,15 +83,6 @@ void check_run_id(const std::string &id) {
         fail(ExitCode::usage, "invalid run id '" + id + "': use a plain name without '/'");
 }
 
-std::string utc_stamp() {
-    std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    ::gmtime_r(&now, &tm);
-    char buffer[32];
-    std::strftime(buffer, sizeof buffer, "%Y%m%dT%H%M%SZ", &tm);
-    return buffer;
-}
-
 }  // namespace
 
 std::optional<fs::path> existing_run(const RunSelection &selection) {
@@ -111,7 +103,17 @@ fs::path run_for_prepare(const RunSelection &selection, const std::string &exper
     return selection.runs_root / new_run_id(experiment_name);
 }
 
-std::string new_run_id(const std::string &experiment_name) { return experiment_name + "-" + utc_stamp(); }
+std::string new_run_id(const std::string &experiment_name) { return experiment_name + "-" + utc_now("%Y%m%dT%H%M%SZ"); }
+
+fs::path require_existing_run(const RunSelection &selection) {
+    auto run = existing_run(selection);
+    if (!run) fail(ExitCode::precondition, "no run found under '" + selection.runs_root.string() +
+                                               "'; run 'sage2tp prepare' first (or pass --run DIR)");
+    std::error_code ec;
+    if (!fs::is_directory(*run, ec))
+        fail(ExitCode::precondition, "run directory '" + run->string() + "' does not exist; run 'sage2tp prepare' first");
+    return *run;
+}
 
 void mark_latest(const RunSelection &selection, const fs::path &run) {
     fs::create_directories(selection.runs_root);

@@ -57,6 +57,8 @@ struct RunSelection {
     std::filesystem::path runs_root = "sage2tp-runs";
 };
 std::optional<std::filesystem::path> existing_run(const RunSelection &selection);
+// existing_run, for the stages after prepare: Error(precondition) naming 'sage2tp prepare' when none exists.
+std::filesystem::path require_existing_run(const RunSelection &selection);
 // The run directory prepare should use, creating nothing: as existing_run, else a new
 // <root>/<experiment>-<UTC timestamp>.
 std::filesystem::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name);

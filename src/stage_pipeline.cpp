@@ -149,7 +149,7 @@ ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, con
 
     Checkpoint checkpoint;
     checkpoint.stage = name;
-    checkpoint.started_utc = utc_now_iso8601();
+    checkpoint.started_utc = utc_now();
     auto started = std::chrono::steady_clock::now();
     StageResult result;
     try {
@@ -162,7 +162,7 @@ ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, con
         result.status = StageStatus::failed;
         result.reasons.push_back(e.what());
     }
-    checkpoint.finished_utc = utc_now_iso8601();
+    checkpoint.finished_utc = utc_now();
     checkpoint.status = result.status;
     checkpoint.input_fingerprint = inputs;
     checkpoint.previous_digest = previous ? previous->digest : std::string();

@@ -148,10 +148,7 @@ int gate_command(const Args &args) {
         ("force", "evaluate even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
 
-    auto run_path = existing_run(cl.selection());
-    if (!run_path || !fs::is_directory(*run_path))
-        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
-    RunDirectory run(*run_path);
+    RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
     // Under the lock no other process writes checkpoints, so this one reading serves the
     // precondition, the fingerprint and the evidence alike.

@@ -13,13 +13,7 @@ namespace s2tp {
 int status_command(const Args &args) {
     CommandLine cl("status", "Show the run's checkpoints: stage, status, when, key figures, fresh or stale.", args);
     if (!cl.parse()) return 0;
-    auto run_path = existing_run(cl.selection());
-    if (!run_path)
-        fail(ExitCode::precondition, "no run found under '" + cl.selection().runs_root.string() +
-                                         "'; run 'sage2tp prepare' first (or pass --run DIR)");
-    if (!std::filesystem::is_directory(*run_path))
-        fail(ExitCode::precondition, "run directory '" + run_path->string() + "' does not exist; run 'sage2tp prepare' first");
-    RunDirectory run(*run_path);
+    RunDirectory run(require_existing_run(cl.selection()));
 
     toml::array stages;
     std::ostringstream table;

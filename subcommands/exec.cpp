@@ -1,0 +1,108 @@
+// sage2tp exec: one launch of one variant on one problem, for running under a wrapper: the sanitize
+// stage runs it under compute-sanitizer (one process per variant, tool and shape), the time stage
+// under ncu. Read-only: it takes no lock, because the stage that starts it holds the run's lock.
+//
+// Exit status: 0 when the launch completed and wrote every output element, 1 when some element still
+// holds the NaN poison (the generator never makes inputs with a legitimately NaN output), otherwise
+// sage2tp's error codes (a fault in the kernel surfaces as 5).
+#include "subcommands.h"
+
+#include "cli.h"
+#include "errors.h"
+#include "experiment_manifest.h"
+#include "gpu_stage.h"
+#include "hashing.h"
+#include "shape_sets.h"
+#include "stage_pipeline.h"
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+// The build checkpoint, when it passed and is fresh; exec's only precondition.
+const Checkpoint &usable_build(const std::vector<StageState> &states) {
+    const StageState &build = states[static_cast<std::size_t>(Stage::build)];
+    const std::string fix = "; run 'sage2tp build' first";
+    if (!build.read.checkpoint)
+        fail(ExitCode::precondition, "exec needs the build checkpoint, which is " +
+                                         (build.read.exists ? build.stale_reason : std::string("missing")) + fix);
+    if (build.read.checkpoint->status != StageStatus::passed)
+        fail(ExitCode::precondition, "exec needs a passed build checkpoint, but build " +
+                                         to_string(build.read.checkpoint->status) + fix);
+    if (!build.fresh) fail(ExitCode::precondition, "exec needs a fresh build checkpoint, but it is " + build.stale_reason + fix);
+    return *build.read.checkpoint;
+}
+
+}  // namespace
+
+int exec_command(const Args &args) {
+    CommandLine cl("exec", "Internal: one launch of one variant, for compute-sanitizer and ncu.", args);
+    cl.add_options()
+        ("variant", "baseline or candidate", cxxopts::value<std::string>(), "V")
+        ("sanitize-shape", "index into the sanitizer shape list", cxxopts::value<int>(), "I")
+        ("workload", "the run's real workload instead of a sanitizer shape")
+        ("seed", "generator seed (default: 1 for sanitizer shapes, the workload's own for --workload)",
+         cxxopts::value<std::uint64_t>(), "N")
+        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
+    if (!cl.parse()) return 0;
+
+    if (!cl.has("variant")) fail(ExitCode::usage, "exec needs --variant baseline|candidate");
+    const std::string variant = cl.result()["variant"].as<std::string>();
+    if (variant != "baseline" && variant != "candidate")
+        fail(ExitCode::usage, "--variant must be baseline or candidate, got '" + variant + "'");
+    if (cl.has("sanitize-shape") == cl.has("workload"))
+        fail(ExitCode::usage, "exec needs exactly one of --sanitize-shape I and --workload");
+
+    auto run_path = existing_run(cl.selection());
+    if (!run_path || !fs::is_directory(*run_path))
+        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
+    const RunDirectory run(*run_path);
+    const Checkpoint &build = usable_build(inspect_run(run));
+    const BuiltKernels kernels = built_kernels(run, build);
+    const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
+
+    AttentionProblem problem;
+    GeneratedInputs host;
+    if (cl.has("workload")) {
+        WorkloadSpec workload = load_experiment(run.manifest()).workload;
+        if (cl.has("seed")) {
+            if (workload.q_file)
+                fail(ExitCode::usage, "--seed does not apply: the workload '" + workload.name + "' reads tensor files");
+            workload.seed = cl.result()["seed"].as<std::uint64_t>();
+        }
+        problem = workload.problem;
+        host = workload_inputs(workload);
+    } else {
+        const auto &shapes = sanitizer_shapes();
+        const int index = cl.result()["sanitize-shape"].as<int>();
+        if (index < 0 || static_cast<std::size_t>(index) >= shapes.size())
+            fail(ExitCode::usage, "--sanitize-shape " + std::to_string(index) + " is out of range: there are " +
+                                      std::to_string(shapes.size()) + " sanitizer shapes (0.." +
+                                      std::to_string(shapes.size() - 1) + ")");
+        problem = shapes[static_cast<std::size_t>(index)];
+        host = problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
+    }
+
+    const CubinModule quantize(kernels.quantize);
+    const CubinModule attention(variant == "baseline" ? kernels.baseline_attention : kernels.candidate_attention);
+    const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+    const KernelRun out = run_attention(attention, problem, inputs, variant);
+
+    const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);
+    const std::int64_t elements = out.o.numel() + (problem.with_lse ? out.lse.numel() : 0);
+    const std::string o_sha256 = sha256_hex(out.o.bytes.data(), out.o.bytes.size());
+    cl.reporter().say("exec " + variant + " " + problem.describe() + " on " + device.name + ": o sha256 " + o_sha256 +
+                      ", " + std::to_string(unwritten) + " of " + std::to_string(elements) +
+                      " output elements unwritten");
+    cl.reporter().emit_json(toml::table{{"command", "exec"},
+                                        {"variant", variant},
+                                        {"shape", problem.describe()},
+                                        {"device", device.summary()},
+                                        {"o_sha256", o_sha256},
+                                        {"unwritten_elements", unwritten},
+                                        {"exit_code", unwritten == 0 ? 0 : 1}});
+    return unwritten == 0 ? 0 : 1;
+}
+
+}  // namespace s2tp

@@ -1,0 +1,349 @@
+#include "ab_timing.h"
+
+#include "errors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace s2tp {
+namespace {
+
+std::size_t index_of(Launch launch) { return static_cast<std::size_t>(launch); }
+
+// ---- Round order ----
+
+TEST(RoundOrder, SameSeedSameSequenceOtherSeedOtherSequence) {
+    RoundOrderGenerator a(42), b(42), c(43);
+    bool differs = false;
+    for (int round = 0; round < 600; ++round) {
+        const RoundOrder from_a = a.next();
+        EXPECT_EQ(from_a, b.next()) << "round " << round;
+        differs = differs || from_a != c.next();
+    }
+    EXPECT_TRUE(differs) << "seeds 42 and 43 gave the same 600 orders";
+}
+
+TEST(RoundOrder, EveryBlockOfSixHoldsEachOrderOnce) {
+    for (std::uint64_t seed = 0; seed < 25; ++seed) {
+        RoundOrderGenerator orders(seed);
+        for (int block = 0; block < 40; ++block) {
+            std::set<RoundOrder> seen;
+            for (int i = 0; i < 6; ++i) {
+                const RoundOrder order = orders.next();
+                std::set<Launch> distinct(order.begin(), order.end());
+                ASSERT_EQ(distinct.size(), 3u) << "seed " << seed << ": an order repeats a launch";
+                seen.insert(order);
+            }
+            EXPECT_EQ(seen.size(), 6u) << "seed " << seed << ", block " << block;
+        }
+    }
+}
+
+TEST(RoundOrder, EachLaunchTakesEachPositionEquallyOften) {
+    RoundOrderGenerator orders(20261129);
+    std::map<std::pair<Launch, std::size_t>, int> count;
+    const int rounds = 6 * 50;
+    for (int round = 0; round < rounds; ++round) {
+        const RoundOrder order = orders.next();
+        for (std::size_t position = 0; position < order.size(); ++position) ++count[{order[position], position}];
+    }
+    for (Launch launch : all_launches)
+        for (std::size_t position = 0; position < launches_per_round; ++position)
+            EXPECT_EQ((count[{launch, position}]), rounds / 3) << launch_name(launch) << " at position " << position;
+}
+
+TEST(RoundOrder, TheFirstLaunchChangesEveryRoundAcrossBlocks) {
+    for (std::uint64_t seed = 0; seed < 50; ++seed) {
+        RoundOrderGenerator orders(seed);
+        Launch previous_first = orders.next()[0];
+        for (int round = 1; round < 120; ++round) {
+            const Launch first = orders.next()[0];
+            ASSERT_NE(first, previous_first) << "seed " << seed << ", round " << round;
+            previous_first = first;
+        }
+    }
+}
+
+// ---- Throttled rounds ----
+
+InterleavedRound round_of(double baseline_mhz, double control_mhz, double candidate_mhz) {
+    InterleavedRound round;
+    round.order = all_launches;
+    round.samples[index_of(Launch::baseline)] = {50.0, baseline_mhz};
+    round.samples[index_of(Launch::baseline_control)] = {50.0, control_mhz};
+    round.samples[index_of(Launch::candidate)] = {70.0, candidate_mhz};
+    return round;
+}
+
+TEST(RoundThrottled, AnySlowSampleThrottlesTheWholeRound) {
+    const double reference = 1980.0, fraction = 0.75;  // threshold 1485 MHz
+    EXPECT_FALSE(round_throttled(round_of(1980, 1975, 1990), reference, fraction));
+    EXPECT_FALSE(round_throttled(round_of(1485, 1485, 1485), reference, fraction)) << "at the threshold is not below it";
+    EXPECT_TRUE(round_throttled(round_of(1980, 1980, 1484), reference, fraction));
+    EXPECT_TRUE(round_throttled(round_of(1980, 900, 1980), reference, fraction));
+    EXPECT_TRUE(round_throttled(round_of(std::nan(""), 1980, 1980), reference, fraction)) << "a NaN clock proves nothing";
+    EXPECT_FALSE(round_throttled(round_of(300, 300, std::nan("")), reference, 0.0)) << "threshold 0 turns the check off";
+    EXPECT_THROW(round_throttled(round_of(1980, 1980, 1980), 0.0, fraction), Error);
+}
+
+// ---- The loop, driven by synthetic timers ----
+
+// A timer with fixed per-launch base times, a per-round multiplicative noise drawn from a seed, an
+// optional slowdown of whatever launch runs first in a round, and chosen samples that run throttled.
+// Its wall clock advances by every sample's time plus 1 ms of overhead per timed launch.
+class SyntheticTimer : public LaunchTimer {
+public:
+    std::array<double, launches_per_round> base_ms = {55.0, 55.0, 74.0};
+    double noise = 0.0;                  // relative spread of each sample, uniform in [-noise, noise]
+    double first_position_penalty = 0.0;  // relative slowdown of the first launch of each round
+    std::set<std::size_t> throttled_samples;  // indices of timed calls that report a low clock
+    double throttled_time_ms = 1000.0;        // what a throttled sample reports as its time
+    std::vector<std::pair<bool, Launch>> calls;  // (timed?, launch) in call order
+    double seconds = 0.0;
+
+    void warm_up(Launch launch) override { calls.emplace_back(false, launch); }
+
+    LaunchSample timed(Launch launch) override {
+        const std::size_t index = timed_calls_++;
+        calls.emplace_back(true, launch);
+        const bool first_in_round = index % launches_per_round == 0;
+        double time = base_ms[index_of(launch)] * (1.0 + (first_in_round ? first_position_penalty : 0.0));
+        if (noise > 0.0) time *= 1.0 + noise * (2.0 * static_cast<double>(random_.below(1u << 20)) / (1u << 20) - 1.0);
+        LaunchSample sample{time, 1980.0};
+        if (throttled_samples.count(index)) sample = {throttled_time_ms, 600.0};
+        seconds += sample.time_ms / 1000.0 + 0.001;
+        return sample;
+    }
+
+    std::function<double()> clock() {
+        return [this] { return seconds; };
+    }
+
+private:
+    std::size_t timed_calls_ = 0;
+    SplitMix64 random_{7};
+};
+
+TimingSettings settings_for_tests() {
+    TimingSettings s;
+    s.warmup_launches = 2;
+    s.min_rounds = 20;
+    s.target_half_width = 0.005;
+    s.budget_seconds = 60;
+    s.reference_clock_mhz = 1980;
+    s.throttle_fraction = 0.75;
+    s.order_seed = 99;
+    s.bootstrap.seed = 20261129;
+    s.bootstrap.resamples = 2000;
+    return s;
+}
+
+TEST(MeasureInterleaved, WarmsUpEveryLaunchThenFollowsTheSeededOrders) {
+    SyntheticTimer timer;
+    const TimingSettings settings = settings_for_tests();
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+
+    const std::size_t warmups = settings.warmup_launches * launches_per_round;
+    ASSERT_GE(timer.calls.size(), warmups);
+    std::map<Launch, int> warmed;
+    for (std::size_t i = 0; i < warmups; ++i) {
+        EXPECT_FALSE(timer.calls[i].first) << "call " << i << " should be a warm-up";
+        ++warmed[timer.calls[i].second];
+    }
+    for (Launch launch : all_launches) EXPECT_EQ(warmed[launch], 2) << launch_name(launch);
+
+    RoundOrderGenerator expected(settings.order_seed);
+    std::size_t call = warmups;
+    for (const InterleavedRound &round : run.rounds) {
+        const RoundOrder order = expected.next();
+        EXPECT_EQ(round.order, order);
+        for (Launch launch : order) {
+            ASSERT_LT(call, timer.calls.size());
+            EXPECT_TRUE(timer.calls[call].first);
+            EXPECT_EQ(timer.calls[call].second, launch);
+            ++call;
+        }
+    }
+    EXPECT_EQ(call, timer.calls.size()) << "every timed launch belongs to a recorded round";
+}
+
+TEST(MeasureInterleaved, NoiselessSamplesStopAtTheFirstCheckAfterMinRounds) {
+    SyntheticTimer timer;
+    const TimingRun run = measure_interleaved(timer, settings_for_tests(), timer.clock());
+    EXPECT_EQ(run.stopped_by, StopReason::half_width);
+    EXPECT_EQ(run.kept_rounds, 20u) << "a perfectly precise ratio still waits for min_rounds";
+    EXPECT_EQ(run.stop_checks, 1u);
+    EXPECT_EQ(run.throttled_rounds, 0u);
+}
+
+TEST(MeasureInterleaved, StopsWhenTheHalfWidthFallsUnderTheTarget) {
+    SyntheticTimer timer;
+    timer.noise = 0.02;  // about 1.2% relative stdev per sample: needs many more than 20 rounds
+    TimingSettings settings = settings_for_tests();
+    settings.budget_seconds = 3600;
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    ASSERT_EQ(run.stopped_by, StopReason::half_width);
+    EXPECT_GT(run.kept_rounds, 20u);
+    EXPECT_GT(run.stop_checks, 1u);
+    const RatioInterval final_interval =
+        bootstrap_median_interval(kept_ratios(run.rounds, Launch::candidate), settings.bootstrap);
+    EXPECT_LT(final_interval.half_width_rel, settings.target_half_width);
+    EXPECT_NEAR(final_interval.median, 74.0 / 55.0, 0.01);
+}
+
+TEST(MeasureInterleaved, StopsAtTheBudgetWhenTheRatioStaysWide) {
+    SyntheticTimer timer;
+    timer.noise = 0.3;
+    TimingSettings settings = settings_for_tests();
+    settings.budget_seconds = 10;  // ~185 ms per round: about 54 rounds
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    EXPECT_EQ(run.stopped_by, StopReason::budget);
+    EXPECT_GE(run.seconds, 10.0);
+    EXPECT_LT(run.seconds, 10.0 + 0.5) << "the budget ends sampling within one round";
+    EXPECT_GT(run.kept_rounds, 40u);
+}
+
+TEST(MeasureInterleaved, ABudgetShorterThanMinRoundsStillStops) {
+    SyntheticTimer timer;
+    TimingSettings settings = settings_for_tests();
+    settings.budget_seconds = 1;
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    EXPECT_EQ(run.stopped_by, StopReason::budget);
+    EXPECT_LT(run.kept_rounds, settings.min_rounds);
+    EXPECT_EQ(run.stop_checks, 0u);
+}
+
+TEST(MeasureInterleaved, ThrottledRoundsAreDroppedWholeAndCounted) {
+    SyntheticTimer timer;
+    // Timed call 3k+j is launch j of round k (in that round's order): throttle one launch in rounds
+    // 2, 5 and 11, a different position each time.
+    timer.throttled_samples = {2 * 3 + 0, 5 * 3 + 1, 11 * 3 + 2};
+    const TimingRun run = measure_interleaved(timer, settings_for_tests(), timer.clock());
+    EXPECT_EQ(run.throttled_rounds, 3u);
+    EXPECT_EQ(run.kept_rounds, 20u);
+    ASSERT_EQ(run.rounds.size(), 23u);
+    for (std::size_t i = 0; i < run.rounds.size(); ++i)
+        EXPECT_EQ(run.rounds[i].throttled, i == 2 || i == 5 || i == 11) << "round " << i;
+
+    // None of the throttled rounds' samples (not even their normal-clock ones) reach the statistics.
+    for (Launch launch : all_launches) {
+        const std::vector<double> kept = kept_times(run.rounds, launch);
+        ASSERT_EQ(kept.size(), 20u);
+        for (double t : kept) EXPECT_EQ(t, timer.base_ms[index_of(launch)]);
+    }
+    const TimingStats stats = timing_stats(run, settings_for_tests().bootstrap);
+    EXPECT_EQ(stats[Launch::candidate].n, 20u);
+    EXPECT_DOUBLE_EQ(stats[Launch::candidate].max, 74.0);
+    EXPECT_DOUBLE_EQ(stats.candidate_vs_baseline.median, 74.0 / 55.0);
+    // The clock figures show what the card did, throttled samples included.
+    EXPECT_DOUBLE_EQ(stats.clock_min_mhz, 600.0);
+    EXPECT_DOUBLE_EQ(stats.clock_max_mhz, 1980.0);
+    EXPECT_DOUBLE_EQ(stats.clock_median_mhz, 1980.0);
+}
+
+TEST(MeasureInterleaved, APositionEffectCancelsOutOfTheAaControl) {
+    // Identical kernels, but whatever runs first in a round is 5% slower. Because the two baseline
+    // launches are placed independently and every position is balanced, the A/A and A/B medians stay 1.
+    SyntheticTimer timer;
+    timer.base_ms = {55.0, 55.0, 55.0};
+    timer.first_position_penalty = 0.05;
+    TimingSettings settings = settings_for_tests();
+    settings.min_rounds = 60;
+    settings.budget_seconds = 60;
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    const TimingStats stats = timing_stats(run, settings.bootstrap);
+    EXPECT_DOUBLE_EQ(stats.control_vs_baseline.median, 1.0);
+    EXPECT_DOUBLE_EQ(stats.candidate_vs_baseline.median, 1.0);
+    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline).has_value());
+}
+
+TEST(MeasureInterleaved, RejectsSettingsThatCannotWork) {
+    SyntheticTimer timer;
+    TimingSettings settings = settings_for_tests();
+    settings.reference_clock_mhz = 0;
+    EXPECT_THROW(measure_interleaved(timer, settings, timer.clock()), Error);
+    settings = settings_for_tests();
+    settings.min_rounds = 1;
+    EXPECT_THROW(measure_interleaved(timer, settings, timer.clock()), Error);
+}
+
+TEST(StopCheck, CadenceGrowsWithTheKeptRounds) {
+    EXPECT_EQ(next_stop_check(20), 25u);
+    EXPECT_EQ(next_stop_check(49), 54u);
+    EXPECT_EQ(next_stop_check(100), 110u);
+    EXPECT_EQ(next_stop_check(2000), 2200u);
+}
+
+// ---- A/A verdict ----
+
+TEST(TooNoisy, AnIntervalThatMissesOneFailsTheMachine) {
+    RatioInterval quiet;
+    quiet.median = 1.0004, quiet.lo = 0.9991, quiet.hi = 1.0012, quiet.n = 80, quiet.confidence = 0.95;
+    EXPECT_FALSE(too_noisy_reason(quiet).has_value());
+
+    RatioInterval noisy = quiet;
+    noisy.median = 1.0210, noisy.lo = 1.0150, noisy.hi = 1.0290;
+    const auto reason = too_noisy_reason(noisy);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_NE(reason->find("too noisy"), std::string::npos) << *reason;
+    EXPECT_NE(reason->find("1.0150 .. 1.0290"), std::string::npos) << *reason;
+    EXPECT_NE(reason->find("95%"), std::string::npos) << *reason;
+
+    RatioInterval below = quiet;
+    below.median = 0.97, below.lo = 0.96, below.hi = 0.9999;
+    EXPECT_TRUE(too_noisy_reason(below).has_value());
+    RatioInterval touching = quiet;
+    touching.lo = 1.0;
+    EXPECT_FALSE(too_noisy_reason(touching).has_value()) << "an interval ending at 1 contains 1";
+}
+
+TEST(TooNoisy, ASystematicallySlowerControlIsCaught) {
+    SyntheticTimer timer;
+    timer.base_ms = {55.0, 56.1, 74.0};  // the "same" kernel 2% slower in its second slot
+    const TimingSettings settings = settings_for_tests();
+    const TimingStats stats = timing_stats(measure_interleaved(timer, settings, timer.clock()), settings.bootstrap);
+    EXPECT_DOUBLE_EQ(stats.control_vs_baseline.median, 56.1 / 55.0);
+    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline).has_value());
+}
+
+// ---- Throughput and the L2 decision ----
+
+AttentionProblem block24(bool causal) {
+    AttentionProblem p;
+    p.shape.batch = 1, p.shape.heads_q = 40, p.shape.heads_kv = 40;
+    p.shape.len_q = p.shape.len_kv = 32760, p.shape.head_dim = 128;
+    p.causal = causal;
+    p.sm_scale = 0.08838834764831845f;
+    return p;
+}
+
+TEST(AttentionTops, FourBHNNDOverTheTime) {
+    // 4 * 40 * 32760^2 * 128 = 2.19792e13 operations; at 55.46 ms that is 396.3 TOPS.
+    const double operations = 4.0 * 40 * 32760.0 * 32760.0 * 128;
+    EXPECT_DOUBLE_EQ(attention_tops(block24(false), 55.46), operations / 0.05546 / 1e12);
+    EXPECT_NEAR(attention_tops(block24(false), 55.46), 396.31, 0.01);
+    EXPECT_DOUBLE_EQ(attention_tops(block24(true), 55.46), attention_tops(block24(false), 55.46) / 2);
+    AttentionProblem cross = block24(false);
+    cross.shape.len_kv = 1024, cross.shape.batch = 2, cross.shape.head_dim = 64;
+    EXPECT_DOUBLE_EQ(attention_tops(cross, 2.0), 4.0 * 2 * 40 * 32760.0 * 1024 * 64 / 0.002 / 1e12);
+    EXPECT_THROW(attention_tops(block24(false), 0.0), Error);
+}
+
+TEST(L2Flush, OnlyWhenTheWorkingSetCouldStayInL2) {
+    const std::int64_t l2 = 62914560;  // H200: 60 MiB
+    EXPECT_TRUE(needs_l2_flush(1u << 20, l2));
+    EXPECT_TRUE(needs_l2_flush(2 * 62914560 - 1, l2));
+    EXPECT_FALSE(needs_l2_flush(2 * 62914560, l2));
+    // Block 24: q, k int8 and v fp8 of 1*32760*40*128 bytes each, plus a bf16 output twice that size.
+    const std::size_t elements = 32760ull * 40 * 128;
+    EXPECT_FALSE(needs_l2_flush(3 * elements + 2 * elements, l2));
+    EXPECT_THROW(needs_l2_flush(1, 0), Error);
+}
+
+}  // namespace
+}  // namespace s2tp
