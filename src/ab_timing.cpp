@@ -131,7 +131,7 @@ void check_settings(const TimingSettings &s) {
 }  // namespace
 
 TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings,
-                              const std::function<double()> &seconds_since_start) {
+                              const std::function<double()> &seconds_since_start, const TimingProgress &progress) {
     check_settings(settings);
     const auto started = std::chrono::steady_clock::now();
     const std::function<double()> elapsed = seconds_since_start ? seconds_since_start : [started] {
@@ -159,10 +159,13 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
             check_at = next_stop_check(run.kept_rounds);
             const RatioInterval interval =
                 bootstrap_median_interval(kept_ratios(run.rounds, Launch::candidate), settings.bootstrap);
-            if (interval_precise_enough(interval, rule)) {
-                run.stopped_by = StopReason::half_width;
-                break;
+            const bool precise = interval_precise_enough(interval, rule);
+            if (precise) run.stopped_by = StopReason::half_width;
+            if (progress) {
+                run.seconds = elapsed();
+                progress(run, interval);
             }
+            if (precise) break;
         }
         if (elapsed() >= settings.budget_seconds) {
             run.stopped_by = StopReason::budget;

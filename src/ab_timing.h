@@ -134,12 +134,16 @@ struct TimingRun {
     double seconds = 0;              // wall time of warm-up and rounds
 };
 
-// Warm-up (warmup_launches of each launch, in the generator's first order), then rounds until the
-// B/A interval's relative half-width is below the target with at least min_rounds kept rounds, or
-// until the budget is spent, whichever comes first. `seconds_since_start` is the wall clock (tests
-// pass a synthetic one); it starts at the call.
+// Called after every evaluation of the stop rule with the rounds so far and the B/A interval.
+using TimingProgress = std::function<void(const TimingRun &run, const RatioInterval &candidate_vs_baseline)>;
+
+// Warm-up (warmup_launches of each of the three launches in turn), then rounds until the B/A
+// interval's relative half-width is below the target with at least min_rounds kept rounds, or until
+// the budget is spent, whichever comes first. `seconds_since_start` is the wall clock (tests pass a
+// synthetic one); the default starts at the call.
 TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings,
-                              const std::function<double()> &seconds_since_start = {});
+                              const std::function<double()> &seconds_since_start = {},
+                              const TimingProgress &progress = {});
 
 struct TimingStats {
     std::array<Summary, launches_per_round> launches;  // indexed by Launch; kept rounds only

@@ -37,11 +37,16 @@ fs::path find_nvcc(const std::optional<std::string> &requested) {
 std::string nvcc_version(const fs::path &nvcc) {
     ProcessResult r = run_process({nvcc.string(), "--version"});
     if (r.exit_code != 0) fail(ExitCode::missing_tool, nvcc.string() + " --version failed: " + r.err);
+    // "Cuda compilation tools, release 13.0, V13.0.88 / Build cuda_13.0.r13.0/compiler.36424714_0":
+    // the same compiler on any host, whatever its install path or packaging.
     std::istringstream lines(r.out);
-    std::string line, release;
-    while (std::getline(lines, line))
+    std::string line, release, build;
+    while (std::getline(lines, line)) {
         if (line.find("release") != std::string::npos) release = line;
-    return release.empty() ? r.out : release;
+        if (line.rfind("Build ", 0) == 0) build = line;
+    }
+    if (release.empty()) return r.out;
+    return build.empty() ? release : release + " / " + build;
 }
 
 std::string resolve_target_arch(const std::string &requested, const ArchLimitsTable &table) {

@@ -42,9 +42,9 @@ const std::vector<AttentionProblem> &default_parity_shapes() {
         {2, 2, 2, 1, 63, 64, Layout::nhd, false, DType::f16},       // 1 tile, one key short of full; one query
         {1, 3, 3, 63, 63, 128, Layout::hnd, true, DType::bf16},     // 1 tile, one short, causal
         {1, 4, 2, 31, 64, 64, Layout::hnd, false, DType::f16},      // exactly 1 tile; GQA 2, partial warp of queries
-        {1, 6, 3, 64, 64, 128, Layout::nhd, true, DType::bf16},     // exactly 1 tile, causal
+        {1, 3, 3, 64, 64, 128, Layout::nhd, true, DType::bf16},     // exactly 1 tile, causal
         {1, 8, 2, 65, 65, 64, Layout::nhd, true, DType::f16},       // 2 tiles, 1-key last tile; GQA 4
-        {1, 2, 1, 100, 65, 128, Layout::hnd, false, DType::bf16},   // 2 tiles, 1-key last tile
+        {1, 2, 2, 100, 65, 128, Layout::hnd, false, DType::bf16},   // 2 tiles, 1-key last tile
         {1, 3, 3, 80, 80, 64, Layout::hnd, true, DType::f16},       // 2 tiles, last 16 of 64 (720p tail)
         {1, 2, 2, 200, 80, 128, Layout::nhd, false, DType::bf16},   // 2 tiles, 720p tail; 2 query CTAs
         {1, 6, 3, 300, 120, 128, Layout::nhd, false, DType::f16},   // 2 tiles, last 56 of 64 (480p tail)
@@ -54,19 +54,19 @@ const std::vector<AttentionProblem> &default_parity_shapes() {
         {1, 2, 2, 128, 128, 128, Layout::nhd, true, DType::f16},    // exactly 2 tiles, causal
         {1, 3, 3, 129, 128, 64, Layout::hnd, false, DType::bf16},   // exactly 2 tiles; 1-row second query CTA
         {1, 4, 2, 129, 129, 128, Layout::hnd, true, DType::f16},    // 3 tiles, 1-key last; causal, 2 CTAs
-        {1, 6, 3, 257, 129, 64, Layout::nhd, false, DType::bf16},   // 3 tiles, 1-key last tile
+        {1, 4, 4, 257, 129, 64, Layout::nhd, false, DType::bf16},   // 3 tiles, 1-key last tile
         {1, 8, 2, 1, 191, 64, Layout::nhd, false, DType::bf16},     // 3 tiles, one key short; one query
         {1, 2, 1, 191, 191, 128, Layout::hnd, true, DType::f16},    // 3 tiles, one short, causal
         {1, 3, 3, 31, 192, 64, Layout::hnd, false, DType::bf16},    // exactly 3 tiles
         {2, 2, 2, 192, 192, 128, Layout::nhd, true, DType::f16},    // exactly 3 tiles, causal
         {2, 6, 3, 193, 193, 64, Layout::nhd, true, DType::bf16},    // 4 tiles, 1-key last, causal
-        {1, 4, 2, 100, 193, 128, Layout::hnd, false, DType::f16},   // 4 tiles, 1-key last tile
+        {1, 4, 4, 100, 193, 128, Layout::hnd, false, DType::f16},   // 4 tiles, 1-key last tile
         {1, 2, 1, 208, 208, 64, Layout::hnd, true, DType::bf16},    // 4 tiles, 720p tail, causal
         {1, 8, 2, 200, 208, 128, Layout::nhd, false, DType::f16},   // 4 tiles, 720p tail
         {1, 2, 2, 300, 248, 128, Layout::nhd, false, DType::bf16},  // 4 tiles, 480p tail (Wan's own combination)
         {1, 3, 3, 248, 248, 64, Layout::hnd, true, DType::f16},     // 4 tiles, 480p tail, causal
         {1, 4, 2, 383, 255, 128, Layout::hnd, false, DType::bf16},  // 4 tiles, one key short
-        {1, 6, 3, 255, 255, 64, Layout::nhd, true, DType::f16},     // 4 tiles, one short, causal
+        {1, 3, 3, 255, 255, 64, Layout::nhd, true, DType::f16},     // 4 tiles, one short, causal
         {1, 8, 2, 256, 256, 128, Layout::nhd, true, DType::bf16},   // exactly 4 tiles, causal
         {2, 2, 1, 129, 256, 64, Layout::hnd, false, DType::f16},    // exactly 4 tiles
         {2, 3, 3, 257, 257, 128, Layout::hnd, true, DType::bf16},   // 5 tiles, 1-key last, causal

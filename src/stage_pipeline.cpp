@@ -118,6 +118,20 @@ ExitCode exit_code_for(const Checkpoint &checkpoint) {
 
 }  // namespace
 
+std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
+                                               const Reporter &reporter) {
+    auto states = inspect_run(run);
+    require_previous(states, work.stage);
+    const StageState &own = states[static_cast<std::size_t>(work.stage)];
+    if (!own.read.checkpoint || !own.fresh || own.read.checkpoint->status != StageStatus::passed) return std::nullopt;
+    if (work.verify_outputs && !work.verify_outputs(*own.read.checkpoint).empty()) return std::nullopt;
+    const Checkpoint &c = *own.read.checkpoint;
+    reporter.say(stage_name(work.stage) + ": up to date (passed at " + c.finished_utc + "; " + why + ")");
+    if (work.summarize) work.summarize(c, reporter);
+    reporter.emit_json(json_result(c, run, work.stage, true, ExitCode::ok));
+    return ExitCode::ok;
+}
+
 ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter) {
     const std::string name = stage_name(work.stage);
     auto states = inspect_run(run);

@@ -64,6 +64,12 @@ struct StageWork {
 // Returns the command's exit code: 0 passed/skipped/up to date, 1 failed.
 ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter);
 
+// For a host that cannot work out a stage's inputs (a GPU host without the compiler that built the
+// cubins): when the stage's own checkpoint passed, is fresh and its outputs verify, reports it up to
+// date with `why` and returns ok; otherwise returns nothing and the caller reports what is missing.
+std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
+                                               const Reporter &reporter);
+
 // The precondition check alone: throws Error(precondition) unless the stage before `stage` is usable.
 const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage);
 

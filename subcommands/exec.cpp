@@ -15,6 +15,8 @@
 #include "shape_sets.h"
 #include "stage_pipeline.h"
 
+#include <optional>
+
 namespace fs = std::filesystem;
 
 namespace s2tp {
@@ -58,21 +60,17 @@ int exec_command(const Args &args) {
     if (!run_path || !fs::is_directory(*run_path))
         fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
     const RunDirectory run(*run_path);
-    const Checkpoint &build = usable_build(inspect_run(run));
-    const BuiltKernels kernels = built_kernels(run, build);
-    const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
 
     AttentionProblem problem;
-    GeneratedInputs host;
+    std::optional<WorkloadSpec> workload;
     if (cl.has("workload")) {
-        WorkloadSpec workload = load_experiment(run.manifest()).workload;
+        workload = load_experiment(run.manifest()).workload;
         if (cl.has("seed")) {
-            if (workload.q_file)
-                fail(ExitCode::usage, "--seed does not apply: the workload '" + workload.name + "' reads tensor files");
-            workload.seed = cl.result()["seed"].as<std::uint64_t>();
+            if (workload->q_file)
+                fail(ExitCode::usage, "--seed does not apply: the workload '" + workload->name + "' reads tensor files");
+            workload->seed = cl.result()["seed"].as<std::uint64_t>();
         }
-        problem = workload.problem;
-        host = workload_inputs(workload);
+        problem = workload->problem;
     } else {
         const auto &shapes = sanitizer_shapes();
         const int index = cl.result()["sanitize-shape"].as<int>();
@@ -81,9 +79,14 @@ int exec_command(const Args &args) {
                                       std::to_string(shapes.size()) + " sanitizer shapes (0.." +
                                       std::to_string(shapes.size() - 1) + ")");
         problem = shapes[static_cast<std::size_t>(index)];
-        host = problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
     }
 
+    const std::vector<StageState> states = inspect_run(run);
+    const BuiltKernels kernels = built_kernels(run, usable_build(states));
+    const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
+    const GeneratedInputs host =
+        workload ? workload_inputs(*workload)
+                 : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
     const CubinModule quantize(kernels.quantize);
     const CubinModule attention(variant == "baseline" ? kernels.baseline_attention : kernels.candidate_attention);
     const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);

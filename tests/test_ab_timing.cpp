@@ -186,10 +186,22 @@ TEST(MeasureInterleaved, StopsWhenTheHalfWidthFallsUnderTheTarget) {
     timer.noise = 0.02;  // about 1.2% relative stdev per sample: needs many more than 20 rounds
     TimingSettings settings = settings_for_tests();
     settings.budget_seconds = 3600;
-    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    std::vector<std::size_t> checked_at;
+    double last_reported_half_width = 1.0;
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock(),
+                                              [&](const TimingRun &so_far, const RatioInterval &interval) {
+                                                  checked_at.push_back(so_far.kept_rounds);
+                                                  last_reported_half_width = interval.half_width_rel;
+                                              });
     ASSERT_EQ(run.stopped_by, StopReason::half_width);
     EXPECT_GT(run.kept_rounds, 20u);
     EXPECT_GT(run.stop_checks, 1u);
+    ASSERT_EQ(checked_at.size(), run.stop_checks) << "progress is reported at every check";
+    EXPECT_EQ(checked_at.front(), 20u);
+    for (std::size_t i = 1; i < checked_at.size(); ++i)
+        EXPECT_EQ(checked_at[i], next_stop_check(checked_at[i - 1])) << "check " << i;
+    EXPECT_EQ(checked_at.back(), run.kept_rounds);
+    EXPECT_LT(last_reported_half_width, settings.target_half_width);
     const RatioInterval final_interval =
         bootstrap_median_interval(kept_ratios(run.rounds, Launch::candidate), settings.bootstrap);
     EXPECT_LT(final_interval.half_width_rel, settings.target_half_width);
