@@ -49,7 +49,16 @@ Tensor load_workload_tensor(const std::string &file, const std::string &role, co
 
 }  // namespace
 
-BuiltKernels built_kernels(const RunDirectory &run, const Checkpoint &build) {
+BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states) {
+    const StageState &state = states[static_cast<std::size_t>(Stage::build)];
+    const std::string fix = "; run 'sage2tp build' first";
+    if (!state.read.checkpoint)
+        fail(ExitCode::precondition, "the build checkpoint is " +
+                                         (state.read.exists ? state.stale_reason : std::string("missing")) + fix);
+    if (state.read.checkpoint->status != StageStatus::passed)
+        fail(ExitCode::precondition, "the build checkpoint " + to_string(state.read.checkpoint->status) + fix);
+    if (!state.fresh) fail(ExitCode::precondition, "the build checkpoint is " + state.stale_reason + fix);
+    const Checkpoint &build = *state.read.checkpoint;
     const Experiment experiment = load_experiment(run.manifest());
     if (experiment.kernel_sources.empty())
         fail(ExitCode::precondition, run.relative(run.manifest()) + ": [source] kernel_sources is empty");

@@ -3,7 +3,7 @@
 // inputs of a problem so that every stage feeds the kernels the same bytes for the same (problem, seed).
 //
 // Usage:
-//   s2tp::BuiltKernels kernels = s2tp::built_kernels(run, *build_checkpoint);
+//   s2tp::BuiltKernels kernels = s2tp::built_kernels(run, s2tp::inspect_run(run));
 //   s2tp::DeviceFacts device = s2tp::require_gpu("parity", device_index);   // exit 3 without a GPU
 //   s2tp::CubinModule quantize(kernels.quantize), baseline(kernels.baseline_attention);
 //   s2tp::GeneratedInputs host = s2tp::problem_inputs(problem, seed);
@@ -18,6 +18,7 @@
 #include "gpu_runtime.h"
 #include "input_generator.h"
 #include "run_directory.h"
+#include "stage_pipeline.h"
 #include "tensor.h"
 
 #include <cstdint>
@@ -35,10 +36,11 @@ struct BuiltKernels {
     std::string arch;                           // the build checkpoint's figures.arch, e.g. "sm_90a"
 };
 
-// Reads the artifacts of the build checkpoint (keys "<variant>:<source>", run-relative path + sha256)
-// for the sources the run's manifest names. Throws Error(precondition) naming the file when an
-// artifact is not recorded, the cubin is missing, or its SHA-256 differs from the record.
-BuiltKernels built_kernels(const RunDirectory &run, const Checkpoint &build);
+// Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +
+// sha256) for the sources the run's manifest names. Throws Error(precondition) when the build
+// checkpoint is missing, failed or stale, or naming the file when an artifact is not recorded, the
+// cubin is missing, or its SHA-256 differs from the record. Every GPU stage finds its cubins here.
+BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states);
 
 // The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
 // Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").

@@ -116,10 +116,10 @@ fs::path require_existing_run(const RunSelection &selection) {
 }
 
 void mark_latest(const RunSelection &selection, const fs::path &run) {
-    fs::create_directories(selection.runs_root);
     fs::path root = fs::absolute(selection.runs_root).lexically_normal();
     fs::path target = fs::absolute(run).lexically_normal().lexically_relative(root);
     if (!stays_inside(target)) return;  // a run outside the runs root is not "the latest run" of that root
+    fs::create_directories(root);
     fs::path link = root / "latest";
     fs::path temporary = root / (".latest.tmp-" + std::to_string(::getpid()));
     std::error_code ec;

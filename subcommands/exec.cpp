@@ -17,26 +17,7 @@
 
 #include <optional>
 
-namespace fs = std::filesystem;
-
 namespace s2tp {
-namespace {
-
-// The build checkpoint, when it passed and is fresh; exec's only precondition.
-const Checkpoint &usable_build(const std::vector<StageState> &states) {
-    const StageState &build = states[static_cast<std::size_t>(Stage::build)];
-    const std::string fix = "; run 'sage2tp build' first";
-    if (!build.read.checkpoint)
-        fail(ExitCode::precondition, "exec needs the build checkpoint, which is " +
-                                         (build.read.exists ? build.stale_reason : std::string("missing")) + fix);
-    if (build.read.checkpoint->status != StageStatus::passed)
-        fail(ExitCode::precondition, "exec needs a passed build checkpoint, but build " +
-                                         to_string(build.read.checkpoint->status) + fix);
-    if (!build.fresh) fail(ExitCode::precondition, "exec needs a fresh build checkpoint, but it is " + build.stale_reason + fix);
-    return *build.read.checkpoint;
-}
-
-}  // namespace
 
 int exec_command(const Args &args) {
     CommandLine cl("exec", "Internal: one launch of one variant, for compute-sanitizer and ncu.", args);
@@ -56,10 +37,7 @@ int exec_command(const Args &args) {
     if (cl.has("sanitize-shape") == cl.has("workload"))
         fail(ExitCode::usage, "exec needs exactly one of --sanitize-shape I and --workload");
 
-    auto run_path = existing_run(cl.selection());
-    if (!run_path || !fs::is_directory(*run_path))
-        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
-    const RunDirectory run(*run_path);
+    const RunDirectory run(require_existing_run(cl.selection()));
 
     AttentionProblem problem;
     std::optional<WorkloadSpec> workload;
@@ -81,8 +59,7 @@ int exec_command(const Args &args) {
         problem = shapes[static_cast<std::size_t>(index)];
     }
 
-    const std::vector<StageState> states = inspect_run(run);
-    const BuiltKernels kernels = built_kernels(run, usable_build(states));
+    const BuiltKernels kernels = built_kernels(run, inspect_run(run));
     const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
     const GeneratedInputs host =
         workload ? workload_inputs(*workload)

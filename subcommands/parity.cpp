@@ -17,8 +17,6 @@
 #include <iomanip>
 #include <sstream>
 
-namespace fs = std::filesystem;
-
 namespace s2tp {
 namespace {
 
@@ -79,10 +77,7 @@ int parity_command(const Args &args) {
     if (!cl.parse()) return 0;
     const int device_index = cl.result()["device"].as<int>();
 
-    auto run_path = existing_run(cl.selection());
-    if (!run_path || !fs::is_directory(*run_path))
-        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
-    RunDirectory run(*run_path);
+    RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
 
     const Experiment experiment = load_experiment(run.manifest());
@@ -107,7 +102,7 @@ int parity_command(const Args &args) {
     work.run = [&] {
         StageResult result;
         const DeviceFacts device = require_gpu("parity", device_index);
-        const BuiltKernels kernels = built_kernels(run, *require_previous(inspect_run(run), Stage::parity));
+        const BuiltKernels kernels = built_kernels(run, inspect_run(run));
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
         const CubinModule quantize(kernels.quantize);

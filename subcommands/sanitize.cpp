@@ -82,10 +82,7 @@ int sanitize_command(const Args &args) {
     if (timeout_s < 1) fail(ExitCode::usage, "--timeout must be at least 1 second");
     const std::string skipped = skip_reason(cl.has("skip"));
 
-    auto run_path = existing_run(cl.selection());
-    if (!run_path || !fs::is_directory(*run_path))
-        fail(ExitCode::precondition, "no run directory found; run 'sage2tp prepare' first (or pass --run DIR)");
-    RunDirectory run(*run_path);
+    RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
 
     const Experiment experiment = load_experiment(run.manifest());
@@ -122,7 +119,7 @@ int sanitize_command(const Args &args) {
         }
 
         const DeviceFacts device = require_gpu("sanitize", device_index);
-        built_kernels(run, *require_previous(inspect_run(run), Stage::sanitize));  // every cubin as recorded
+        built_kernels(run, inspect_run(run));  // every cubin as recorded
         const std::optional<fs::path> sanitizer = find_compute_sanitizer();
         if (!sanitizer)
             fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "

@@ -33,6 +33,13 @@ std::string fixed(double value, int digits) {
     return s.str();
 }
 
+// Shortest form: 1e-05, 0.5, 86400.
+std::string number(double value) {
+    std::ostringstream s;
+    s << value;
+    return s.str();
+}
+
 // "b1 h40/40 n32760/32760 d128 NHD bf16 non-causal"
 std::string shape_text(const AttentionProblem &p) {
     const AttentionShape &s = p.shape;
@@ -167,7 +174,8 @@ void print_time(const Checkpoint &c, const Reporter &reporter) {
                  fixed(f["sm_clock_mhz"]["min"].value_or(0.0), 0) + " .. " +
                  fixed(f["sm_clock_mhz"]["max"].value_or(0.0), 0) + " MHz (median " +
                  fixed(f["sm_clock_mhz"]["median"].value_or(0.0), 0) + "); stopped by " +
-                 f["stopped_by"].value_or(std::string()) + (f["l2_flushed"].value_or(false) ? "; L2 flushed before each launch" : ""));
+                 f["stopped_by"].value_or(std::string()) +
+                 (f["l2_flushed"].value_or(false) ? "; L2 flushed before each launch" : ""));
 }
 
 }  // namespace
@@ -190,15 +198,26 @@ int time_command(const Args &args) {
     const bool pin = cl.has("pin");
     const char *run_ncu_env = std::getenv("RUN_NCU");
     const bool ncu_requested = cl.has("ncu") || (run_ncu_env && std::string(run_ncu_env) == "1");
+    const auto flag_or = [&](const char *name, double fallback) {
+        return cl.has(name) ? cl.result()[name].as<double>() : fallback;
+    };
+    // The same ranges as the manifest's [time] table accepts.
+    struct Range {
+        const char *flag;
+        double low, high;
+    };
+    for (const Range &range : {Range{"target-half-width", 1e-5, 0.5}, Range{"budget", 1.0, 86400.0}}) {
+        const double value = flag_or(range.flag, range.low);
+        if (!(value >= range.low && value <= range.high))
+            fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + number(range.low) + ", " +
+                                      number(range.high) + "], got " + number(value));
+    }
 
     RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
     const std::vector<StageState> states = inspect_run(run);
     require_previous(states, Stage::time);
-    // A fresh parity checkpoint implies a fresh build checkpoint before it, which names the cubins.
-    const std::optional<Checkpoint> &build = states[static_cast<std::size_t>(Stage::build)].read.checkpoint;
-    if (!build) fail(ExitCode::precondition, "time needs the build checkpoint; run 'sage2tp build' first");
-    const BuiltKernels kernels = built_kernels(run, *build);
+    const BuiltKernels kernels = built_kernels(run, states);
 
     const Experiment experiment = load_experiment(run.manifest());
     const WorkloadSpec &workload = experiment.workload;
@@ -206,15 +225,8 @@ int time_command(const Args &args) {
     const std::optional<std::string> expected_sha = pinned_sha256(workload, kernels.arch);
 
     TimingSettings settings;
-    settings.target_half_width = experiment.target_half_width;
-    settings.budget_seconds = experiment.budget_seconds;
-    if (cl.has("target-half-width")) settings.target_half_width = cl.result()["target-half-width"].as<double>();
-    if (cl.has("budget")) settings.budget_seconds = cl.result()["budget"].as<double>();
-    // The same ranges as the manifest's [time] table accepts.
-    if (!(settings.target_half_width >= 1e-5 && settings.target_half_width <= 0.5))
-        fail(ExitCode::usage, "--target-half-width must be in [0.00001, 0.5], got " + std::to_string(settings.target_half_width));
-    if (!(settings.budget_seconds >= 1.0 && settings.budget_seconds <= 86400.0))
-        fail(ExitCode::usage, "--budget must be in [1, 86400] seconds, got " + std::to_string(settings.budget_seconds));
+    settings.target_half_width = flag_or("target-half-width", experiment.target_half_width);
+    settings.budget_seconds = flag_or("budget", experiment.budget_seconds);
     settings.min_rounds = static_cast<std::size_t>(experiment.min_rounds);
     settings.warmup_launches = static_cast<std::size_t>(experiment.warmup_launches);
     settings.throttle_fraction = experiment.throttle_fraction;
@@ -229,14 +241,15 @@ int time_command(const Args &args) {
         float scale = problem.sm_scale;
         f.add("workload", workload.name).add("problem", problem.describe()).add("sm_scale", &scale, sizeof scale);
         f.add("with_lse", std::int64_t{problem.with_lse});
-        if (workload.q_file) f.add_file("q", *workload.q_file).add_file("k", *workload.k_file).add_file("v", *workload.v_file);
-        else f.add("seed", static_cast<std::int64_t>(workload.seed));
+        if (workload.q_file)
+            f.add_file("q", *workload.q_file).add_file("k", *workload.k_file).add_file("v", *workload.v_file);
+        else f.add("workload_seed", static_cast<std::int64_t>(workload.seed));
         f.add("target_half_width", &settings.target_half_width, sizeof settings.target_half_width);
         f.add("budget_seconds", &settings.budget_seconds, sizeof settings.budget_seconds);
         f.add("min_rounds", static_cast<std::int64_t>(settings.min_rounds));
         f.add("warmup_launches", static_cast<std::int64_t>(settings.warmup_launches));
         f.add("throttle_fraction", &settings.throttle_fraction, sizeof settings.throttle_fraction);
-        f.add("seed", static_cast<std::int64_t>(settings.bootstrap.seed));
+        f.add("bootstrap_seed", static_cast<std::int64_t>(settings.bootstrap.seed));
         f.add("resamples", static_cast<std::int64_t>(settings.bootstrap.resamples));
         f.add("device_name", device->name).add("device_uuid", device->uuid);
         f.add("ncu", std::int64_t{ncu_requested});
@@ -309,30 +322,23 @@ int time_command(const Args &args) {
             output_failures.push_back("the candidate's output differs from the baseline's: sha256 " + cand_sha +
                                       " vs " + base_sha);
 
-        std::optional<std::string> expected = expected_sha;
-        std::optional<std::string> replaced_pin;
-        if (pin && output_failures.empty()) {
-            replaced_pin = pin_sha256(run, kernels.arch, base_sha);
-            expected = base_sha;
-            reporter.progress("time: pinned the baseline's output sha256 " + base_sha + " for " + kernels.arch + " in " +
-                              run.relative(run.manifest()));
-            if (replaced_pin)
-                reporter.warn("time: --pin replaced the earlier pin " + *replaced_pin + " for " + kernels.arch);
-        } else if (expected && base_sha != *expected) {
+        // Under --pin the earlier pin is what gets replaced, not a criterion; the new one is written
+        // only once the timed launches have shown the baseline's bytes to be stable.
+        if (!pin && expected_sha && base_sha != *expected_sha)
             output_failures.push_back("the baseline's output sha256 " + base_sha + " differs from the one pinned for " +
-                                      kernels.arch + " (" + *expected + "); re-pin with 'sage2tp time --pin' if the "
+                                      kernels.arch + " (" + *expected_sha + "); re-pin with 'sage2tp time --pin' if the "
                                       "change is intended");
-        }
-        toml::table sha_figures{{"baseline", base_sha},
-                                {"candidate", cand_sha},
-                                {"match", output_failures.empty()}};
-        if (expected) sha_figures.insert("expected", *expected);
-        if (replaced_pin) sha_figures.insert("replaced_pin", *replaced_pin);
-        result.figures.insert("sha256", sha_figures);
+        const auto sha_figures = [&](const std::optional<std::string> &expected, bool match) {
+            toml::table table{{"baseline", base_sha}, {"candidate", cand_sha}, {"match", match}};
+            if (expected) table.insert("expected", *expected);
+            return table;
+        };
         if (!output_failures.empty()) {
             result.status = StageStatus::failed;
             result.reasons = output_failures;
-            result.reasons.push_back("not timed: the outputs must match before the times mean anything");
+            result.reasons.push_back(std::string("not timed") + (pin ? " and nothing pinned" : "") +
+                                     ": the outputs must match before the times mean anything");
+            result.figures.insert("sha256", sha_figures(expected_sha, false));
             result.figures.insert("summary", workload.name + ": outputs do not match; not timed");
             return result;
         }
@@ -343,16 +349,18 @@ int time_command(const Args &args) {
         SmClockProbe clock(quantize);
         settings.reference_clock_mhz = device->sm_clock_khz / 1000.0;
         GpuLaunchTimer timer(problem, baseline, candidate, params, clock, flusher.get());
-        reporter.progress("time: up to " + fixed(settings.budget_seconds, 0) + " s, stopping once the ratio's half-width is "
-                          "below " + fixed(settings.target_half_width * 100, 3) + "% after at least " +
+        reporter.progress("time: up to " + fixed(settings.budget_seconds, 0) +
+                          " s, stopping once the ratio's half-width is below " +
+                          fixed(settings.target_half_width * 100, 3) + "% after at least " +
                           std::to_string(settings.min_rounds) + " rounds" +
                           (flush ? "; L2 flushed before every launch" : ""));
-        const TimingRun timing = measure_interleaved(timer, settings, {}, [&](const TimingRun &so_far, const RatioInterval &r) {
+        const auto report_progress = [&](const TimingRun &so_far, const RatioInterval &r) {
             reporter.progress("  " + std::to_string(so_far.rounds.size()) + " rounds (" +
                               std::to_string(so_far.throttled_rounds) + " throttled), " + fixed(so_far.seconds, 1) +
                               " s: candidate/baseline " + fixed(r.median, 4) + ", half-width " +
                               fixed(r.half_width_rel * 100, 3) + "%");
-        });
+        };
+        const TimingRun timing = measure_interleaved(timer, settings, {}, report_progress);
 
         // The timed launches rewrote every output: the bytes must still be the ones checked above.
         const OutputHashes last = hash_outputs(problem, outputs, false);
@@ -361,6 +369,20 @@ int time_command(const Args &args) {
                 result.reasons.push_back("the " + std::string(launch_name(launch)) + " launch's output changed during "
                                          "timing (sha256 " + first.sha256[index_of(launch)] + " then " +
                                          last.sha256[index_of(launch)] + "): not deterministic");
+        const bool stable = result.reasons.empty();
+        std::optional<std::string> expected = expected_sha, replaced_pin;
+        if (pin && stable) {
+            replaced_pin = pin_sha256(run, kernels.arch, base_sha);
+            if (replaced_pin)
+                reporter.warn("time: --pin replaced the earlier pin " + *replaced_pin + " for " + kernels.arch);
+            reporter.progress("time: pinned the baseline's output sha256 " + base_sha + " for " + kernels.arch + " in " +
+                              run.relative(run.manifest()));
+            expected = base_sha;
+        } else if (pin) {
+            result.reasons.push_back("nothing pinned: the outputs changed while being timed");
+        }
+        result.figures.insert("sha256", sha_figures(expected, stable));
+        if (replaced_pin) result.figures["sha256"].as_table()->insert("replaced_pin", *replaced_pin);
 
         result.figures.insert("rounds", static_cast<std::int64_t>(timing.rounds.size()));
         result.figures.insert("throttled_rounds", static_cast<std::int64_t>(timing.throttled_rounds));
@@ -387,7 +409,7 @@ int time_command(const Args &args) {
                            {"order_seed", static_cast<std::int64_t>(settings.order_seed)},
                            {"stopped_by", stop_reason_name(timing.stopped_by)},
                            {"seconds", timing.seconds},
-                           {"sha256", sha_figures},
+                           {"sha256", *result.figures["sha256"].as_table()},
                            {"rounds", rounds_array(timing)}};
 
         if (timing.kept_rounds < settings.min_rounds) {
@@ -490,8 +512,9 @@ int time_command(const Args &args) {
                                                 toml::table{{"path", run.relative(report_file)},
                                                             {"sha256", sha256_file(report_file)}});
                     } else {
-                        reporter.warn("time: ncu did not profile the " + std::string(variant) + (ran.timed_out ? " (timed out)" : "") +
-                                      " (exit " + std::to_string(ran.exit_code) + "); see " + run.relative(log));
+                        reporter.warn("time: ncu did not profile the " + std::string(variant) +
+                                      (ran.timed_out ? " (timed out)" : "") + " (exit " +
+                                      std::to_string(ran.exit_code) + "); see " + run.relative(log));
                     }
                     ncu_figures.insert(variant, entry);
                 }
@@ -507,7 +530,7 @@ int time_command(const Args &args) {
         device = require_gpu("time", device_index);
     } catch (const Error &e) {
         // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
-        if (e.code() != ExitCode::missing_tool || cl.has("force") || pin) throw;
+        if (e.code() != ExitCode::missing_tool || cl.has("force") || pin || ncu_requested) throw;
         if (auto kept = keep_intact_checkpoint(run, work, "no GPU here to time on again", reporter))
             return static_cast<int>(*kept);
         throw;
