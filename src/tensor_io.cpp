@@ -100,10 +100,45 @@ const char *npy_descriptor(DType dtype) {
 //   {'descr': '<f2', 'fortran_order': False, 'shape': (1, 64, 2, 128), }
 // Keys and strings in single or double quotes (no escapes), values True/False, tuples of non-negative
 // integers. Offsets in messages are absolute file offsets.
-class NpyHeaderParser {
+// A read position in a header held in memory. Every read is bounds-checked, and every complaint names
+// the file, the format and the absolute file offset.
+class HeaderCursor {
+protected:
+    HeaderCursor(const std::uint8_t *text, std::size_t size, std::size_t base, const std::string &source,
+                 const char *format)
+        : text_(text), size_(size), base_(base), source_(source), format_(format) {}
+
+    [[noreturn]] void fail_here(const std::string &what, std::size_t at) {
+        bad_input_at(source_, std::string("malformed ") + format_ + " header: " + what, base_ + at);
+    }
+    int peek() const { return pos_ < size_ ? text_[pos_] : -1; }
+    void skip_space() {
+        while (pos_ < size_ && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t' || text_[pos_] == '\r'))
+            ++pos_;
+    }
+    void expect(char c) {
+        if (peek() != c) fail_here(std::string("expected '") + c + "'", pos_);
+        ++pos_;
+    }
+    bool matches(const char *word) {
+        const std::size_t n = std::strlen(word);
+        if (size_ - pos_ < n || std::memcmp(text_ + pos_, word, n) != 0) return false;
+        pos_ += n;
+        return true;
+    }
+
+    const std::uint8_t *text_;
+    std::size_t size_;
+    std::size_t base_;
+    const std::string &source_;
+    const char *format_;
+    std::size_t pos_ = 0;
+};
+
+class NpyHeaderParser : HeaderCursor {
 public:
     NpyHeaderParser(const std::uint8_t *text, std::size_t size, std::size_t base, const std::string &source)
-        : text_(text), size_(size), base_(base), source_(source) {}
+        : HeaderCursor(text, size, base, source, ".npy") {}
 
     void parse(std::string &descr, bool &fortran_order, Shape &shape) {
         bool have_descr = false, have_order = false, have_shape = false;
@@ -148,18 +183,6 @@ public:
     }
 
 private:
-    [[noreturn]] void fail_here(const std::string &what, std::size_t at) {
-        bad_input_at(source_, "malformed .npy header: " + what, base_ + at);
-    }
-    int peek() const { return pos_ < size_ ? text_[pos_] : -1; }
-    void skip_space() {
-        while (pos_ < size_ && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t' || text_[pos_] == '\r'))
-            ++pos_;
-    }
-    void expect(char c) {
-        if (peek() != c) fail_here(std::string("expected '") + c + "'", pos_);
-        ++pos_;
-    }
     std::string parse_string() {
         const int quote = peek();
         if (quote != '\'' && quote != '"') fail_here("expected a quoted string", pos_);
@@ -179,12 +202,6 @@ private:
         if (matches("True")) return true;
         if (matches("False")) return false;
         fail_here("expected True or False", pos_);
-    }
-    bool matches(const char *word) {
-        const std::size_t n = std::strlen(word);
-        if (size_ - pos_ < n || std::memcmp(text_ + pos_, word, n) != 0) return false;
-        pos_ += n;
-        return true;
     }
     Shape parse_shape() {
         Shape shape;
@@ -225,11 +242,6 @@ private:
         return value;
     }
 
-    const std::uint8_t *text_;
-    std::size_t size_;
-    std::size_t base_;
-    const std::string &source_;
-    std::size_t pos_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -251,10 +263,10 @@ constexpr int kMaxJsonDepth = 32;
 // values per tensor.
 constexpr std::size_t kMaxJsonValues = 1000000;
 
-class JsonParser {
+class JsonParser : HeaderCursor {
 public:
     JsonParser(const std::uint8_t *text, std::size_t size, std::size_t base, const std::string &source)
-        : text_(text), size_(size), base_(base), source_(source) {}
+        : HeaderCursor(text, size, base, source, "safetensors") {}
 
     Json parse_document() {
         skip_space();
@@ -265,24 +277,6 @@ public:
     }
 
 private:
-    [[noreturn]] void fail_here(const std::string &what, std::size_t at) {
-        bad_input_at(source_, "malformed safetensors header: " + what, base_ + at);
-    }
-    int peek() const { return pos_ < size_ ? text_[pos_] : -1; }
-    void skip_space() {
-        while (pos_ < size_ && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t' || text_[pos_] == '\r'))
-            ++pos_;
-    }
-    void expect(char c) {
-        if (peek() != c) fail_here(std::string("expected '") + c + "'", pos_);
-        ++pos_;
-    }
-    bool matches(const char *word) {
-        const std::size_t n = std::strlen(word);
-        if (size_ - pos_ < n || std::memcmp(text_ + pos_, word, n) != 0) return false;
-        pos_ += n;
-        return true;
-    }
 
     Json parse_value(int depth) {
         if (depth > kMaxJsonDepth) fail_here("nesting deeper than " + std::to_string(kMaxJsonDepth), pos_);
@@ -463,11 +457,6 @@ private:
         }
     }
 
-    const std::uint8_t *text_;
-    std::size_t size_;
-    std::size_t base_;
-    const std::string &source_;
-    std::size_t pos_ = 0;
     std::size_t value_count_ = 0;
 };
 
