@@ -100,7 +100,8 @@ void print_table(const Checkpoint &c, const Reporter &reporter) {
 int build_command(const Args &args) {
     CommandLine cl("build", "Compile both trees for the target GPU, read ptxas resources and model occupancy.", args);
     cl.add_options()
-        ("arch", "target: sm_89, sm_90a, sm_120a, sm_121a, or auto (the first visible GPU); default: the manifest's",
+        ("arch", "target: sm_89, sm_90a, sm_120a, sm_121a, or auto (the first visible GPU); default: the arch of "
+                 "the last passed build, else the manifest's",
          cxxopts::value<std::string>(), "ARCH")
         ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
         ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
@@ -110,11 +111,18 @@ int build_command(const Args &args) {
 
     RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
-    require_previous(inspect_run(run), Stage::build);
+    const std::vector<StageState> states = inspect_run(run);
+    require_previous(states, Stage::build);
 
     const Experiment experiment = load_experiment(run.manifest());
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
-    const std::string arch = resolve_target_arch(cl.has("arch") ? cl.result()["arch"].as<std::string>() : experiment.arch, table);
+    // Resuming keeps the target of the last passed build (a run built with --arch sm_90a and copied to
+    // the GPU host stays sm_90a); a new target takes an explicit --arch.
+    std::string requested = experiment.arch;
+    const auto &built = states[static_cast<std::size_t>(Stage::build)].read.checkpoint;
+    if (cl.has("arch")) requested = cl.result()["arch"].as<std::string>();
+    else if (built && built->status == StageStatus::passed) requested = built->figures["arch"].value_or(requested);
+    const std::string arch = resolve_target_arch(requested, table);
     const ArchLimits &limits = resolve_arch(table, arch);
     const int jobs_limit = cl.has("jobs") ? cl.result()["jobs"].as<int>() : default_build_jobs();
     if (jobs_limit < 1) fail(ExitCode::usage, "--jobs must be at least 1");

@@ -11,6 +11,8 @@
 #include "source_trees.h"
 #include "stage_pipeline.h"
 
+#include <fstream>
+
 namespace fs = std::filesystem;
 
 namespace s2tp {
@@ -21,6 +23,31 @@ fs::path default_manifest_unless_recorded(const CommandLine &cl, const std::opti
     if (prepared)
         if (auto recorded = prepared->figures["manifest"].value<std::string>()) return *recorded;
     return default_manifest();
+}
+
+// The trees on disk are still the ones the checkpoint describes; "" when intact.
+std::string damaged_trees(const RunDirectory &run, const Checkpoint &c) {
+    for (const char *variant : {"baseline", "candidate"}) {
+        std::error_code ec;
+        if (!fs::is_directory(run.tree(variant), ec)) return std::string("trees/") + variant + " is missing";
+        if (Fingerprint().add_tree("tree", run.tree(variant)).hex() !=
+            c.figures[std::string(variant) + "_tree_xxh3"].value_or(std::string()))
+            return std::string("trees/") + variant + " was modified";
+    }
+    return "";
+}
+
+void print_summary(const Checkpoint &c, const Reporter &reporter) {
+    reporter.say("  source " + c.figures["source"].value_or(std::string()) + " at commit " +
+                 c.figures["commit"].value_or(std::string()));
+    reporter.say("  patch  " + c.figures["patch"].value_or(std::string()) + " (sha256 " +
+                 c.figures["patch_sha256"].value_or(std::string()) + ")");
+}
+
+std::string read_text(const fs::path &file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(ExitCode::usage, "cannot read '" + file.string() + "'");
+    return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -42,15 +69,22 @@ int prepare_command(const Args &args) {
     fs::path manifest = default_manifest_unless_recorded(cl, prepared);
     if (!cl.has("manifest") && prepared && !fs::exists(manifest)) {
         // A run copied from another host: its experiment.toml and trees are the record now.
-        if (prepared->status != StageStatus::passed)
-            fail(ExitCode::usage, "the run was prepared from " + manifest.string() +
-                                      ", which is not on this host; pass --manifest to prepare it again");
-        cl.reporter().say("prepare: up to date (prepared from " + manifest.string() +
-                          ", which is not on this host; keeping the run as prepared)");
-        return 0;
+        RunDirectory run(*existing);
+        run.lock();
+        StageWork kept{Stage::prepare, nullptr, nullptr,
+                       [&](const Checkpoint &c) { return damaged_trees(run, c); }, print_summary};
+        if (auto code = keep_intact_checkpoint(run, kept, "prepared from " + manifest.string() + ", which is not on this host",
+                                               cl.reporter()))
+            return static_cast<int>(*code);
+        fail(ExitCode::usage, "the run was prepared from " + manifest.string() +
+                                  ", which is not on this host, and its prepare checkpoint is not a passed, intact one; "
+                                  "pass --manifest to prepare it again");
     }
     const Experiment experiment = load_experiment(manifest);
-    const std::string resolved = experiment_to_toml(experiment);
+    // The run keeps its own copy of the patch, so that it stays complete when copied to another host.
+    Experiment recorded = experiment;
+    recorded.patch = "inputs/candidate.patch";
+    const std::string resolved = experiment_to_toml(recorded);
 
     if (cl.has("new")) selection.run_id = new_run_id(experiment.name);
     RunDirectory run(existing ? *existing : run_for_prepare(selection, experiment.name));
@@ -67,6 +101,7 @@ int prepare_command(const Args &args) {
         else f.add_tree("embedded_kernels", embedded_kernels());
     };
     work.run = [&] {
+        write_file_atomically(run.inputs() / "candidate.patch", read_text(experiment.patch));
         write_file_atomically(run.manifest(), resolved);
         PreparedTrees trees = make_trees(run, experiment, embedded_kernels);
         StageResult result;
@@ -91,22 +126,8 @@ int prepare_command(const Args &args) {
                                              trees.patch_sha256.substr(0, 12));
         return result;
     };
-    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
-        for (const char *variant : {"baseline", "candidate"}) {
-            std::error_code ec;
-            if (!fs::is_directory(run.tree(variant), ec)) return std::string("trees/") + variant + " is missing";
-            if (Fingerprint().add_tree("tree", run.tree(variant)).hex() !=
-                c.figures[std::string(variant) + "_tree_xxh3"].value_or(std::string()))
-                return std::string("trees/") + variant + " was modified";
-        }
-        return "";
-    };
-    work.summarize = [&](const Checkpoint &c, const Reporter &reporter) {
-        reporter.say("  source " + c.figures["source"].value_or(std::string()) + " at commit " +
-                     c.figures["commit"].value_or(std::string()));
-        reporter.say("  patch  " + c.figures["patch"].value_or(std::string()) + " (sha256 " +
-                     c.figures["patch_sha256"].value_or(std::string()) + ")");
-    };
+    work.verify_outputs = [&](const Checkpoint &c) { return damaged_trees(run, c); };
+    work.summarize = print_summary;
     return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
 }
 

@@ -229,3 +229,30 @@ TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
     EXPECT_NE(r.err.find("trees/baseline was modified"), std::string::npos) << r.err;
     EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
 }
+
+TEST_F(Cli, CopiedRunStaysCompleteWithoutTheOriginalManifestAndPatch) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    // The run carries its own copy of the patch, and its experiment.toml names that copy.
+    EXPECT_EQ(slurp(dir_ / "run/inputs/candidate.patch"), good_patch());
+    EXPECT_NE(slurp(dir_ / "run/experiment.toml").find("patch = 'inputs/candidate.patch'"), std::string::npos);
+
+    // As on a GPU host: the run directory elsewhere, the manifest and patch it came from gone.
+    fs::rename(dir_ / "run", dir_ / "copied");
+    fs::remove(dir_ / "m.toml");
+    fs::remove(dir_ / "c.patch");
+    ProcessResult r = sage2tp({"prepare", "--run", "copied", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("which is not on this host"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("\"up_to_date\" : true"), std::string::npos) << r.out;
+    r = sage2tp({"status", "--run", "copied"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("prepare   passed"), std::string::npos) << r.out;
+
+    // A damaged copy is not passed off as prepared.
+    std::ofstream(dir_ / "copied/trees/candidate/kernels/k.cu") << "damaged";
+    r = sage2tp({"prepare", "--run", "copied"});
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.err.find("pass --manifest"), std::string::npos) << r.err;
+}
