@@ -1,5 +1,7 @@
 #include "ptxas_report.h"
 
+#include "text_lines.h"
+
 #include "errors.h"
 
 #include <regex>
@@ -196,37 +198,25 @@ private:
     PtxasReport report_;
 };
 
-// Splits on '\n' and drops a trailing '\r' (logs captured from Windows builds).
-template <typename Visit>
-void for_each_line(std::string_view text, Visit visit) {
-    int number = 0;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        visit(std::string(line), ++number);
-        start = end + 1;
-    }
-}
-
 }  // namespace
 
 PtxasReport parse_ptxas_report(std::string_view log, const std::string &source) {
     ReportParser parser(source);
-    for_each_line(log, [&](const std::string &line, int number) { parser.line(line, number); });
+    int number = 0;
+    for (std::string_view line : split_lines(log)) parser.line(std::string(line), ++number);
     return parser.finish();
 }
 
 std::vector<std::string> first_error_lines(std::string_view output, std::size_t max_lines) {
     static const std::regex error_word(R"(\b(error|fatal)\b)", std::regex::icase);
     std::vector<std::string> lines;
-    for_each_line(output, [&](const std::string &line, int) {
-        if (lines.size() >= max_lines || !std::regex_search(line, error_word)) return;
+    for (std::string_view view : split_lines(output)) {
+        const std::string line(view);
+        if (lines.size() >= max_lines) break;
+        if (!std::regex_search(line, error_word)) continue;
         std::size_t last = line.find_last_not_of(" \t");
         lines.push_back(line.substr(0, last + 1));
-    });
+    }
     return lines;
 }
 

@@ -1,5 +1,7 @@
 #include "sanitizer_report.h"
 
+#include "text_lines.h"
+
 #include "errors.h"
 
 #include <algorithm>
@@ -22,20 +24,6 @@ std::int64_t parse_count(const std::string &digits) {
         value = value * 10 + (c - '0');
     }
     return value;
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-    std::vector<std::string_view> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        start = end + 1;
-    }
-    return lines;
 }
 
 std::string_view trim(std::string_view s) {
