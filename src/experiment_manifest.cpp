@@ -1,5 +1,6 @@
 #include "experiment_manifest.h"
 
+#include "checkpoint_store.h"
 #include "errors.h"
 #include "toml_schema.h"
 
@@ -227,6 +228,28 @@ toml::table shape_table(const AttentionProblem &p) {
 }
 
 }  // namespace
+
+std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch) {
+    for (const auto &[pinned_arch, sha] : workload.expected_sha256)
+        if (pinned_arch == arch) return sha;
+    return std::nullopt;
+}
+
+std::optional<std::string> pin_expected_output_sha256(const fs::path &file, const std::string &arch,
+                                                      const std::string &sha) {
+    Experiment experiment = load_experiment(file);
+    std::optional<std::string> replaced;
+    bool found = false;
+    for (auto &[pinned_arch, pinned] : experiment.workload.expected_sha256) {
+        if (pinned_arch != arch) continue;
+        if (pinned != sha) replaced = pinned;
+        pinned = sha;
+        found = true;
+    }
+    if (!found) experiment.workload.expected_sha256.emplace_back(arch, sha);
+    write_file_atomically(file, experiment_to_toml(experiment));
+    return replaced;
+}
 
 std::string experiment_to_toml(const Experiment &e) {
     toml::table doc;

@@ -77,6 +77,14 @@ Experiment load_experiment(const std::filesystem::path &manifest);
 // Reads a workload file (the [workload] table of its own TOML file).
 WorkloadSpec load_workload(const std::filesystem::path &file);
 
+// The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
+std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
+
+// Records `sha` as the workload's expected output for `arch` in the resolved manifest `file`,
+// replacing an earlier pin for that arch (returned); the file is rewritten atomically.
+std::optional<std::string> pin_expected_output_sha256(const std::filesystem::path &file, const std::string &arch,
+                                                      const std::string &sha);
+
 // Serialises a resolved experiment as TOML (what prepare writes to <run>/experiment.toml); loading
 // that file again gives the same Experiment.
 std::string experiment_to_toml(const Experiment &experiment);

@@ -84,12 +84,12 @@ DeviceFacts require_gpu(const std::string &stage, int device_index) {
     return select_device(device_index);
 }
 
-std::optional<fs::path> find_compute_sanitizer() {
-    if (auto found = find_program("compute-sanitizer")) return found;
+std::optional<fs::path> find_cuda_tool(const std::string &name) {
+    if (auto found = find_program(name)) return found;
     for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
-        if (const char *root = std::getenv(variable))
-            if (auto found = find_program((fs::path(root) / "bin" / "compute-sanitizer").string())) return found;
-    return find_program("/usr/local/cuda/bin/compute-sanitizer");
+        if (const char *root = std::getenv(variable); root && *root)
+            if (auto found = find_program((fs::path(root) / "bin" / name).string())) return found;
+    return find_program("/usr/local/cuda/bin/" + name);
 }
 
 GeneratedInputs problem_inputs(const AttentionProblem &problem, std::uint64_t seed) {

@@ -46,8 +46,9 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
 // Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").
 DeviceFacts require_gpu(const std::string &stage, int device_index);
 
-// compute-sanitizer from PATH, else $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin; nullopt if none.
-std::optional<std::filesystem::path> find_compute_sanitizer();
+// A CUDA toolkit program (compute-sanitizer, ncu) from PATH, else $CUDA_HOME/bin, $CUDA_PATH/bin,
+// /usr/local/cuda/bin; nullopt if none.
+std::optional<std::filesystem::path> find_cuda_tool(const std::string &name);
 
 // The host q, k, v of a generated problem: generate_inputs(problem.shape, problem.dtype, seed).
 // One function so that exec, parity and time can never disagree on what a (problem, seed) means.

@@ -120,7 +120,7 @@ int sanitize_command(const Args &args) {
 
         const DeviceFacts device = require_gpu("sanitize", device_index);
         built_kernels(run, inspect_run(run));  // every cubin as recorded
-        const std::optional<fs::path> sanitizer = find_compute_sanitizer();
+        const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
         if (!sanitizer)
             fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "
                                          "$CUDA_HOME/bin, $CUDA_PATH/bin and /usr/local/cuda/bin); use --skip or "

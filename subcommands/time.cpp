@@ -10,6 +10,7 @@
 #include "experiment_manifest.h"
 #include "gpu_stage.h"
 #include "hashing.h"
+#include "ncu_profile.h"
 #include "process_runner.h"
 #include "stage_pipeline.h"
 #include "svg_plot.h"
@@ -46,52 +47,6 @@ std::string shape_text(const AttentionProblem &p) {
     return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads_q) + "/" + std::to_string(s.heads_kv) + " n" +
            std::to_string(s.len_q) + "/" + std::to_string(s.len_kv) + " d" + std::to_string(s.head_dim) + " " +
            layout_name(s.layout) + " " + dtype_name(p.dtype) + " " + (p.causal ? "causal" : "non-causal");
-}
-
-std::optional<std::string> pinned_sha256(const WorkloadSpec &workload, const std::string &arch) {
-    for (const auto &[pinned_arch, sha] : workload.expected_sha256)
-        if (pinned_arch == arch) return sha;
-    return std::nullopt;
-}
-
-// Records `sha` as the workload's expected output for `arch` in the run's manifest, replacing any
-// earlier pin for that arch; returns the replaced value. The file is rewritten atomically.
-std::optional<std::string> pin_sha256(const RunDirectory &run, const std::string &arch, const std::string &sha) {
-    Experiment experiment = load_experiment(run.manifest());
-    std::optional<std::string> replaced;
-    bool found = false;
-    for (auto &[pinned_arch, pinned] : experiment.workload.expected_sha256) {
-        if (pinned_arch != arch) continue;
-        if (pinned != sha) replaced = pinned;
-        pinned = sha;
-        found = true;
-    }
-    if (!found) experiment.workload.expected_sha256.emplace_back(arch, sha);
-    write_file_atomically(run.manifest(), experiment_to_toml(experiment));
-    return replaced;
-}
-
-// ncu from PATH, else the CUDA toolkit's bin directory ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda).
-std::optional<fs::path> find_ncu() {
-    if (auto found = find_program("ncu")) return found;
-    std::vector<fs::path> roots;
-    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
-        if (const char *value = std::getenv(variable); value && *value) roots.emplace_back(value);
-    roots.emplace_back("/usr/local/cuda");
-    for (const fs::path &root : roots) {
-        std::error_code ec;
-        const fs::path candidate = root / "bin" / "ncu";
-        if (fs::is_regular_file(candidate, ec)) return candidate;
-    }
-    return std::nullopt;
-}
-
-std::string first_line(const std::string &text) {
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line))
-        if (line.find_first_not_of(" \t\r") != std::string::npos) return line;
-    return "";
 }
 
 struct OutputHashes {
@@ -222,7 +177,7 @@ int time_command(const Args &args) {
     const Experiment experiment = load_experiment(run.manifest());
     const WorkloadSpec &workload = experiment.workload;
     const AttentionProblem &problem = workload.problem;
-    const std::optional<std::string> expected_sha = pinned_sha256(workload, kernels.arch);
+    const std::optional<std::string> expected_sha = expected_output_sha256(workload, kernels.arch);
 
     TimingSettings settings;
     settings.target_half_width = flag_or("target-half-width", experiment.target_half_width);
@@ -372,7 +327,7 @@ int time_command(const Args &args) {
         const bool stable = result.reasons.empty();
         std::optional<std::string> expected = expected_sha, replaced_pin;
         if (pin && stable) {
-            replaced_pin = pin_sha256(run, kernels.arch, base_sha);
+            replaced_pin = pin_expected_output_sha256(run.manifest(), kernels.arch, base_sha);
             if (replaced_pin)
                 reporter.warn("time: --pin replaced the earlier pin " + *replaced_pin + " for " + kernels.arch);
             reporter.progress("time: pinned the baseline's output sha256 " + base_sha + " for " + kernels.arch + " in " +
@@ -475,51 +430,10 @@ int time_command(const Args &args) {
         result.artifacts.insert("time_json", toml::table{{"path", run.relative(json)}, {"sha256", sha256_file(json)}});
 
         if (ncu_requested) {
-            toml::table ncu_figures{{"requested", true}};
-            const std::optional<fs::path> ncu = find_ncu();
-            ncu_figures.insert("found", ncu.has_value());
-            if (!ncu) {
-                reporter.warn("time: ncu was not found (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin); "
-                              "timed without Nsight Compute reports");
-            } else {
-                ProcessOptions version_options;
-                version_options.timeout = std::chrono::seconds(60);
-                const ProcessResult version = run_process({ncu->string(), "--version"}, version_options);
-                result.tools.insert("ncu", first_line(version.out + version.err));
-                fs::create_directories(run.logs());
-                for (const char *variant : {"baseline", "candidate"}) {
-                    reporter.progress(std::string("time: profiling one ") + variant + " launch with ncu");
-                    const fs::path report_base = run.reports() / (std::string("ncu-") + variant);
-                    const fs::path report_file = report_base.string() + ".ncu-rep";
-                    const fs::path log = run.logs() / (std::string("ncu-") + variant + ".log");
-                    // --clock-control none: ncu would otherwise lock the clocks to base, which changes
-                    // GPU settings on a shared machine and measures a clock the timing never ran at.
-                    const std::vector<std::string> argv{ncu->string(), "--clock-control", "none", "--force-overwrite",
-                                                        "--kernel-name", "regex:^s2tp_attn_", "--launch-count", "1",
-                                                        "-o", report_base.string(), current_executable().string(),
-                                                        "exec", "--run", run.root().string(), "--variant", variant,
-                                                        "--workload", "--device", std::to_string(device_index)};
-                    ProcessOptions options;
-                    options.timeout = std::chrono::seconds(1800);
-                    const ProcessResult ran = run_process(argv, options);
-                    write_file_atomically(log, ran.out + ran.err);
-                    std::error_code ec;
-                    const bool made = ran.exit_code == 0 && fs::is_regular_file(report_file, ec);
-                    toml::table entry{{"exit_code", ran.exit_code}, {"log", run.relative(log)}, {"seconds", ran.seconds}};
-                    if (made) {
-                        entry.insert("report", run.relative(report_file));
-                        result.artifacts.insert(std::string("ncu_") + variant,
-                                                toml::table{{"path", run.relative(report_file)},
-                                                            {"sha256", sha256_file(report_file)}});
-                    } else {
-                        reporter.warn("time: ncu did not profile the " + std::string(variant) +
-                                      (ran.timed_out ? " (timed out)" : "") + " (exit " +
-                                      std::to_string(ran.exit_code) + "); see " + run.relative(log));
-                    }
-                    ncu_figures.insert(variant, entry);
-                }
-            }
-            result.figures.insert("ncu", ncu_figures);
+            NcuProfiles profiles = profile_with_ncu(run, device_index, reporter);
+            if (profiles.version) result.tools.insert("ncu", *profiles.version);
+            for (auto &&[name, artifact] : profiles.artifacts) result.artifacts.insert(name, artifact);
+            result.figures.insert("ncu", profiles.figures);
         }
 
         result.status = result.reasons.empty() ? StageStatus::passed : StageStatus::failed;

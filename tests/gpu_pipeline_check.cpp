@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
         std::cout << "SKIP: no usable GPU: " << probe.reason << std::endl;
         return kExitSkip;
     }
-    if (mode != "broken-rounding" && !find_compute_sanitizer()) {
+    if (mode != "broken-rounding" && !find_cuda_tool("compute-sanitizer")) {
         std::cout << "SKIP: compute-sanitizer is not installed" << std::endl;
         return kExitSkip;
     }
