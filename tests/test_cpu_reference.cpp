@@ -15,71 +15,25 @@
 #include "errors.h"
 #include "host_quantizer.h"
 #include "tensor_io.h"
+#include "golden_cases.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;
 
-namespace {
-
-fs::path golden_dir() {
-    if (const char *env = std::getenv("S2TP_GOLDEN_DIR")) return env;
-    return fs::path(S2TP_SOURCE_ROOT) / ".." / "shared" / "upstream-golden";
-}
-
-struct GoldenCase {
-    std::string name;
-    AttentionShape shape;
-    DType dtype = DType::f16;
-    bool causal = false;
-    double sm_scale = 0;
-};
-
-std::vector<GoldenCase> golden_cases() {
-    std::vector<GoldenCase> cases;
-    const toml::table table = toml::parse_file((golden_dir() / "cases.toml").string());
-    for (const toml::node &node : *table["case"].as_array()) {
-        const toml::table &c = *node.as_table();
-        GoldenCase g;
-        g.name = c["name"].value_or(std::string());
-        g.shape.batch = c["batch"].value_or(std::int64_t(0));
-        g.shape.heads_q = c["heads_q"].value_or(std::int64_t(0));
-        g.shape.heads_kv = c["heads_kv"].value_or(std::int64_t(0));
-        g.shape.len_q = c["len_q"].value_or(std::int64_t(0));
-        g.shape.len_kv = c["len_kv"].value_or(std::int64_t(0));
-        g.shape.head_dim = c["head_dim"].value_or(std::int64_t(0));
-        g.shape.layout = parse_layout(c["layout"].value_or(std::string()));
-        g.dtype = parse_dtype(c["dtype"].value_or(std::string()));
-        g.causal = c["causal"].value_or(false);
-        // The kernel receives sm_scale as a C++ float.
-        g.sm_scale = static_cast<float>(c["sm_scale"].value_or(0.0));
-        cases.push_back(g);
-    }
-    return cases;
-}
-
-Tensor load_golden(const GoldenCase &c, const char *file, DType dtype) {
-    TensorRequest request;
-    request.dtype = dtype;
-    request.require_finite = false;
-    return read_npy(golden_dir() / c.name / (std::string(file) + ".npy"), request);
-}
-
-}  // namespace
-
 TEST(CpuReference, MatchesUpstreamGoldenOutputAndLse) {
-    if (!fs::exists(golden_dir() / "cases.toml")) GTEST_SKIP() << "golden data not found at " << golden_dir();
-    const std::vector<GoldenCase> cases = golden_cases();
+    if (!fs::exists(golden::directory() / "cases.toml")) GTEST_SKIP() << "golden data not found at " << golden::directory();
+    const std::vector<golden::Case> cases = golden::cases();
     ASSERT_GE(cases.size(), 4u);
-    for (const GoldenCase &c : cases) {
+    for (const golden::Case &c : cases) {
         SCOPED_TRACE(c.name);
         QuantizedInputs golden;
-        golden.q_int8 = load_golden(c, "q_int8", DType::i8);
-        golden.q_scale = load_golden(c, "q_scale", DType::f32);
-        golden.k_int8 = load_golden(c, "k_int8", DType::i8);
-        golden.k_scale = load_golden(c, "k_scale", DType::f32);
-        golden.v_fp8 = load_golden(c, "v_fp8", DType::e4m3);
-        golden.v_scale = load_golden(c, "v_scale", DType::f32);
-        const Tensor o = load_golden(c, "o", c.dtype), lse = load_golden(c, "lse", DType::f32);
+        golden.q_int8 = golden::load(c, "q_int8", DType::i8);
+        golden.q_scale = golden::load(c, "q_scale", DType::f32);
+        golden.k_int8 = golden::load(c, "k_int8", DType::i8);
+        golden.k_scale = golden::load(c, "k_scale", DType::f32);
+        golden.v_fp8 = golden::load(c, "v_fp8", DType::e4m3);
+        golden.v_scale = golden::load(c, "v_scale", DType::f32);
+        const Tensor o = golden::load(c, "o", c.dtype), lse = golden::load(c, "lse", DType::f32);
 
         const ReferenceResult ref = reference_attention(c.shape, golden, c.sm_scale, c.causal);
         const RelL2 err = relative_l2(o, ref.o);
@@ -97,8 +51,8 @@ TEST(CpuReference, MatchesUpstreamGoldenOutputAndLse) {
         // From the raw inputs through the host quantizer, the reference still lands on the kernel's output.
         // (Skipped for the largest case only to keep unoptimised test builds quick.)
         if (c.shape.batch * c.shape.heads_q * c.shape.len_q * c.shape.len_kv > (1 << 20)) continue;
-        const QuantizedInputs host = quantize_inputs(c.shape, load_golden(c, "q", c.dtype), load_golden(c, "k", c.dtype),
-                                                     load_golden(c, "v", c.dtype));
+        const QuantizedInputs host = quantize_inputs(c.shape, golden::load(c, "q", c.dtype), golden::load(c, "k", c.dtype),
+                                                     golden::load(c, "v", c.dtype));
         EXPECT_LE(relative_l2(o, reference_attention(c.shape, host, c.sm_scale, c.causal).o).rel_l2, 0.05);
     }
 }

@@ -15,49 +15,12 @@
 #include "errors.h"
 #include "host_quantizer.h"
 #include "tensor_io.h"
+#include "golden_cases.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;
 
 namespace {
-
-fs::path golden_dir() {
-    if (const char *env = std::getenv("S2TP_GOLDEN_DIR")) return env;
-    return fs::path(S2TP_SOURCE_ROOT) / ".." / "shared" / "upstream-golden";
-}
-
-struct GoldenCase {
-    std::string name;
-    AttentionShape shape;
-    DType dtype = DType::f16;
-};
-
-std::vector<GoldenCase> golden_cases() {
-    std::vector<GoldenCase> cases;
-    const toml::table table = toml::parse_file((golden_dir() / "cases.toml").string());
-    for (const toml::node &node : *table["case"].as_array()) {
-        const toml::table &c = *node.as_table();
-        GoldenCase g;
-        g.name = c["name"].value_or(std::string());
-        g.shape.batch = c["batch"].value_or(std::int64_t(0));
-        g.shape.heads_q = c["heads_q"].value_or(std::int64_t(0));
-        g.shape.heads_kv = c["heads_kv"].value_or(std::int64_t(0));
-        g.shape.len_q = c["len_q"].value_or(std::int64_t(0));
-        g.shape.len_kv = c["len_kv"].value_or(std::int64_t(0));
-        g.shape.head_dim = c["head_dim"].value_or(std::int64_t(0));
-        g.shape.layout = parse_layout(c["layout"].value_or(std::string()));
-        g.dtype = parse_dtype(c["dtype"].value_or(std::string()));
-        cases.push_back(g);
-    }
-    return cases;
-}
-
-Tensor load_golden(const GoldenCase &c, const char *file, DType dtype) {
-    TensorRequest request;
-    request.dtype = dtype;
-    request.require_finite = false;
-    return read_npy(golden_dir() / c.name / (std::string(file) + ".npy"), request);
-}
 
 std::int64_t float_ulps(float a, float b) {
     std::int32_t x, y;
@@ -93,17 +56,17 @@ void expect_scales_close(const Tensor &host, const Tensor &golden, const std::st
 }  // namespace
 
 TEST(HostQuantizer, MatchesUpstreamGoldenWithinTolerance) {
-    if (!fs::exists(golden_dir() / "cases.toml")) GTEST_SKIP() << "golden data not found at " << golden_dir();
-    const std::vector<GoldenCase> cases = golden_cases();
+    if (!fs::exists(golden::directory() / "cases.toml")) GTEST_SKIP() << "golden data not found at " << golden::directory();
+    const std::vector<golden::Case> cases = golden::cases();
     ASSERT_GE(cases.size(), 4u);
-    for (const GoldenCase &c : cases) {
+    for (const golden::Case &c : cases) {
         SCOPED_TRACE(c.name);
-        const Tensor q = load_golden(c, "q", c.dtype), k = load_golden(c, "k", c.dtype), v = load_golden(c, "v", c.dtype);
-        const Tensor golden_k_mean = load_golden(c, "k_mean", c.dtype);
+        const Tensor q = golden::load(c, "q", c.dtype), k = golden::load(c, "k", c.dtype), v = golden::load(c, "v", c.dtype);
+        const Tensor golden_k_mean = golden::load(c, "k_mean", c.dtype);
         const QuantizedInputs host = quantize_inputs(c.shape, q, k, v);
 
-        expect_int8_close(host.q_int8, load_golden(c, "q_int8", DType::i8), "q_int8");
-        expect_scales_close(host.q_scale, load_golden(c, "q_scale", DType::f32), "q_scale");
+        expect_int8_close(host.q_int8, golden::load(c, "q_int8", DType::i8), "q_int8");
+        expect_scales_close(host.q_scale, golden::load(c, "q_scale", DType::f32), "q_scale");
 
         ASSERT_EQ(host.k_mean.shape, golden_k_mean.shape);
         for (std::int64_t i = 0; i < host.k_mean.numel(); ++i)
@@ -112,10 +75,10 @@ TEST(HostQuantizer, MatchesUpstreamGoldenWithinTolerance) {
         // K checked with upstream's own mean, so a 1-ulp mean difference cannot mask a quantizer error.
         Tensor k_int8, k_scale;
         quantize_k(c.shape, k, golden_k_mean, k_int8, k_scale);
-        expect_int8_close(k_int8, load_golden(c, "k_int8", DType::i8), "k_int8");
-        expect_scales_close(k_scale, load_golden(c, "k_scale", DType::f32), "k_scale");
+        expect_int8_close(k_int8, golden::load(c, "k_int8", DType::i8), "k_int8");
+        expect_scales_close(k_scale, golden::load(c, "k_scale", DType::f32), "k_scale");
 
-        const Tensor golden_v = load_golden(c, "v_fp8", DType::e4m3);
+        const Tensor golden_v = golden::load(c, "v_fp8", DType::e4m3);
         ASSERT_EQ(host.v_fp8.shape, golden_v.shape);
         std::int64_t differing = 0;
         for (std::int64_t i = 0; i < golden_v.numel(); ++i) {
@@ -128,7 +91,7 @@ TEST(HostQuantizer, MatchesUpstreamGoldenWithinTolerance) {
             differing += a != b;
         }
         EXPECT_LE(differing, kMaxDifferingFraction * golden_v.numel());
-        expect_scales_close(host.v_scale, load_golden(c, "v_scale", DType::f32), "v_scale");
+        expect_scales_close(host.v_scale, golden::load(c, "v_scale", DType::f32), "v_scale");
     }
 }
 
