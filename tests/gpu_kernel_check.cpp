@@ -24,6 +24,7 @@
 #include "statistics.h"
 #include "tensor.h"
 #include "tensor_io.h"
+#include "golden_cases.h"
 
 #include <cxxopts.hpp>
 #include <toml++/toml.h>
@@ -179,102 +180,6 @@ VariantRun run_variant(const Kernel &kernel, const AttentionProblem &problem, co
 
 // ---- golden: upstream's own outputs, byte for byte ----
 
-struct GoldenCase {
-    std::string name;
-    AttentionProblem problem;
-    std::map<std::string, std::pair<DType, Shape>> files;  // name -> declared dtype and shape
-    std::map<std::string, std::string> sha256;
-};
-
-float float_from_hex(const std::string &hex, const std::string &where) {
-    if (hex.size() != 8 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-        fail(ExitCode::usage, where + ": sm_scale_f32_hex must be 8 hex digits, got '" + hex + "'");
-    std::uint32_t bits = static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16));
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
-template <typename T>
-T toml_value(const toml::table &table, const std::string &key, const std::string &where) {
-    auto value = table[key].value<T>();
-    if (!value) {
-        std::string line;
-        if (auto *node = table.get(key)) line = " (line " + std::to_string(node->source().begin.line) + ")";
-        fail(ExitCode::usage, where + ": key '" + key + "' is missing or has the wrong type" + line);
-    }
-    return *value;
-}
-
-std::vector<GoldenCase> read_cases(const fs::path &cases_toml) {
-    toml::table root;
-    try {
-        root = toml::parse_file(cases_toml.string());
-    } catch (const toml::parse_error &e) {
-        fail(ExitCode::usage, cases_toml.string() + ":" + std::to_string(e.source().begin.line) + ":" +
-                                  std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-    }
-    const toml::array *cases = root["case"].as_array();
-    if (!cases || cases->empty()) fail(ExitCode::usage, cases_toml.string() + ": no [[case]] tables");
-    std::vector<GoldenCase> result;
-    for (const toml::node &node : *cases) {
-        const toml::table *t = node.as_table();
-        const std::string where = cases_toml.string() + ":" + std::to_string(node.source().begin.line);
-        if (!t) fail(ExitCode::usage, where + ": [[case]] is not a table");
-        GoldenCase c;
-        c.name = toml_value<std::string>(*t, "name", where);
-        AttentionShape &s = c.problem.shape;
-        s.batch = toml_value<std::int64_t>(*t, "batch", where);
-        s.heads_q = toml_value<std::int64_t>(*t, "heads_q", where);
-        s.heads_kv = toml_value<std::int64_t>(*t, "heads_kv", where);
-        s.len_q = toml_value<std::int64_t>(*t, "len_q", where);
-        s.len_kv = toml_value<std::int64_t>(*t, "len_kv", where);
-        s.head_dim = toml_value<std::int64_t>(*t, "head_dim", where);
-        s.layout = parse_layout(toml_value<std::string>(*t, "layout", where));
-        c.problem.causal = toml_value<bool>(*t, "causal", where);
-        c.problem.dtype = parse_dtype(toml_value<std::string>(*t, "dtype", where));
-        c.problem.sm_scale = float_from_hex(toml_value<std::string>(*t, "sm_scale_f32_hex", where), where);
-        c.problem.with_lse = true;
-        c.problem.validate();
-        const toml::table *files = (*t)["files"].as_table();
-        if (!files) fail(ExitCode::usage, where + ": case '" + c.name + "' has no files table");
-        for (const auto &[key, file_node] : *files) {
-            const toml::table *f = file_node.as_table();
-            const std::string file_where = where + " files." + std::string(key.str());
-            if (!f) fail(ExitCode::usage, file_where + " is not a table");
-            Shape shape;
-            const toml::array *dims = (*f)["shape"].as_array();
-            if (!dims) fail(ExitCode::usage, file_where + ": no shape array");
-            for (const toml::node &dim : *dims) {
-                auto extent = dim.value<std::int64_t>();
-                if (!extent) fail(ExitCode::usage, file_where + ": shape entries must be integers");
-                shape.push_back(*extent);
-            }
-            c.files[std::string(key.str())] = {parse_dtype(toml_value<std::string>(*f, "dtype", file_where)), shape};
-            c.sha256[std::string(key.str())] = toml_value<std::string>(*f, "sha256", file_where);
-        }
-        result.push_back(std::move(c));
-    }
-    return result;
-}
-
-Tensor load_golden(const fs::path &case_dir, const GoldenCase &c, const std::string &name) {
-    auto declared = c.files.find(name);
-    if (declared == c.files.end()) fail(ExitCode::usage, "case '" + c.name + "' declares no file '" + name + "'");
-    const fs::path path = case_dir / (name + ".npy");
-    TensorRequest request;
-    request.dtype = declared->second.first;
-    request.shape = declared->second.second;
-    request.require_finite = false;  // compared as bytes; NaN has a meaning here (e4m3 of a zero channel)
-    Tensor tensor = load_tensor(path, request);
-    // cases.toml pins the digest of the array data (the bytes after the .npy header).
-    const std::string digest = sha256_hex(tensor.bytes.data(), tensor.bytes.size());
-    if (digest != c.sha256.at(name))
-        fail(ExitCode::usage, path.string() + ": the array data has sha256 " + digest + " but cases.toml pins " +
-                                  c.sha256.at(name));
-    return tensor;
-}
-
 // log2-sum-exp2 as the kernel returns it, or the natural-log LSE that SageAttention's Python wrapper
 // returns (lse / log2(e) + sm_scale * q . k_mean): used only to say which one a golden file holds.
 Tensor python_side_lse(const AttentionProblem &problem, const Tensor &reference_lse, const Tensor &q,
@@ -303,8 +208,7 @@ int run_golden(const Options &options) {
         if (!fs::is_regular_file(dir / "cases.toml"))
             fail(ExitCode::usage, "--golden: no cases.toml in '" + dir.string() + "'");
     } else {
-        const char *from_env = std::getenv("S2TP_GOLDEN_DIR");
-        dir = from_env ? fs::path(from_env) : fs::path(S2TP_SOURCE_ROOT) / ".." / "shared" / "upstream-golden";
+        dir = golden::directory();
         if (!fs::is_regular_file(dir / "cases.toml"))
             throw Skip("no golden data: '" + (dir / "cases.toml").string() +
                        "' does not exist (set S2TP_GOLDEN_DIR or pass --golden)");
@@ -312,7 +216,7 @@ int run_golden(const Options &options) {
     const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
     const fs::path candidate_path = required(options.candidate_cubin, "candidate-cubin");
     const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
-    std::vector<GoldenCase> cases = read_cases(dir / "cases.toml");
+    std::vector<golden::Case> cases = golden::cases(dir);
 
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
@@ -320,24 +224,24 @@ int run_golden(const Options &options) {
 
     toml::array case_results;
     int failed = 0;
-    for (const GoldenCase &c : cases) {
+    for (const golden::Case &c : cases) {
         const AttentionProblem &problem = c.problem;
         const fs::path case_dir = dir / c.name;
         std::vector<std::string> problems, notes;
 
         QuantizedInputs golden;
-        golden.q_int8 = load_golden(case_dir, c, "q_int8");
-        golden.q_scale = load_golden(case_dir, c, "q_scale");
-        golden.k_mean = load_golden(case_dir, c, "k_mean");
-        golden.k_int8 = load_golden(case_dir, c, "k_int8");
-        golden.k_scale = load_golden(case_dir, c, "k_scale");
-        golden.v_fp8 = load_golden(case_dir, c, "v_fp8");
-        golden.v_scale = load_golden(case_dir, c, "v_scale");
-        const Tensor golden_o = load_golden(case_dir, c, "o");
-        const Tensor golden_lse = load_golden(case_dir, c, "lse");
-        const Tensor q = load_golden(case_dir, c, "q");
-        const Tensor k = load_golden(case_dir, c, "k");
-        const Tensor v = load_golden(case_dir, c, "v");
+        golden.q_int8 = golden::load(c, "q_int8");
+        golden.q_scale = golden::load(c, "q_scale");
+        golden.k_mean = golden::load(c, "k_mean");
+        golden.k_int8 = golden::load(c, "k_int8");
+        golden.k_scale = golden::load(c, "k_scale");
+        golden.v_fp8 = golden::load(c, "v_fp8");
+        golden.v_scale = golden::load(c, "v_scale");
+        const Tensor golden_o = golden::load(c, "o");
+        const Tensor golden_lse = golden::load(c, "lse");
+        const Tensor q = golden::load(c, "q");
+        const Tensor k = golden::load(c, "k");
+        const Tensor v = golden::load(c, "v");
 
         // (1) Upstream's quantized inputs through both arms: o and lse must be upstream's bytes.
         DeviceQuantizedInputs device_inputs = upload_quantized(problem, golden);
@@ -449,7 +353,7 @@ AttentionProblem problem_for(const ShapeCase &c) {
     p.shape.layout = c.layout;
     p.causal = c.causal;
     p.dtype = c.dtype;
-    p.sm_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    p.sm_scale = default_sm_scale(c.head_dim);
     p.with_lse = true;
     p.validate();
     return p;
