@@ -9,6 +9,10 @@
 
 namespace s2tp {
 
+float default_sm_scale(std::int64_t head_dim) {
+    return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
 void AttentionProblem::validate() const {
     const std::string what = "attention problem " + describe();
     shape.validate(what);

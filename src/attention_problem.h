@@ -4,9 +4,13 @@
 
 #include "tensor.h"
 
+#include <cstdint>
 #include <string>
 
 namespace s2tp {
+
+// The softmax scale upstream uses unless told otherwise: the head dim's -1/2 power, as a C++ float.
+float default_sm_scale(std::int64_t head_dim);
 
 struct AttentionProblem {
     AttentionShape shape;

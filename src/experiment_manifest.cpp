@@ -4,7 +4,6 @@
 #include "errors.h"
 #include "toml_schema.h"
 
-#include <cmath>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -32,8 +31,7 @@ AttentionProblem read_problem(TableReader &r, bool with_lse) {
     s.layout = parse_layout(r.choice("layout", {"NHD", "HND"}, "NHD"));
     p.causal = r.boolean_or("causal", false);
     p.dtype = parse_dtype(r.choice("dtype", {"f16", "bf16"}, "bf16"));
-    // As upstream: the softmax scale of the head dim, unless the model uses another one.
-    p.sm_scale = static_cast<float>(r.number_or("sm_scale", 1.0 / std::sqrt(static_cast<double>(s.head_dim)), 1e-6, 1e3));
+    p.sm_scale = static_cast<float>(r.number_or("sm_scale", default_sm_scale(s.head_dim), 1e-6, 1e3));
     p.with_lse = with_lse;
     if (s.len_q < 1) fail(ExitCode::usage, r.position() + ": len_q must be at least 1");
     try {

@@ -1,6 +1,5 @@
 #include "shape_sets.h"
 
-#include <cmath>
 #include <cstdint>
 
 namespace s2tp {
@@ -26,7 +25,7 @@ std::vector<AttentionProblem> problems_of(const std::vector<ShapeRow> &rows) {
         p.shape.layout = row.layout;
         p.causal = row.causal;
         p.dtype = row.dtype;
-        p.sm_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(row.head_dim)));
+        p.sm_scale = default_sm_scale(row.head_dim);
         p.with_lse = true;
         p.validate();
         problems.push_back(p);
