@@ -2,17 +2,17 @@
 // point, model occupancy, and record what the resource gates compare.
 #include "subcommands.h"
 
-#include "arch_limits.h"
-#include "cli.h"
-#include "data_paths.h"
-#include "errors.h"
-#include "experiment_manifest.h"
-#include "hashing.h"
-#include "kernel_build.h"
-#include "occupancy.h"
-#include "process_runner.h"
-#include "ptxas_report.h"
-#include "stage_pipeline.h"
+#include "model/arch_limits.h"
+#include "pipeline/cli.h"
+#include "support/data_paths.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
+#include "support/hashing.h"
+#include "stages/kernel_build.h"
+#include "model/occupancy.h"
+#include "support/process_runner.h"
+#include "formats/ptxas_report.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <unistd.h>
 

@@ -7,13 +7,13 @@
 // sage2tp's error codes (a fault in the kernel surfaces as 5).
 #include "subcommands.h"
 
-#include "cli.h"
-#include "errors.h"
-#include "experiment_manifest.h"
-#include "gpu_stage.h"
-#include "hashing.h"
-#include "shape_sets.h"
-#include "stage_pipeline.h"
+#include "pipeline/cli.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
+#include "stages/gpu_stage.h"
+#include "support/hashing.h"
+#include "model/shape_sets.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <optional>
 

@@ -7,16 +7,17 @@
 // such a partial run stage by stage. The gate still evaluates every condition from the checkpoints,
 // so a resource, speed or output-digest condition can fail a run whose stages all passed.
 #include "subcommands.h"
+#include "support/file_io.h"
 
-#include "checkpoint_store.h"
-#include "cli.h"
-#include "errors.h"
-#include "experiment_manifest.h"
-#include "gate_evidence.h"
-#include "gate_rules.h"
-#include "hashing.h"
-#include "run_directory.h"
-#include "stage_pipeline.h"
+#include "formats/checkpoint_store.h"
+#include "pipeline/cli.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
+#include "stages/gate_evidence.h"
+#include "model/gate_rules.h"
+#include "support/hashing.h"
+#include "pipeline/run_directory.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <charconv>
 #include <cmath>

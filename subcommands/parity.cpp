@@ -3,14 +3,14 @@
 // that "both equally wrong" cannot pass.
 #include "subcommands.h"
 
-#include "cli.h"
-#include "cpu_reference.h"
-#include "errors.h"
-#include "experiment_manifest.h"
-#include "gpu_stage.h"
-#include "hashing.h"
-#include "shape_sets.h"
-#include "stage_pipeline.h"
+#include "pipeline/cli.h"
+#include "model/cpu_reference.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
+#include "stages/gpu_stage.h"
+#include "support/hashing.h"
+#include "model/shape_sets.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <algorithm>
 #include <cstring>

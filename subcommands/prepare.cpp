@@ -1,15 +1,16 @@
 // sage2tp prepare: resolve the experiment manifest into the run directory and make the baseline and
 // candidate source trees (the candidate with the experiment's patch applied).
 #include "subcommands.h"
+#include "support/file_io.h"
 
-#include "checkpoint_store.h"
-#include "cli.h"
-#include "data_paths.h"
-#include "experiment_manifest.h"
-#include "hashing.h"
-#include "run_directory.h"
-#include "source_trees.h"
-#include "stage_pipeline.h"
+#include "formats/checkpoint_store.h"
+#include "pipeline/cli.h"
+#include "support/data_paths.h"
+#include "model/experiment_manifest.h"
+#include "support/hashing.h"
+#include "pipeline/run_directory.h"
+#include "stages/source_trees.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <fstream>
 
@@ -42,12 +43,6 @@ void print_summary(const Checkpoint &c, const Reporter &reporter) {
                  c.figures["commit"].value_or(std::string()));
     reporter.say("  patch  " + c.figures["patch"].value_or(std::string()) + " (sha256 " +
                  c.figures["patch_sha256"].value_or(std::string()) + ")");
-}
-
-std::string read_text(const fs::path &file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) fail(ExitCode::usage, "cannot read '" + file.string() + "'");
-    return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -101,7 +96,7 @@ int prepare_command(const Args &args) {
         else f.add_tree("embedded_kernels", embedded_kernels());
     };
     work.run = [&] {
-        write_file_atomically(run.inputs() / "candidate.patch", read_text(experiment.patch));
+        write_file_atomically(run.inputs() / "candidate.patch", read_text_file(experiment.patch));
         write_file_atomically(run.manifest(), resolved);
         PreparedTrees trees = make_trees(run, experiment, embedded_kernels);
         StageResult result;

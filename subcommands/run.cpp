@@ -3,8 +3,8 @@
 // (each stage's exit code) goes to stdout.
 #include "subcommands.h"
 
-#include "cli.h"
-#include "stage_pipeline.h"
+#include "pipeline/cli.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <iostream>
 

@@ -3,14 +3,15 @@
 // a timeout or a failing target is a failed check, never a pass (harness-facts §2).
 #include "subcommands.h"
 
-#include "cli.h"
-#include "errors.h"
-#include "experiment_manifest.h"
-#include "gpu_stage.h"
-#include "process_runner.h"
-#include "sanitizer_report.h"
-#include "shape_sets.h"
-#include "stage_pipeline.h"
+#include "support/file_io.h"
+#include "pipeline/cli.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
+#include "stages/gpu_stage.h"
+#include "support/process_runner.h"
+#include "formats/sanitizer_report.h"
+#include "model/shape_sets.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -26,11 +27,6 @@ namespace {
 constexpr std::uint64_t kSanitizeSeed = 1;
 // Failed checks quoted one by one in the reasons; the checkpoint's figures list all of them.
 constexpr std::size_t kReasonsShown = 12;
-
-std::string read_text(const fs::path &file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // "Version 2025.3.1.0 (build 36400806) (public-release)" from `compute-sanitizer --version`.
 std::string sanitizer_version(const fs::path &sanitizer) {
@@ -157,7 +153,7 @@ int sanitize_command(const Args &args) {
                     const ProcessResult ran = run_process(sanitizer_argv(config, target), process);
 
                     // One log per check: the tool's records, then what sage2tp exec itself printed.
-                    const std::string log = read_text(*config.log_file) + "\n--- sage2tp exec stdout ---\n" + ran.out +
+                    const std::string log = (fs::exists(*config.log_file) ? read_text_file(*config.log_file) : std::string()) + "\n--- sage2tp exec stdout ---\n" + ran.out +
                                             "\n--- sage2tp exec stderr ---\n" + ran.err;
                     SanitizerReport report = parse_sanitizer_output(tool, log, ran.exit_code);
                     if (ran.timed_out) {

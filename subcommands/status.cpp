@@ -2,8 +2,8 @@
 // Read-only: it takes no lock, so it can watch a run that another process is working on.
 #include "subcommands.h"
 
-#include "cli.h"
-#include "stage_pipeline.h"
+#include "pipeline/cli.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <iomanip>
 #include <sstream>

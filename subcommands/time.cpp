@@ -1,19 +1,20 @@
 // sage2tp time: the baseline and the candidate on the run's real workload, in one process on identical
-// inputs, interleaved with an A/A control (src/ab_timing.h). The output bytes of both are hashed and
+// inputs, interleaved with an A/A control (model/ab_timing.h). The output bytes of both are hashed and
 // must match each other (and the pinned SHA-256 for this arch, when one is pinned) before anything is
 // timed; reports/time.json keeps every sample and clock, reports/time.svg draws the result.
 #include "subcommands.h"
+#include "support/file_io.h"
 
-#include "ab_timing.h"
-#include "cli.h"
-#include "errors.h"
-#include "experiment_manifest.h"
-#include "gpu_stage.h"
-#include "hashing.h"
-#include "ncu_profile.h"
-#include "process_runner.h"
-#include "stage_pipeline.h"
-#include "svg_plot.h"
+#include "gpu/launch_timer.h"
+#include "pipeline/cli.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
+#include "stages/gpu_stage.h"
+#include "support/hashing.h"
+#include "stages/ncu_profile.h"
+#include "support/process_runner.h"
+#include "pipeline/stage_pipeline.h"
+#include "formats/svg_plot.h"
 
 #include <array>
 #include <cstdlib>

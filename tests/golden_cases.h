@@ -3,11 +3,11 @@
 // against them: keys present and typed, and each array's dtype, shape and data digest as declared.
 #pragma once
 
-#include "attention_problem.h"
-#include "errors.h"
-#include "hashing.h"
-#include "tensor.h"
-#include "tensor_io.h"
+#include "model/attention_problem.h"
+#include "support/errors.h"
+#include "support/hashing.h"
+#include "formats/tensor.h"
+#include "formats/tensor_io.h"
 
 #include <toml++/toml.h>
 

@@ -10,10 +10,10 @@
 //
 // The manifests are found under $SAGE2TP_DATA_DIR (the source root). Exit status: 0 passed, 1 a check
 // failed, 77 skipped (no GPU, or no compute-sanitizer where sanitize must run), 2 usage.
-#include "checkpoint_store.h"
-#include "gpu_runtime.h"
-#include "gpu_stage.h"
-#include "process_runner.h"
+#include "formats/checkpoint_store.h"
+#include "gpu/gpu_runtime.h"
+#include "stages/gpu_stage.h"
+#include "support/process_runner.h"
 
 #include <unistd.h>
 

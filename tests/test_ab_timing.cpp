@@ -1,6 +1,6 @@
-#include "ab_timing.h"
+#include "model/ab_timing.h"
 
-#include "errors.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
-#include "checkpoint_store.h"
-#include "errors.h"
+#include "formats/checkpoint_store.h"
+#include "support/file_io.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 

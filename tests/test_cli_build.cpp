@@ -1,8 +1,8 @@
 // The build stage end to end with the real nvcc (no GPU needed): the embedded default compiled for
 // every supported arch, its ptxas resources and occupancy, "up to date", and a candidate that does
 // not compile. Prints the register/spill/shared-memory table of both schedules for each arch.
-#include "checkpoint_store.h"
-#include "process_runner.h"
+#include "formats/checkpoint_store.h"
+#include "support/process_runner.h"
 
 #include <gtest/gtest.h>
 

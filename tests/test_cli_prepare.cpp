@@ -1,7 +1,7 @@
 // End-to-end tests of the sage2tp binary: the CLI contract (exit codes, messages, --json) and the
 // prepare stage on the embedded default and on real temporary git repositories.
-#include "checkpoint_store.h"
-#include "process_runner.h"
+#include "formats/checkpoint_store.h"
+#include "support/process_runner.h"
 
 #include <gtest/gtest.h>
 

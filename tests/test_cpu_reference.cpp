@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "cpu_reference.h"
-#include "errors.h"
-#include "host_quantizer.h"
-#include "tensor_io.h"
+#include "model/cpu_reference.h"
+#include "support/errors.h"
+#include "model/host_quantizer.h"
+#include "formats/tensor_io.h"
 #include "golden_cases.h"
 
 namespace fs = std::filesystem;

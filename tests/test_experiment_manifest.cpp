@@ -1,5 +1,5 @@
-#include "errors.h"
-#include "experiment_manifest.h"
+#include "support/errors.h"
+#include "model/experiment_manifest.h"
 
 #include <gtest/gtest.h>
 

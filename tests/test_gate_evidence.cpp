@@ -1,9 +1,9 @@
 // The gate's evidence as read from real checkpoint files: hand-written checkpoints, chained as the
 // stage framework chains them, go through inspect_run, gather_gate_evidence and evaluate_gate.
-#include "gate_evidence.h"
+#include "stages/gate_evidence.h"
 
-#include "checkpoint_store.h"
-#include "stage_pipeline.h"
+#include "formats/checkpoint_store.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <gtest/gtest.h>
 

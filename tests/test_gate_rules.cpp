@@ -1,4 +1,4 @@
-#include "gate_rules.h"
+#include "model/gate_rules.h"
 
 #include <gtest/gtest.h>
 

@@ -5,10 +5,10 @@
 // The CLI tests need SAGE2TP_BIN and SAGE2TP_DATA_DIR (as test_cli_prepare) and build one run with
 // `sage2tp prepare` + `sage2tp build --arch sm_90a` (about a minute); they skip on a host with a GPU,
 // where the stages would really run, and on one without nvcc, where build cannot pass.
-#include "checkpoint_store.h"
-#include "gpu_runtime.h"
-#include "process_runner.h"
-#include "shape_sets.h"
+#include "formats/checkpoint_store.h"
+#include "gpu/gpu_runtime.h"
+#include "support/process_runner.h"
+#include "model/shape_sets.h"
 
 #include <gtest/gtest.h>
 

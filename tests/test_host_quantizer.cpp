@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
-#include "host_quantizer.h"
-#include "tensor_io.h"
+#include "support/errors.h"
+#include "model/host_quantizer.h"
+#include "formats/tensor_io.h"
 #include "golden_cases.h"
 
 namespace fs = std::filesystem;

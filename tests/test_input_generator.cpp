@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "errors.h"
-#include "input_generator.h"
+#include "support/errors.h"
+#include "model/input_generator.h"
 
 using namespace s2tp;
 

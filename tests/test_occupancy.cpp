@@ -1,8 +1,8 @@
 // The occupancy model (harness-facts §4) with hand-computed expectations, and the per-arch limits
 // table it reads (data/arch_limits.toml).
-#include "arch_limits.h"
-#include "errors.h"
-#include "occupancy.h"
+#include "model/arch_limits.h"
+#include "support/errors.h"
+#include "model/occupancy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The ptxas -v parser against recorded logs (tests/data/ptxas/): hand-written ones in the exact line
 // formats of harness-facts §3, and one real nvcc 13.0 log (nvcc13_sm90a_probe.log, from probe_kernels.cu).
-#include "errors.h"
-#include "ptxas_report.h"
+#include "support/errors.h"
+#include "formats/ptxas_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-#include "errors.h"
-#include "run_directory.h"
+#include "support/errors.h"
+#include "pipeline/run_directory.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The compute-sanitizer verdict. The fixtures are written from the record and summary formats measured
 // with compute-sanitizer 2025.3.1 on an H200 (harness-facts §2), including the planted-bug cases there.
-#include "errors.h"
-#include "sanitizer_report.h"
+#include "support/errors.h"
+#include "formats/sanitizer_report.h"
 
 #include <gtest/gtest.h>
 

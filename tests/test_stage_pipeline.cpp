@@ -1,5 +1,5 @@
-#include "errors.h"
-#include "stage_pipeline.h"
+#include "support/errors.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <gtest/gtest.h>
 

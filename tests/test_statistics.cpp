@@ -1,6 +1,6 @@
-#include "statistics.h"
+#include "support/statistics.h"
 
-#include "errors.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "svg_plot.h"
+#include "formats/svg_plot.h"
 
-#include "errors.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
-#include "tensor.h"
-#include "tensor_io.h"
+#include "support/errors.h"
+#include "formats/tensor.h"
+#include "formats/tensor_io.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;

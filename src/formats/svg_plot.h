@@ -1,0 +1,37 @@
+// reports/time.svg: the time stage's result as one picture a person can read at a glance. Top panel:
+// each variant's sample times as a strip of dots over a box (p25-p75), whiskers (p10-p90) and a bar at
+// p50. Bottom panel: the candidate/baseline ratio and the baseline/baseline (A/A) control, each as its
+// median with its bootstrap interval on a ratio axis with a reference line at 1.
+//
+// The output is self-contained SVG 1.1 (no scripts, no external fonts or styles) and deterministic:
+// the same input gives the same bytes, so the file can be hashed and diffed like any other artifact.
+#pragma once
+
+#include "support/statistics.h"
+
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+struct TimeSeries {
+    std::string label;            // e.g. "baseline (Sequential)"
+    std::vector<double> times_ms; // kept samples, at least 2
+};
+
+struct TimePlot {
+    std::string title;
+    std::string subtitle;  // workload, device, rounds and dropped rounds: whatever the caller wants shown
+    TimeSeries baseline;
+    TimeSeries candidate;
+    RatioInterval candidate_vs_baseline;
+    RatioInterval baseline_vs_baseline;  // the A/A control
+};
+
+std::string render_time_plot_svg(const TimePlot &plot);
+
+// Text made safe for XML character data and attribute values: & < > " ' become entities, and control
+// characters XML 1.0 forbids become U+FFFD.
+std::string xml_escape(const std::string &text);
+
+}  // namespace s2tp

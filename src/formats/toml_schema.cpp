@@ -1,0 +1,202 @@
+#include "formats/toml_schema.h"
+
+#include "support/errors.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace s2tp {
+namespace {
+
+const char *type_name(const toml::node &node) {
+    switch (node.type()) {
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a float";
+        case toml::node_type::boolean: return "a boolean";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::table: return "a table";
+        default: return "a date/time";
+    }
+}
+
+}  // namespace
+
+toml::table parse_toml_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(ExitCode::usage, path + ": cannot read file");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    try {
+        return toml::parse(buffer.str(), std::string_view{path});
+    } catch (const toml::parse_error &e) {
+        fail(ExitCode::usage, path + ":" + std::to_string(e.source().begin.line) + ":" +
+                                  std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+    }
+}
+
+TableReader::TableReader(const toml::table &table, std::string file, std::string where)
+    : table_(table), file_(std::move(file)), where_(std::move(where)) {}
+
+std::string TableReader::position(const toml::node &node) const {
+    const auto &source = node.source();
+    return file_ + ":" + std::to_string(source.begin.line) + ":" + std::to_string(source.begin.column);
+}
+
+std::string TableReader::position() const { return position(table_); }
+
+void TableReader::type_error(const std::string &key, const toml::node &node, const char *expected) const {
+    fail(ExitCode::usage, position(node) + ": " + where_ + " key '" + key + "' must be " + expected + ", not " +
+                              type_name(node));
+}
+
+const toml::node &TableReader::node_or_fail(const std::string &key) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) fail(ExitCode::usage, position() + ": " + where_ + " is missing the required key '" + key + "'");
+    return *node;
+}
+
+void TableReader::accept(const std::string &key) { known_.insert(key); }
+
+std::string TableReader::string(const std::string &key) {
+    const auto &node = node_or_fail(key);
+    if (!node.is_string()) type_error(key, node, "a string");
+    return *node.value<std::string>();
+}
+
+std::optional<std::string> TableReader::optional_string(const std::string &key) {
+    known_.insert(key);
+    if (!table_.contains(key)) return std::nullopt;
+    return string(key);
+}
+
+std::string TableReader::string_or(const std::string &key, const std::string &fallback) {
+    return optional_string(key).value_or(fallback);
+}
+
+std::string TableReader::choice(const std::string &key, const std::vector<std::string> &allowed,
+                                const std::string &fallback) {
+    auto value = optional_string(key);
+    if (!value) {
+        if (fallback.empty()) node_or_fail(key);
+        return fallback;
+    }
+    for (const auto &a : allowed)
+        if (*value == a) return *value;
+    std::string list;
+    for (const auto &a : allowed) list += (list.empty() ? "" : ", ") + a;
+    fail(ExitCode::usage, position(*table_.get(key)) + ": " + where_ + " key '" + key + "' is '" + *value +
+                              "'; expected one of: " + list);
+}
+
+std::int64_t TableReader::integer(const std::string &key) {
+    const auto &node = node_or_fail(key);
+    if (!node.is_integer()) type_error(key, node, "an integer");
+    return *node.value<std::int64_t>();
+}
+
+std::int64_t TableReader::integer_or(const std::string &key, std::int64_t fallback, std::int64_t min,
+                                     std::int64_t max) {
+    known_.insert(key);
+    if (!table_.contains(key)) return fallback;
+    std::int64_t value = integer(key);
+    if (value < min || value > max)
+        fail(ExitCode::usage, position(*table_.get(key)) + ": " + where_ + " key '" + key + "' = " +
+                                  std::to_string(value) + " is outside [" + std::to_string(min) + ", " +
+                                  std::to_string(max) + "]");
+    return value;
+}
+
+double TableReader::number_or(const std::string &key, double fallback, double min, double max) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) return fallback;
+    if (!node->is_number()) type_error(key, *node, "a number");
+    double value = node->is_integer() ? static_cast<double>(*node->value<std::int64_t>()) : *node->value<double>();
+    if (!(value >= min && value <= max))
+        fail(ExitCode::usage, position(*node) + ": " + where_ + " key '" + key + "' = " + std::to_string(value) +
+                                  " is outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    return value;
+}
+
+bool TableReader::boolean_or(const std::string &key, bool fallback) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) return fallback;
+    if (!node->is_boolean()) type_error(key, *node, "a boolean");
+    return *node->value<bool>();
+}
+
+std::vector<std::string> TableReader::strings_or(const std::string &key, const std::vector<std::string> &fallback) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) return fallback;
+    const toml::array *array = node->as_array();
+    if (!array) type_error(key, *node, "an array of strings");
+    std::vector<std::string> values;
+    for (const auto &item : *array) {
+        if (!item.is_string()) type_error(key, item, "an array of strings");
+        values.push_back(*item.value<std::string>());
+    }
+    return values;
+}
+
+std::vector<std::int64_t> TableReader::integers_or(const std::string &key, const std::vector<std::int64_t> &fallback) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) return fallback;
+    const toml::array *array = node->as_array();
+    if (!array) type_error(key, *node, "an array of integers");
+    std::vector<std::int64_t> values;
+    for (const auto &item : *array) {
+        if (!item.is_integer()) type_error(key, item, "an array of integers");
+        values.push_back(*item.value<std::int64_t>());
+    }
+    return values;
+}
+
+std::string TableReader::existing_file(const std::string &key, const std::string &base_dir) {
+    std::filesystem::path path(string(key));
+    if (path.is_relative()) path = std::filesystem::path(base_dir) / path;
+    path = path.lexically_normal();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        fail(ExitCode::usage, position(*table_.get(key)) + ": " + where_ + " key '" + key + "' names '" +
+                                  path.string() + "', which does not exist or is not a file");
+    return path.string();
+}
+
+const toml::table *TableReader::optional_table(const std::string &key) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) return nullptr;
+    if (!node->is_table()) type_error(key, *node, "a table");
+    return node->as_table();
+}
+
+const toml::array *TableReader::optional_array_of_tables(const std::string &key) {
+    known_.insert(key);
+    const toml::node *node = table_.get(key);
+    if (!node) return nullptr;
+    const toml::array *array = node->as_array();
+    if (!array || !array->is_array_of_tables()) type_error(key, *node, "an array of tables");
+    return array;
+}
+
+void TableReader::finish() const {
+    for (const auto &[key, node] : table_) {
+        std::string name(key.str());
+        if (!known_.count(name)) {
+            std::string list;
+            for (const auto &k : known_) list += (list.empty() ? "" : ", ") + k;
+            const auto &at = key.source().begin ? key.source() : node.source();
+            fail(ExitCode::usage, file_ + ":" + std::to_string(at.begin.line) + ":" + std::to_string(at.begin.column) +
+                                      ": unknown key '" + name + "' in " + where_ +
+                                      (list.empty() ? std::string() : " (known keys: " + list + ")"));
+        }
+    }
+}
+
+}  // namespace s2tp

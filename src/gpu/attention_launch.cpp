@@ -1,0 +1,248 @@
+#include "gpu/attention_launch.h"
+
+#include "support/errors.h"
+#include "formats/tensor_io.h"
+
+#include <cmath>
+#include <limits>
+
+namespace s2tp {
+namespace {
+
+std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
+
+const char *dtype_suffix(DType dtype) { return dtype == DType::f16 ? "f16" : "bf16"; }
+
+std::size_t bytes_of(DType dtype, const Shape &shape) {
+    return static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+}
+
+DeviceBuffer allocate(DType dtype, const Shape &shape, const std::string &what) {
+    return DeviceBuffer(bytes_of(dtype, shape), what);
+}
+
+// A host tensor the kernels will read must have exactly the geometry the launch assumes.
+void require(const Tensor &tensor, DType dtype, const Shape &shape, const std::string &what) {
+    TensorRequest request;
+    request.dtype = dtype;
+    request.shape = shape;
+    // Quantized tensors may legitimately hold NaN: an all-zero V channel quantizes to e4m3 NaN.
+    request.require_finite = false;
+    check_tensor(tensor, request, what);
+}
+
+}  // namespace
+
+AttentionStrides attention_strides(const AttentionShape &shape) {
+    const std::int64_t d = shape.head_dim;
+    const std::int64_t padded = S2TP_V_PADDED_LEN(shape.len_kv);
+    AttentionStrides s{};
+    if (shape.layout == Layout::nhd) {  // [B, N, H, D]; V fp8 [B, D, Hk, Npad]
+        s.bz_q = u32(shape.len_q * shape.heads_q * d), s.seq_q = u32(shape.heads_q * d), s.h_q = u32(d);
+        s.bz_kv = u32(shape.len_kv * shape.heads_kv * d), s.seq_kv = u32(shape.heads_kv * d), s.h_kv = u32(d);
+        s.bz_v = u32(d * shape.heads_kv * padded), s.h_v = u32(padded), s.d_v = u32(shape.heads_kv * padded);
+    } else {  // [B, H, N, D]; V fp8 [B, Hk, D, Npad]
+        s.bz_q = u32(shape.heads_q * shape.len_q * d), s.seq_q = u32(d), s.h_q = u32(shape.len_q * d);
+        s.bz_kv = u32(shape.heads_kv * shape.len_kv * d), s.seq_kv = u32(d), s.h_kv = u32(shape.len_kv * d);
+        s.bz_v = u32(shape.heads_kv * d * padded), s.h_v = u32(d * padded), s.d_v = u32(padded);
+    }
+    // [B, 1, Hk, D] and [B, Hk, 1, D] are both [B, Hk, D] in memory.
+    s.bz_mean = u32(shape.heads_kv * d), s.h_mean = u32(d);
+    return s;
+}
+
+std::string attention_entry_name(const AttentionProblem &problem) {
+    return "s2tp_attn_hd" + std::to_string(problem.shape.head_dim) + "_" + dtype_suffix(problem.dtype) + "_" +
+           (problem.causal ? "causal" : "nomask");
+}
+
+LaunchDims attention_grid(const AttentionShape &shape) {
+    return {u32((shape.len_q + S2TP_CTA_Q - 1) / S2TP_CTA_Q), u32(shape.heads_q), u32(shape.batch)};
+}
+
+LaunchDims attention_block() { return {32, S2TP_WARPS_PER_CTA, 1}; }
+
+std::size_t attention_smem_bytes(std::int64_t head_dim) { return S2TP_ATTN_SMEM_BYTES(head_dim); }
+
+Shape lse_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_q, shape.len_q}; }
+
+// ---- Quantized inputs ----
+
+DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
+                                      const Tensor &q, const Tensor &k, const Tensor &v,
+                                      const std::optional<Tensor> &k_mean) {
+    problem.validate();
+    const AttentionShape &shape = problem.shape;
+    const std::string context = problem.describe();
+    const DType dtype = problem.dtype;
+    require(q, dtype, shape.q_shape(), "q for " + context);
+    require(k, dtype, shape.kv_shape(), "k for " + context);
+    require(v, dtype, shape.kv_shape(), "v for " + context);
+    DeviceBuffer q_in = upload(q, "q input");
+    DeviceBuffer k_in = upload(k, "k input");
+    DeviceBuffer v_in = upload(v, "v input");
+
+    DeviceQuantizedInputs out;
+    out.q_int8 = allocate(DType::i8, shape.q_shape(), "q_int8");
+    out.q_scale = allocate(DType::f32, q_scale_shape(shape), "q_scale");
+    out.k_int8 = allocate(DType::i8, shape.kv_shape(), "k_int8");
+    out.k_scale = allocate(DType::f32, k_scale_shape(shape), "k_scale");
+    out.v_fp8 = allocate(DType::e4m3, v_fp8_shape(shape), "v_fp8");
+    out.v_scale = allocate(DType::f32, v_scale_shape(shape), "v_scale");
+
+    const AttentionStrides s = attention_strides(shape);
+    const std::string suffix = dtype_suffix(dtype);
+    const std::uint32_t batch = u32(shape.batch), d = u32(shape.head_dim);
+
+    if (k_mean) {
+        require(*k_mean, dtype, k_mean_shape(shape), "k_mean for " + context);
+        out.k_mean = upload(*k_mean, "k_mean");
+    } else {
+        out.k_mean = allocate(dtype, k_mean_shape(shape), "k_mean");
+        s2tp_k_mean_params p{};
+        p.input = k_in.get();
+        p.mean = out.k_mean.get();
+        p.batch = batch, p.heads = u32(shape.heads_kv), p.len = u32(shape.len_kv), p.head_dim = d;
+        p.stride_bz_in = s.bz_kv, p.stride_seq_in = s.seq_kv, p.stride_h_in = s.h_kv;
+        p.stride_bz_mean = s.bz_mean, p.stride_h_mean = s.h_mean;
+        quantize_module.function("s2tp_k_mean_" + suffix)
+            .launch({u32(shape.heads_kv), batch, 1}, {d, 1, 1}, 0, &p, sizeof p, nullptr, "k mean, " + context);
+    }
+
+    s2tp_quant_int8_params qp{};
+    qp.input = q_in.get();
+    qp.mean = nullptr;
+    qp.output = out.q_int8.as<std::int8_t>();
+    qp.scale = out.q_scale.as<float>();
+    qp.batch = batch, qp.heads = u32(shape.heads_q), qp.len = u32(shape.len_q), qp.head_dim = d;
+    qp.stride_bz_in = s.bz_q, qp.stride_seq_in = s.seq_q, qp.stride_h_in = s.h_q;
+    qp.stride_bz_out = s.bz_q, qp.stride_seq_out = s.seq_q, qp.stride_h_out = s.h_q;
+    quantize_module.function("s2tp_quant_q_int8_" + suffix)
+        .launch({S2TP_Q_SCALE_GROUPS(shape.len_q), u32(shape.heads_q), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0, &qp,
+                sizeof qp, nullptr, "q int8, " + context);
+
+    s2tp_quant_int8_params kp{};
+    kp.input = k_in.get();
+    kp.mean = out.k_mean.get();
+    kp.output = out.k_int8.as<std::int8_t>();
+    kp.scale = out.k_scale.as<float>();
+    kp.batch = batch, kp.heads = u32(shape.heads_kv), kp.len = u32(shape.len_kv), kp.head_dim = d;
+    kp.stride_bz_in = s.bz_kv, kp.stride_seq_in = s.seq_kv, kp.stride_h_in = s.h_kv;
+    kp.stride_bz_mean = s.bz_mean, kp.stride_h_mean = s.h_mean;
+    kp.stride_bz_out = s.bz_kv, kp.stride_seq_out = s.seq_kv, kp.stride_h_out = s.h_kv;
+    quantize_module.function("s2tp_quant_k_int8_" + suffix)
+        .launch({S2TP_K_SCALE_GROUPS(shape.len_kv), u32(shape.heads_kv), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0,
+                &kp, sizeof kp, nullptr, "k int8, " + context);
+
+    s2tp_quant_v_fp8_params vp{};
+    vp.input = v_in.get();
+    vp.output = out.v_fp8.as<std::uint8_t>();
+    vp.scale = out.v_scale.as<float>();
+    vp.batch = batch, vp.heads = u32(shape.heads_kv), vp.len = u32(shape.len_kv), vp.head_dim = d;
+    vp.stride_bz_in = s.bz_kv, vp.stride_seq_in = s.seq_kv, vp.stride_h_in = s.h_kv;
+    vp.stride_bz_out = s.bz_v, vp.stride_h_out = s.h_v, vp.stride_d_out = s.d_v;
+    vp.scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM;
+    quantize_module.function("s2tp_quant_v_fp8_" + suffix)
+        .launch({d / S2TP_QUANT_V_CHANNELS_PER_CTA, u32(shape.heads_kv), batch}, {S2TP_QUANT_V_THREADS, 1, 1}, 0, &vp,
+                sizeof vp, nullptr, "v fp8, " + context);
+
+    // The inputs are freed on return; the kernels must be done with them first.
+    synchronize("quantizing " + context);
+    return out;
+}
+
+DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host) {
+    problem.validate();
+    const AttentionShape &shape = problem.shape;
+    const std::string context = " for " + problem.describe();
+    require(host.q_int8, DType::i8, shape.q_shape(), "q_int8" + context);
+    require(host.q_scale, DType::f32, q_scale_shape(shape), "q_scale" + context);
+    require(host.k_mean, problem.dtype, k_mean_shape(shape), "k_mean" + context);
+    require(host.k_int8, DType::i8, shape.kv_shape(), "k_int8" + context);
+    require(host.k_scale, DType::f32, k_scale_shape(shape), "k_scale" + context);
+    require(host.v_fp8, DType::e4m3, v_fp8_shape(shape), "v_fp8" + context);
+    require(host.v_scale, DType::f32, v_scale_shape(shape), "v_scale" + context);
+    DeviceQuantizedInputs device;
+    device.q_int8 = upload(host.q_int8, "q_int8");
+    device.q_scale = upload(host.q_scale, "q_scale");
+    device.k_mean = upload(host.k_mean, "k_mean");
+    device.k_int8 = upload(host.k_int8, "k_int8");
+    device.k_scale = upload(host.k_scale, "k_scale");
+    device.v_fp8 = upload(host.v_fp8, "v_fp8");
+    device.v_scale = upload(host.v_scale, "v_scale");
+    return device;
+}
+
+QuantizedInputs download_quantized(const AttentionProblem &problem, const DeviceQuantizedInputs &device) {
+    const AttentionShape &shape = problem.shape;
+    QuantizedInputs host;
+    host.q_int8 = download(device.q_int8, DType::i8, shape.q_shape());
+    host.q_scale = download(device.q_scale, DType::f32, q_scale_shape(shape));
+    host.k_mean = download(device.k_mean, problem.dtype, k_mean_shape(shape));
+    host.k_int8 = download(device.k_int8, DType::i8, shape.kv_shape());
+    host.k_scale = download(device.k_scale, DType::f32, k_scale_shape(shape));
+    host.v_fp8 = download(device.v_fp8, DType::e4m3, v_fp8_shape(shape));
+    host.v_scale = download(device.v_scale, DType::f32, v_scale_shape(shape));
+    return host;
+}
+
+// ---- Outputs and the attention launch ----
+
+AttentionOutputs allocate_outputs(const AttentionProblem &problem, const std::string &label) {
+    AttentionOutputs out;
+    out.o = allocate(problem.dtype, problem.shape.q_shape(), label + " o");
+    if (problem.with_lse) out.lse = allocate(DType::f32, lse_shape(problem.shape), label + " lse");
+    return out;
+}
+
+void poison_outputs(AttentionOutputs &outputs) {
+    poison(outputs.o);
+    poison(outputs.lse);
+}
+
+Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &outputs) {
+    return download(outputs.o, problem.dtype, problem.shape.q_shape());
+}
+
+Tensor download_lse(const AttentionProblem &problem, const AttentionOutputs &outputs) {
+    if (!problem.with_lse) fail(ExitCode::internal, "download_lse: " + problem.describe() + " was run without LSE");
+    return download(outputs.lse, DType::f32, lse_shape(problem.shape));
+}
+
+s2tp_attn_params make_attention_params(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
+                                       AttentionOutputs &outputs) {
+    problem.validate();
+    const AttentionShape &shape = problem.shape;
+    const AttentionStrides s = attention_strides(shape);
+    s2tp_attn_params p{};
+    p.q = inputs.q_int8.as<const std::int8_t>();
+    p.k = inputs.k_int8.as<const std::int8_t>();
+    p.v = inputs.v_fp8.as<const std::uint8_t>();
+    p.o = outputs.o.get();
+    p.q_scale = inputs.q_scale.as<const float>();
+    p.k_scale = inputs.k_scale.as<const float>();
+    p.v_scale = inputs.v_scale.as<const float>();
+    p.lse = problem.with_lse ? outputs.lse.as<float>() : nullptr;
+    p.batch = u32(shape.batch), p.heads_q = u32(shape.heads_q), p.heads_kv = u32(shape.heads_kv);
+    p.len_q = u32(shape.len_q), p.len_kv = u32(shape.len_kv);
+    p.stride_bz_q = s.bz_q, p.stride_seq_q = s.seq_q, p.stride_h_q = s.h_q;
+    p.stride_bz_k = s.bz_kv, p.stride_seq_k = s.seq_kv, p.stride_h_k = s.h_kv;
+    p.stride_bz_v = s.bz_v, p.stride_h_v = s.h_v, p.stride_d_v = s.d_v;
+    p.stride_bz_o = s.bz_q, p.stride_seq_o = s.seq_q, p.stride_h_o = s.h_q;
+    p.sm_scale = problem.sm_scale;
+    return p;
+}
+
+void launch_attention(const Kernel &kernel, const AttentionProblem &problem, const s2tp_attn_params &params,
+                      GpuStream stream) {
+    kernel.launch(attention_grid(problem.shape), attention_block(), attention_smem_bytes(problem.shape.head_dim),
+                  &params, sizeof params, stream, problem.describe());
+}
+
+void launch_attention(const CubinModule &attention_module, const AttentionProblem &problem,
+                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs) {
+    Kernel kernel = attention_module.function(attention_entry_name(problem));
+    launch_attention(kernel, problem, make_attention_params(problem, inputs, outputs));
+}
+
+}  // namespace s2tp

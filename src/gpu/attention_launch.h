@@ -1,0 +1,88 @@
+// Host side of the kernel ABI (kernels/sage2tp_abi.h): turns an attention problem and device buffers
+// into parameter structs, entry names and launch geometry, and launches the quantization and attention
+// kernels. All NHD/HND stride arithmetic of sage2tp lives here.
+//
+// Usage:
+//   s2tp::AttentionProblem problem;
+//   problem.shape = shape;                 // s2tp::AttentionShape (tensor.h)
+//   problem.dtype = s2tp::DType::bf16;
+//   problem.sm_scale = 0.08838834764831845f;
+//   s2tp::CubinModule quant("quantize.cubin"), attn("attention.cubin");
+//   s2tp::DeviceQuantizedInputs in = s2tp::quantize_on_gpu(quant, problem, q, k, v);   // host q, k, v
+//   s2tp::AttentionOutputs out = s2tp::allocate_outputs(problem, "baseline");
+//   s2tp::poison_outputs(out);
+//   s2tp::launch_attention(attn, problem, in, out);
+//   s2tp::synchronize(problem.describe());
+//   s2tp::Tensor o = s2tp::download_output(problem, out);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sage2tp_abi.h"
+#include "gpu/gpu_runtime.h"
+#include "model/attention_problem.h"
+#include "model/host_quantizer.h"
+#include "formats/tensor.h"
+
+namespace s2tp {
+
+
+// Element strides of every tensor the kernels read or write, for the problem's layout.
+struct AttentionStrides {
+    std::uint32_t bz_q, seq_q, h_q;    // q and o (same shape)
+    std::uint32_t bz_kv, seq_kv, h_kv; // k and v before quantization, and k_int8
+    std::uint32_t bz_v, h_v, d_v;      // v_fp8: tokens are the contiguous axis
+    std::uint32_t bz_mean, h_mean;     // k_mean, [B, Hk, D] contiguous
+};
+AttentionStrides attention_strides(const AttentionShape &shape);
+
+// "s2tp_attn_hd128_bf16_causal" etc., one of s2tp_attn_entry_names.
+std::string attention_entry_name(const AttentionProblem &problem);
+LaunchDims attention_grid(const AttentionShape &shape);  // (ceil(Nq/128), Hq, B)
+LaunchDims attention_block();                            // (32, 4, 1)
+std::size_t attention_smem_bytes(std::int64_t head_dim); // 256 * D
+
+Shape lse_shape(const AttentionShape &shape);  // [B, Hq, Nq]
+
+// The quantized tensors the attention kernel reads, plus the K mean that K was quantized with.
+struct DeviceQuantizedInputs {
+    DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale;
+};
+
+// Uploads q, k, v (problem.dtype, shape's q/kv shapes) and quantizes them with the kernels of the
+// quantize cubin: the K mean first (unless k_mean is given, [B, 1, Hk, D] or [B, Hk, 1, D] as
+// host_quantizer.h describes), then Q, K minus the mean, and V.
+DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
+                                      const Tensor &q, const Tensor &k, const Tensor &v,
+                                      const std::optional<Tensor> &k_mean = std::nullopt);
+
+// Uploads already quantized tensors (e.g. upstream's golden ones) after checking each dtype and shape.
+DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host);
+
+// Copies the device tensors back, shaped as host_quantizer.h's QuantizedInputs.
+QuantizedInputs download_quantized(const AttentionProblem &problem, const DeviceQuantizedInputs &device);
+
+struct AttentionOutputs {
+    DeviceBuffer o;
+    DeviceBuffer lse;  // empty when the problem has with_lse off
+};
+AttentionOutputs allocate_outputs(const AttentionProblem &problem, const std::string &label);
+void poison_outputs(AttentionOutputs &outputs);
+Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &outputs);  // dtype, q_shape()
+Tensor download_lse(const AttentionProblem &problem, const AttentionOutputs &outputs);     // f32, lse_shape()
+
+s2tp_attn_params make_attention_params(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
+                                       AttentionOutputs &outputs);
+
+// Launches the kernel, which must be attention_entry_name(problem) of an attention cubin, with params
+// from make_attention_params. Split from the lookup so timing loops launch without name lookups.
+void launch_attention(const Kernel &kernel, const AttentionProblem &problem, const s2tp_attn_params &params,
+                      GpuStream stream = nullptr);
+// Looks the entry up and launches it on the default stream.
+void launch_attention(const CubinModule &attention_module, const AttentionProblem &problem,
+                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs);
+
+}  // namespace s2tp

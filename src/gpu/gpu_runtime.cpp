@@ -1,0 +1,428 @@
+#include "gpu/gpu_runtime.h"
+
+#include "support/errors.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "sage2tp_abi.h"
+
+namespace s2tp {
+namespace {
+
+// ---- Runtime API errors ----
+
+bool means_no_device(cudaError_t error) {
+    return error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice || error == cudaErrorInvalidDevice ||
+           error == cudaErrorDevicesUnavailable;
+}
+
+std::string describe(cudaError_t error) {
+    return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
+}
+
+void check_cuda(cudaError_t error, const char *call, const std::string &context) {
+    if (error == cudaSuccess) return;
+    fail(means_no_device(error) ? ExitCode::missing_tool : ExitCode::internal,
+         std::string(call) + " failed [" + context + "]: " + describe(error));
+}
+
+// ---- Driver API, fetched from the driver at run time (the program never links libcuda) ----
+
+struct DriverApi {
+    PFN_cuGetErrorName_v6000 get_error_name = nullptr;
+    PFN_cuGetErrorString_v6000 get_error_string = nullptr;
+    PFN_cuModuleLoadData_v2000 module_load_data = nullptr;
+    PFN_cuModuleUnload_v2000 module_unload = nullptr;
+    PFN_cuModuleGetFunction_v2000 module_get_function = nullptr;
+    PFN_cuFuncGetAttribute_v2020 func_get_attribute = nullptr;
+    PFN_cuFuncSetAttribute_v9000 func_set_attribute = nullptr;
+    PFN_cuFuncGetParamInfo_v12040 func_get_param_info = nullptr;
+    PFN_cuLaunchKernel_v4000 launch_kernel = nullptr;
+    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050 occupancy_max_active_blocks = nullptr;
+};
+
+template <typename Function>
+void fetch(Function &slot, const char *symbol, unsigned cuda_version) {
+    void *address = nullptr;
+    cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+    check_cuda(cudaGetDriverEntryPointByVersion(symbol, &address, cuda_version, cudaEnableDefault, &status),
+               "cudaGetDriverEntryPointByVersion", symbol);
+    if (status != cudaDriverEntryPointSuccess || address == nullptr)
+        fail(ExitCode::missing_tool, std::string("the NVIDIA driver does not provide ") + symbol + " (CUDA " +
+                                         cuda_version_string(static_cast<int>(cuda_version)) + " version)" +
+                                         (status == cudaDriverEntryPointVersionNotSufficent
+                                              ? ": the driver is older than that"
+                                              : ""));
+    slot = reinterpret_cast<Function>(address);
+}
+
+const DriverApi &driver() {
+    static const DriverApi api = [] {
+        DriverApi a;
+        fetch(a.get_error_name, "cuGetErrorName", 12000);
+        fetch(a.get_error_string, "cuGetErrorString", 12000);
+        fetch(a.module_load_data, "cuModuleLoadData", 12000);
+        fetch(a.module_unload, "cuModuleUnload", 12000);
+        fetch(a.module_get_function, "cuModuleGetFunction", 12000);
+        fetch(a.func_get_attribute, "cuFuncGetAttribute", 12000);
+        fetch(a.func_set_attribute, "cuFuncSetAttribute", 12000);
+        fetch(a.func_get_param_info, "cuFuncGetParamInfo", 12040);  // new in CUDA 12.4
+        fetch(a.launch_kernel, "cuLaunchKernel", 12000);
+        fetch(a.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 12000);
+        return a;
+    }();
+    return api;
+}
+
+std::string describe(CUresult result) {
+    const char *name = nullptr;
+    const char *text = nullptr;
+    if (driver().get_error_name(result, &name) != CUDA_SUCCESS) name = nullptr;
+    if (driver().get_error_string(result, &text) != CUDA_SUCCESS) text = nullptr;
+    return std::string(name ? name : "CUresult " + std::to_string(static_cast<int>(result))) + " (" +
+           (text ? text : "no description") + ")";
+}
+
+void check_cu(CUresult result, const char *call, const std::string &context,
+              ExitCode code = ExitCode::internal) {
+    if (result == CUDA_SUCCESS) return;
+    fail(code, std::string(call) + " failed [" + context + "]: " + describe(result));
+}
+
+int device_attribute(cudaDeviceAttr attribute, int device, const char *name) {
+    int value = 0;
+    check_cuda(cudaDeviceGetAttribute(&value, attribute, device), "cudaDeviceGetAttribute",
+               std::string(name) + " of device " + std::to_string(device));
+    return value;
+}
+
+std::string format_uuid(const cudaUUID_t &uuid) {
+    const auto *b = reinterpret_cast<const unsigned char *>(uuid.bytes);
+    char text[64];
+    std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    return text;
+}
+
+}  // namespace
+
+// ---- Devices ----
+
+std::string cuda_version_string(int version) {
+    return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+GpuProbe probe_gpu() {
+    GpuProbe probe;
+    int driver_version = 0;
+    // Reports 0, successfully, when no driver is installed at all.
+    if (cudaDriverGetVersion(&driver_version) != cudaSuccess) driver_version = 0;
+    int count = 0;
+    cudaError_t error = cudaGetDeviceCount(&count);
+    cudaGetLastError();  // a failed probe must not linger as the "last error" of later calls
+    if (error == cudaErrorInsufficientDriver) {
+        if (driver_version == 0) {
+            probe.reason = "no NVIDIA driver found (cudaErrorInsufficientDriver)";
+        } else {
+            int runtime_version = 0;
+            cudaRuntimeGetVersion(&runtime_version);
+            probe.reason = "the NVIDIA driver supports CUDA " + cuda_version_string(driver_version) +
+                           " but this program needs CUDA " + cuda_version_string(runtime_version) +
+                           " (cudaErrorInsufficientDriver)";
+        }
+        return probe;
+    }
+    if (error == cudaErrorNoDevice || (error == cudaSuccess && count == 0)) {
+        probe.reason = "no CUDA device visible (cudaErrorNoDevice)";
+        if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+            probe.reason += "; CUDA_VISIBLE_DEVICES is '" + std::string(visible) + "'";
+        return probe;
+    }
+    if (error != cudaSuccess) {
+        probe.reason = "CUDA could not be initialised: " + describe(error);
+        return probe;
+    }
+    probe.available = true;
+    probe.device_count = count;
+    return probe;
+}
+
+std::string DeviceFacts::arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
+
+std::string DeviceFacts::summary() const {
+    return "device " + std::to_string(index) + ": " + name + " (" + arch() + ", " + std::to_string(sm_count) +
+           " SMs, L2 " + std::to_string(l2_bytes / (1024 * 1024)) + " MiB, SM clock " +
+           std::to_string(sm_clock_khz / 1000) + " MHz, driver CUDA " + cuda_version_string(driver_version) +
+           ", runtime " + cuda_version_string(runtime_version) + ", PCI " + pci_bus_id + ", " + uuid + ")";
+}
+
+DeviceFacts select_device(int index) {
+    GpuProbe probe = probe_gpu();
+    if (!probe.available) fail(ExitCode::missing_tool, probe.reason);
+    if (index < 0 || index >= probe.device_count)
+        fail(ExitCode::missing_tool, "device index " + std::to_string(index) + " is out of range: " +
+                                         std::to_string(probe.device_count) + " CUDA device(s) visible");
+    const std::string context = "device " + std::to_string(index);
+    check_cuda(cudaSetDevice(index), "cudaSetDevice", context);
+    // Creates the primary context now, so that driver-API calls (module loading) find it current.
+    check_cuda(cudaFree(nullptr), "cudaFree(nullptr)", context);
+
+    cudaDeviceProp properties{};
+    check_cuda(cudaGetDeviceProperties(&properties, index), "cudaGetDeviceProperties", context);
+    DeviceFacts facts;
+    facts.index = index;
+    facts.name = properties.name;
+    facts.cc_major = properties.major;
+    facts.cc_minor = properties.minor;
+    facts.global_memory_bytes = static_cast<std::int64_t>(properties.totalGlobalMem);
+    facts.uuid = format_uuid(properties.uuid);
+    facts.sm_count = device_attribute(cudaDevAttrMultiProcessorCount, index, "multiprocessor count");
+    facts.l2_bytes = device_attribute(cudaDevAttrL2CacheSize, index, "L2 cache size");
+    facts.max_smem_per_block_optin =
+        device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, index, "opt-in shared memory per block");
+    facts.smem_per_sm = device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, index, "shared memory per SM");
+    facts.reserved_smem_per_block =
+        device_attribute(cudaDevAttrReservedSharedMemoryPerBlock, index, "reserved shared memory per block");
+    facts.registers_per_sm = device_attribute(cudaDevAttrMaxRegistersPerMultiprocessor, index, "registers per SM");
+    facts.max_threads_per_sm = device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, index, "threads per SM");
+    facts.max_blocks_per_sm = device_attribute(cudaDevAttrMaxBlocksPerMultiprocessor, index, "blocks per SM");
+    // CUDA 13 removed cudaDeviceProp::clockRate; the attribute remains.
+    facts.sm_clock_khz = device_attribute(cudaDevAttrClockRate, index, "SM clock rate");
+    check_cuda(cudaDriverGetVersion(&facts.driver_version), "cudaDriverGetVersion", context);
+    check_cuda(cudaRuntimeGetVersion(&facts.runtime_version), "cudaRuntimeGetVersion", context);
+    char bus_id[64] = {};
+    check_cuda(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, index), "cudaDeviceGetPCIBusId", context);
+    facts.pci_bus_id = bus_id;
+    return facts;
+}
+
+void synchronize(const std::string &context) {
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", context);
+}
+
+// ---- Memory ----
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes, std::string what) : bytes_(bytes), what_(std::move(what)) {
+    if (bytes == 0) return;  // cudaMalloc of 0 bytes gives no usable pointer; nothing to hold
+    check_cuda(cudaMalloc(&pointer_, bytes), "cudaMalloc",
+               what_ + ", " + std::to_string(bytes) + " bytes");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+    // Nothing can be reported from a destructor; a failed free leaves the memory to the context.
+    if (pointer_) cudaFree(pointer_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
+    : pointer_(std::exchange(other.pointer_, nullptr)), bytes_(std::exchange(other.bytes_, 0)),
+      what_(std::move(other.what_)) {}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+    if (this != &other) {
+        if (pointer_) cudaFree(pointer_);
+        pointer_ = std::exchange(other.pointer_, nullptr);
+        bytes_ = std::exchange(other.bytes_, 0);
+        what_ = std::move(other.what_);
+    }
+    return *this;
+}
+
+DeviceBuffer upload(const Tensor &tensor, const std::string &what) {
+    DeviceBuffer buffer(tensor.nbytes(), what);
+    upload_into(buffer, tensor);
+    return buffer;
+}
+
+void upload_into(DeviceBuffer &buffer, const Tensor &tensor) {
+    if (buffer.size() != tensor.nbytes())
+        fail(ExitCode::internal, "uploading " + buffer.what() + ": the tensor " + shape_to_string(tensor.shape) + " " +
+                                     dtype_name(tensor.dtype) + " has " + std::to_string(tensor.nbytes()) +
+                                     " bytes but the buffer " + std::to_string(buffer.size()));
+    if (buffer.size() == 0) return;
+    check_cuda(cudaMemcpy(buffer.get(), tensor.bytes.data(), buffer.size(), cudaMemcpyHostToDevice), "cudaMemcpy",
+               "uploading " + buffer.what());
+}
+
+Tensor download(const DeviceBuffer &buffer, DType dtype, const Shape &shape) {
+    Tensor tensor(dtype, shape);
+    if (buffer.size() != tensor.nbytes())
+        fail(ExitCode::internal, "downloading " + buffer.what() + " as " + shape_to_string(shape) + " " +
+                                     dtype_name(dtype) + ": that is " + std::to_string(tensor.nbytes()) +
+                                     " bytes but the buffer has " + std::to_string(buffer.size()));
+    if (buffer.size() == 0) return tensor;
+    check_cuda(cudaMemcpy(tensor.bytes.data(), buffer.get(), buffer.size(), cudaMemcpyDeviceToHost), "cudaMemcpy",
+               "downloading " + buffer.what());
+    return tensor;
+}
+
+void poison(DeviceBuffer &buffer) {
+    if (buffer.size() == 0) return;
+    check_cuda(cudaMemsetAsync(buffer.get(), 0xFF, buffer.size(), nullptr), "cudaMemsetAsync",
+               "poisoning " + buffer.what());
+}
+
+// ---- Modules and kernels ----
+
+CubinModule::CubinModule(const std::filesystem::path &cubin) : path_(cubin) {
+    std::ifstream file(cubin, std::ios::binary);
+    if (!file) fail(ExitCode::usage, "cannot read cubin '" + cubin.string() + "'");
+    std::vector<char> image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (file.bad() || image.empty()) fail(ExitCode::usage, "cannot read cubin '" + cubin.string() + "' (empty or unreadable)");
+    CUresult result = driver().module_load_data(&module_, image.data());
+    // A cubin for another architecture or a damaged file is bad input, not a sage2tp bug.
+    bool bad_image = result == CUDA_ERROR_NO_BINARY_FOR_GPU || result == CUDA_ERROR_INVALID_IMAGE ||
+                     result == CUDA_ERROR_INVALID_PTX || result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+    check_cu(result, "cuModuleLoadData", "cubin '" + cubin.string() + "'",
+             bad_image ? ExitCode::usage : ExitCode::internal);
+}
+
+CubinModule::~CubinModule() {
+    if (module_) driver().module_unload(module_);
+}
+
+CubinModule::CubinModule(CubinModule &&other) noexcept
+    : module_(std::exchange(other.module_, nullptr)), path_(std::move(other.path_)) {}
+
+CubinModule &CubinModule::operator=(CubinModule &&other) noexcept {
+    if (this != &other) {
+        if (module_) driver().module_unload(module_);
+        module_ = std::exchange(other.module_, nullptr);
+        path_ = std::move(other.path_);
+    }
+    return *this;
+}
+
+Kernel CubinModule::function(const std::string &name) const {
+    CUfunction function = nullptr;
+    CUresult result = driver().module_get_function(&function, module_, name.c_str());
+    if (result == CUDA_ERROR_NOT_FOUND)
+        fail(ExitCode::usage, "cubin '" + path_.string() + "' has no kernel entry '" + name + "'");
+    const std::string context = name + " in '" + path_.string() + "'";
+    check_cu(result, "cuModuleGetFunction", context);
+
+    // Only parameter 0 is asked about: probing for a second one would fail on purpose, and
+    // compute-sanitizer counts every failed driver call as an error of the run. A kernel with more
+    // parameters still fails launch()'s size check unless its first one happens to match the struct.
+    std::size_t offset = 0, bytes = 0;
+    check_cu(driver().func_get_param_info(function, 0, &offset, &bytes), "cuFuncGetParamInfo", context + ", parameter 0");
+    return Kernel(function, name, bytes);
+}
+
+Kernel::Kernel(CUfunc_st *function, std::string name, std::size_t parameter_bytes)
+    : function_(function), name_(std::move(name)), parameter_bytes_(parameter_bytes) {}
+
+KernelAttributes Kernel::attributes() const {
+    auto get = [this](CUfunction_attribute attribute, const char *what) {
+        int value = 0;
+        check_cu(driver().func_get_attribute(&value, attribute, function_), "cuFuncGetAttribute",
+                 name_ + ", " + what);
+        return value;
+    };
+    KernelAttributes a;
+    a.registers = get(CU_FUNC_ATTRIBUTE_NUM_REGS, "registers");
+    a.static_smem_bytes = get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory");
+    a.local_bytes = get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local memory");
+    a.const_bytes = get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "constant memory");
+    a.max_threads_per_block = get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
+    a.ptx_version = get(CU_FUNC_ATTRIBUTE_PTX_VERSION, "PTX version");
+    a.binary_version = get(CU_FUNC_ATTRIBUTE_BINARY_VERSION, "binary version");
+    return a;
+}
+
+void Kernel::allow_dynamic_smem(std::size_t dynamic_smem, const std::string &context) const {
+    if (dynamic_smem <= dynamic_smem_allowed_) return;
+    check_cu(driver().func_set_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(dynamic_smem)),
+             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", context);
+    dynamic_smem_allowed_ = dynamic_smem;
+}
+
+int Kernel::max_active_blocks_per_sm(int block_threads, std::size_t dynamic_smem) const {
+    const std::string context = name_ + ", " + std::to_string(block_threads) + " threads, " +
+                                std::to_string(dynamic_smem) + " B dynamic shared memory";
+    allow_dynamic_smem(dynamic_smem, context);
+    int blocks = 0;
+    check_cu(driver().occupancy_max_active_blocks(&blocks, function_, block_threads, dynamic_smem),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor", context);
+    return blocks;
+}
+
+void Kernel::launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem, const void *params,
+                    std::size_t params_size, GpuStream stream, const std::string &context) const {
+    const std::string where = name_ + ", " + context;
+    if (params_size != parameter_bytes_)
+        fail(ExitCode::internal, "launching " + where + ": the host passes a " + std::to_string(params_size) +
+                                     "-byte parameter but the kernel takes " + std::to_string(parameter_bytes_) +
+                                     " bytes; kernels/sage2tp_abi.h and the cubin disagree");
+    allow_dynamic_smem(dynamic_smem, where);
+    // The by-value struct is the kernel's single parameter: the driver copies params_size bytes from it.
+    void *kernel_params[] = {const_cast<void *>(params)};
+    check_cu(driver().launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                    static_cast<unsigned>(dynamic_smem), stream, kernel_params, nullptr),
+             "cuLaunchKernel", where);
+}
+
+// ---- Timing ----
+
+EventTimer::EventTimer() {
+    check_cuda(cudaEventCreate(&start_), "cudaEventCreate", "timer start event");
+    cudaError_t error = cudaEventCreate(&stop_);
+    if (error != cudaSuccess) {
+        cudaEventDestroy(start_);
+        check_cuda(error, "cudaEventCreate", "timer stop event");
+    }
+}
+
+EventTimer::~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+}
+
+void EventTimer::start(GpuStream stream) { check_cuda(cudaEventRecord(start_, stream), "cudaEventRecord", "timer start"); }
+
+void EventTimer::stop(GpuStream stream) { check_cuda(cudaEventRecord(stop_, stream), "cudaEventRecord", "timer stop"); }
+
+double EventTimer::elapsed_ms() {
+    check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize", "timer stop");
+    float ms = 0.0f;
+    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime", "timer");
+    return ms;
+}
+
+L2Flusher::L2Flusher(const DeviceFacts &device)
+    : buffer_(static_cast<std::size_t>(2 * device.l2_bytes), "L2 flush buffer") {}
+
+void L2Flusher::flush(GpuStream stream) {
+    check_cuda(cudaMemsetAsync(buffer_.get(), 0, buffer_.size(), stream), "cudaMemsetAsync", "L2 flush");
+}
+
+SmClockProbe::SmClockProbe(const CubinModule &quantize_module)
+    : kernel_(quantize_module.function(S2TP_CLOCK_PROBE_ENTRY)),
+      result_(2 * sizeof(unsigned long long), "SM clock probe result") {}
+
+double SmClockProbe::mhz_now(GpuStream stream, std::uint64_t spin_ns) {
+    s2tp_clock_probe_params params{};
+    params.out = result_.as<unsigned long long>();
+    params.spin_ns = spin_ns;
+    const std::string context = "spin " + std::to_string(spin_ns) + " ns";
+    kernel_.launch({1, 1, 1}, {1, 1, 1}, 0, &params, sizeof params, stream, context);
+    unsigned long long cycles_and_ns[2] = {0, 0};
+    check_cuda(cudaMemcpyAsync(cycles_and_ns, result_.get(), sizeof cycles_and_ns, cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync", "SM clock probe result");
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", "SM clock probe");
+    if (cycles_and_ns[1] == 0)
+        fail(ExitCode::internal, "the SM clock probe measured 0 ns of %globaltimer while spinning for " +
+                                     std::to_string(spin_ns) + " ns");
+    return static_cast<double>(cycles_and_ns[0]) * 1000.0 / static_cast<double>(cycles_and_ns[1]);
+}
+
+}  // namespace s2tp

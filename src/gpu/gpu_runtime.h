@@ -1,0 +1,228 @@
+// The only part of sage2tp that talks to CUDA: device discovery, cubin loading and launching through the
+// driver API, device memory, event timing, the SM clock probe and the L2 flush.
+//
+// Usage:
+//   s2tp::GpuProbe probe = s2tp::probe_gpu();
+//   if (!probe.available) { std::cerr << probe.reason << "\n"; return 77; }
+//   s2tp::DeviceFacts device = s2tp::select_device(0);
+//   s2tp::CubinModule module("build/attn.sm_90a.cubin");
+//   s2tp::Kernel kernel = module.function("s2tp_attn_hd128_bf16_nomask");
+//   s2tp::DeviceBuffer out(bytes, "attention output");
+//   s2tp::poison(out);                                     // NaN everywhere until the kernel writes it
+//   kernel.launch({grid_x, heads, batch}, {32, 4, 1}, smem, &params, sizeof params, nullptr, "hd128 bf16 ...");
+//   s2tp::Tensor o = s2tp::download(out, s2tp::DType::bf16, shape, "attention output");
+//
+// Build facts that shape this file (harness-facts §0): the program links only cudart (static), never
+// libcuda, so that it starts on a machine without a driver and can say so; every driver-API function is
+// fetched at run time with cudaGetDriverEntryPointByVersion. The header names no CUDA type, so callers
+// compile without the CUDA include path; GpuStream is the same pointer type as cudaStream_t/CUstream.
+//
+// Every CUDA call is checked. A failure throws Error(missing_tool) when the driver or device is
+// missing and Error(internal) otherwise, with a message naming the call, CUDA's error name and text,
+// and the caller's context string (for launches: the kernel name and problem shape).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "formats/tensor.h"
+
+struct CUstream_st;
+struct CUevent_st;
+struct CUmod_st;
+struct CUfunc_st;
+
+namespace s2tp {
+
+using GpuStream = CUstream_st *;  // nullptr is the legacy default stream, which every call here uses
+
+// ---- Devices ----
+
+struct GpuProbe {
+    bool available = false;
+    int device_count = 0;
+    std::string reason;  // why not available, as one plain sentence
+};
+
+// Never throws: a missing driver or device is an answer, not an error.
+GpuProbe probe_gpu();
+
+struct DeviceFacts {
+    int index = 0;
+    std::string name;
+    int cc_major = 0, cc_minor = 0;
+    int sm_count = 0;
+    std::int64_t l2_bytes = 0;
+    std::int64_t global_memory_bytes = 0;
+    int max_smem_per_block_optin = 0;
+    int smem_per_sm = 0;
+    int reserved_smem_per_block = 0;
+    int registers_per_sm = 0;
+    int max_threads_per_sm = 0;
+    int max_blocks_per_sm = 0;
+    int sm_clock_khz = 0;      // cudaDevAttrClockRate: the default (boost) SM clock, not the current one
+    int driver_version = 0;    // e.g. 13000
+    int runtime_version = 0;
+    std::string pci_bus_id;    // "0000:19:00.0"
+    std::string uuid;          // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+
+    std::string arch() const;  // "sm_90" (the plain compute capability, no feature-set suffix)
+    std::string summary() const;  // one line for logs
+};
+
+// Makes device `index` (counted within CUDA_VISIBLE_DEVICES) current, creates its primary context and
+// returns its facts. Throws Error(missing_tool) without a driver/device or for an index out of range.
+DeviceFacts select_device(int index);
+
+// 13000 -> "13.0", 12080 -> "12.8".
+std::string cuda_version_string(int version);
+
+// Waits for all queued work; a fault inside a kernel surfaces here, named with `context`.
+void synchronize(const std::string &context);
+
+// ---- Memory ----
+
+// Device memory from cudaMalloc (never managed memory, so an out-of-bounds access is an access outside
+// an allocation that compute-sanitizer can see). Move-only; freed on destruction.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(std::size_t bytes, std::string what);  // `what` names the buffer in error messages
+    ~DeviceBuffer();
+    DeviceBuffer(DeviceBuffer &&other) noexcept;
+    DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+    void *get() const { return pointer_; }
+    template <typename T>
+    T *as() const { return static_cast<T *>(pointer_); }
+    std::size_t size() const { return bytes_; }
+    const std::string &what() const { return what_; }
+
+private:
+    void *pointer_ = nullptr;
+    std::size_t bytes_ = 0;
+    std::string what_;
+};
+
+DeviceBuffer upload(const Tensor &tensor, const std::string &what);
+// Copies into an existing buffer, which must be exactly tensor.nbytes() long.
+void upload_into(DeviceBuffer &buffer, const Tensor &tensor);
+// A tensor of the given dtype and shape from the buffer, whose size must match exactly.
+Tensor download(const DeviceBuffer &buffer, DType dtype, const Shape &shape);
+// Fills every byte with 0xFF: NaN in f16, bf16 and f32, so an element a kernel failed to write is
+// visible. Done before every launch whose output is checked.
+void poison(DeviceBuffer &buffer);
+
+// ---- Modules and kernels ----
+
+struct LaunchDims {
+    unsigned x = 1, y = 1, z = 1;
+};
+
+// What the driver reports for a loaded kernel (the cudaFuncGetAttributes numbers, for the
+// occupancy cross-check against ptxas and the occupancy model).
+struct KernelAttributes {
+    int registers = 0;
+    int static_smem_bytes = 0;
+    int local_bytes = 0;  // per thread: stack frame plus spills
+    int const_bytes = 0;
+    int max_threads_per_block = 0;
+    int ptx_version = 0;     // e.g. 90 for compute_90
+    int binary_version = 0;  // e.g. 90 for sm_90
+};
+
+// A kernel entry of a loaded CubinModule; valid while that module lives.
+class Kernel {
+public:
+    const std::string &name() const { return name_; }
+    // Size of the kernel's single by-value parameter, as recorded in the cubin.
+    std::size_t parameter_bytes() const { return parameter_bytes_; }
+    KernelAttributes attributes() const;
+    // cuOccupancyMaxActiveBlocksPerMultiprocessor. Raises the kernel's dynamic shared memory limit
+    // first when dynamic_smem needs it, as a launch would.
+    int max_active_blocks_per_sm(int block_threads, std::size_t dynamic_smem) const;
+    // Launches with `params` (params_size bytes, a by-value struct) as the one kernel parameter.
+    // Above 48 KiB of dynamic shared memory the kernel's limit is raised first. The size must equal
+    // parameter_bytes(): a mismatch means the host's ABI header and the cubin disagree.
+    void launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem, const void *params,
+                std::size_t params_size, GpuStream stream, const std::string &context) const;
+
+private:
+    friend class CubinModule;
+    Kernel(CUfunc_st *function, std::string name, std::size_t parameter_bytes);
+    void allow_dynamic_smem(std::size_t dynamic_smem, const std::string &context) const;
+
+    CUfunc_st *function_ = nullptr;
+    std::string name_;
+    std::size_t parameter_bytes_ = 0;
+    mutable std::size_t dynamic_smem_allowed_ = 48 * 1024;  // every kernel may use this much without opting in
+};
+
+// A cubin loaded into the current device's primary context (select_device first). Move-only.
+class CubinModule {
+public:
+    explicit CubinModule(const std::filesystem::path &cubin);
+    ~CubinModule();
+    CubinModule(CubinModule &&other) noexcept;
+    CubinModule &operator=(CubinModule &&other) noexcept;
+    CubinModule(const CubinModule &) = delete;
+    CubinModule &operator=(const CubinModule &) = delete;
+
+    // Throws Error(usage) naming the cubin if it has no such entry.
+    Kernel function(const std::string &name) const;
+    const std::filesystem::path &path() const { return path_; }
+
+private:
+    CUmod_st *module_ = nullptr;
+    std::filesystem::path path_;
+};
+
+// ---- Timing ----
+
+// A pair of CUDA events around work on one stream. cudaEventElapsedTime resolves about 0.5 us, so
+// time regions much longer than that.
+class EventTimer {
+public:
+    EventTimer();
+    ~EventTimer();
+    EventTimer(const EventTimer &) = delete;
+    EventTimer &operator=(const EventTimer &) = delete;
+
+    void start(GpuStream stream);
+    void stop(GpuStream stream);
+    double elapsed_ms();  // waits for the stop event
+
+private:
+    CUevent_st *start_ = nullptr;
+    CUevent_st *stop_ = nullptr;
+};
+
+// Evicts the L2 by clearing a buffer of twice its size (nvbench clears one L2's worth; twice leaves no
+// doubt with any replacement policy).
+class L2Flusher {
+public:
+    explicit L2Flusher(const DeviceFacts &device);
+    void flush(GpuStream stream);
+
+private:
+    DeviceBuffer buffer_;
+};
+
+// The SM clock at this moment, from the s2tp_sm_clock_probe kernel of the quantize cubin: one thread
+// spins for `spin_ns` of %globaltimer and counts clock64 cycles meanwhile (nvbench's method, so the
+// clock is read without changing any GPU setting).
+class SmClockProbe {
+public:
+    explicit SmClockProbe(const CubinModule &quantize_module);
+    double mhz_now(GpuStream stream, std::uint64_t spin_ns = 20000);
+
+private:
+    Kernel kernel_;
+    DeviceBuffer result_;
+};
+
+}  // namespace s2tp

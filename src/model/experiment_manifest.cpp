@@ -1,0 +1,305 @@
+#include "model/experiment_manifest.h"
+#include "support/file_io.h"
+
+#include "support/errors.h"
+#include "formats/toml_schema.h"
+
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+const std::vector<std::string> known_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
+
+std::string resolve_against(const fs::path &base_dir, const std::string &path) {
+    fs::path p(path);
+    return (p.is_absolute() ? p : base_dir / p).lexically_normal().string();
+}
+
+// Reads an attention problem's keys from a workload or [[parity.shape]] table.
+AttentionProblem read_problem(TableReader &r, bool with_lse) {
+    AttentionProblem p;
+    AttentionShape &s = p.shape;
+    s.batch = r.integer_or("batch", 1, 1, 1 << 16);
+    s.heads_q = r.integer_or("heads_q", 1, 1, 1 << 16);
+    s.heads_kv = r.integer_or("heads_kv", s.heads_q, 1, 1 << 16);
+    s.len_q = r.integer("len_q");
+    s.len_kv = r.integer_or("len_kv", s.len_q, 1, std::int64_t(1) << 31);
+    s.head_dim = r.integer_or("head_dim", 128, 64, 128);
+    s.layout = parse_layout(r.choice("layout", {"NHD", "HND"}, "NHD"));
+    p.causal = r.boolean_or("causal", false);
+    p.dtype = parse_dtype(r.choice("dtype", {"f16", "bf16"}, "bf16"));
+    p.sm_scale = static_cast<float>(r.number_or("sm_scale", default_sm_scale(s.head_dim), 1e-6, 1e3));
+    p.with_lse = with_lse;
+    if (s.len_q < 1) fail(ExitCode::usage, r.position() + ": len_q must be at least 1");
+    try {
+        p.validate();
+    } catch (const Error &e) {
+        fail(ExitCode::usage, r.position() + ": " + e.what());
+    }
+    return p;
+}
+
+WorkloadSpec read_workload_table(const toml::table &table, const std::string &file, const fs::path &base_dir) {
+    TableReader r(table, file, "[workload]");
+    WorkloadSpec w;
+    w.name = r.string("name");
+    w.problem = read_problem(r, /*with_lse=*/false);
+    w.seed = static_cast<std::uint64_t>(r.integer_or("seed", 0, 0, INT64_MAX));
+    if (const toml::table *tensors = r.optional_table("tensors")) {
+        TableReader t(*tensors, file, "[workload.tensors]");
+        w.q_file = t.existing_file("q", base_dir.string());
+        w.k_file = t.existing_file("k", base_dir.string());
+        w.v_file = t.existing_file("v", base_dir.string());
+        t.finish();
+    }
+    if (const toml::table *expected = r.optional_table("expected_sha256")) {
+        for (const auto &[arch, node] : *expected) {
+            auto value = node.value<std::string>();
+            if (!value || value->size() != 64)
+                fail(ExitCode::usage, file + ":" + std::to_string(node.source().begin.line) +
+                                          ": [workload.expected_sha256] '" + std::string(arch.str()) +
+                                          "' must be a 64-digit hex SHA-256 string");
+            w.expected_sha256.emplace_back(std::string(arch.str()), *value);
+        }
+    }
+    r.finish();
+    return w;
+}
+
+}  // namespace
+
+WorkloadSpec load_workload(const fs::path &file) {
+    toml::table doc = parse_toml_file(file.string());
+    TableReader top(doc, file.string(), "the workload file");
+    const toml::table *table = top.optional_table("workload");
+    top.finish();
+    if (!table) fail(ExitCode::usage, file.string() + ":1:1: a workload file needs a [workload] table");
+    return read_workload_table(*table, file.string(), file.parent_path());
+}
+
+Experiment load_experiment(const fs::path &manifest) {
+    const std::string file = manifest.string();
+    const fs::path base_dir = fs::absolute(manifest).parent_path();
+    toml::table doc = parse_toml_file(file);
+    TableReader top(doc, file, "the manifest");
+    Experiment e;
+
+    const toml::table *experiment = top.optional_table("experiment");
+    if (!experiment) fail(ExitCode::usage, file + ":1:1: the manifest needs an [experiment] table");
+    {
+        TableReader r(*experiment, file, "[experiment]");
+        e.name = r.string("name");
+        e.description = r.string_or("description", "");
+        r.finish();
+        if (e.name.empty() || e.name.find('/') != std::string::npos)
+            fail(ExitCode::usage, r.position() + ": [experiment] name must be a plain non-empty name");
+    }
+
+    const toml::table *source = top.optional_table("source");
+    if (!source) fail(ExitCode::usage, file + ":1:1: the manifest needs a [source] table");
+    {
+        TableReader r(*source, file, "[source]");
+        e.source_kind = r.choice("kind", {"embedded", "git"}, "");
+        if (e.source_kind == "git") {
+            e.repository = resolve_against(base_dir, r.string("repository"));
+            e.commit = r.string("commit");
+        }
+        e.kernel_sources = r.strings_or("kernel_sources", {});
+        e.support_sources = r.strings_or("support_sources", {});
+        e.include_dirs = r.strings_or("include_dirs", {});
+        r.finish();
+        if (e.kernel_sources.empty())
+            fail(ExitCode::usage, r.position() + ": [source] kernel_sources must name at least one file");
+        for (const auto *list : {&e.kernel_sources, &e.support_sources, &e.include_dirs})
+            for (const auto &path : *list) {
+                fs::path p(path);
+                bool inside = !p.is_absolute() && !path.empty();
+                for (const auto &part : p) inside = inside && part != "..";
+                if (!inside)
+                    fail(ExitCode::usage, r.position() + ": [source] path '" + path +
+                                              "' must be relative and stay inside the source tree");
+            }
+    }
+
+    if (const toml::table *candidate = top.optional_table("candidate")) {
+        TableReader r(*candidate, file, "[candidate]");
+        e.patch = r.existing_file("patch", base_dir.string());
+        r.finish();
+    } else {
+        fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table with the patch");
+    }
+
+    if (const toml::table *build = top.optional_table("build")) {
+        TableReader r(*build, file, "[build]");
+        e.arch = r.string_or("arch", e.arch);
+        e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
+        e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
+        r.finish();
+    }
+
+    if (const toml::table *sanitize = top.optional_table("sanitize")) {
+        TableReader r(*sanitize, file, "[sanitize]");
+        e.sanitizer_tools = r.strings_or("tools", e.sanitizer_tools);
+        for (const auto &tool : e.sanitizer_tools) {
+            bool known = false;
+            for (const auto &k : known_tools) known = known || k == tool;
+            if (!known)
+                fail(ExitCode::usage, r.position() + ": [sanitize] unknown tool '" + tool +
+                                          "'; expected memcheck, racecheck, synccheck or initcheck");
+        }
+        r.finish();
+    }
+
+    if (const toml::table *parity = top.optional_table("parity")) {
+        TableReader r(*parity, file, "[parity]");
+        e.parity_default_shapes = r.boolean_or("default_shapes", true);
+        e.parity_seeds = r.integers_or("seeds", e.parity_seeds);
+        e.reference_max_rel_l2 = r.number_or("reference_max_rel_l2", e.reference_max_rel_l2, 0.0, 1.0);
+        if (const toml::array *shapes = r.optional_array_of_tables("shape")) {
+            for (const auto &node : *shapes) {
+                TableReader s(*node.as_table(), file, "[[parity.shape]]");
+                e.parity_shapes.push_back(read_problem(s, /*with_lse=*/true));
+                s.finish();
+            }
+        }
+        r.finish();
+        if (e.parity_seeds.empty()) fail(ExitCode::usage, r.position() + ": [parity] seeds must not be empty");
+        if (!e.parity_default_shapes && e.parity_shapes.empty())
+            fail(ExitCode::usage, r.position() + ": [parity] default_shapes = false needs [[parity.shape]] entries");
+    }
+
+    const toml::table *workload = top.optional_table("workload");
+    if (!workload) fail(ExitCode::usage, file + ":1:1: the manifest needs a [workload] table");
+    if (workload->contains("file")) {
+        TableReader r(*workload, file, "[workload]");
+        std::string workload_file = r.existing_file("file", base_dir.string());
+        r.finish();
+        e.workload = load_workload(workload_file);
+    } else {
+        e.workload = read_workload_table(*workload, file, base_dir);
+    }
+
+    if (const toml::table *time = top.optional_table("time")) {
+        TableReader r(*time, file, "[time]");
+        e.target_half_width = r.number_or("target_half_width", e.target_half_width, 1e-5, 0.5);
+        e.budget_seconds = r.number_or("budget_seconds", e.budget_seconds, 1.0, 86400.0);
+        e.min_rounds = r.integer_or("min_rounds", e.min_rounds, 3, 1000000);
+        e.warmup_launches = r.integer_or("warmup_launches", e.warmup_launches, 0, 1000);
+        e.bootstrap_seed = static_cast<std::uint64_t>(r.integer_or("bootstrap_seed", 20261129, 0, INT64_MAX));
+        e.bootstrap_resamples = r.integer_or("bootstrap_resamples", e.bootstrap_resamples, 100, 1000000);
+        e.throttle_fraction = r.number_or("throttle_fraction", e.throttle_fraction, 0.0, 1.0);
+        r.finish();
+    }
+
+    if (const toml::table *gate = top.optional_table("gate")) {
+        TableReader r(*gate, file, "[gate]");
+        e.max_candidate_p50_ms = r.number_or("max_candidate_p50_ms", e.max_candidate_p50_ms, 0.0, 1e9);
+        e.max_spill_growth_bytes = r.integer_or("max_spill_growth_bytes", e.max_spill_growth_bytes, 0, 1 << 30);
+        if (gate->contains("max_ratio_upper")) e.max_ratio_upper = r.number_or("max_ratio_upper", 1.0, 0.01, 100.0);
+        else r.accept("max_ratio_upper");
+        e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
+        r.finish();
+    }
+
+    top.finish();
+    return e;
+}
+
+namespace {
+
+toml::array to_array(const std::vector<std::string> &values) {
+    toml::array a;
+    for (const auto &v : values) a.push_back(v);
+    return a;
+}
+
+toml::table shape_table(const AttentionProblem &p) {
+    const AttentionShape &s = p.shape;
+    return toml::table{{"batch", s.batch},     {"heads_q", s.heads_q},
+                       {"heads_kv", s.heads_kv}, {"len_q", s.len_q},
+                       {"len_kv", s.len_kv},   {"head_dim", s.head_dim},
+                       {"layout", layout_name(s.layout)}, {"causal", p.causal},
+                       {"dtype", dtype_name(p.dtype)}, {"sm_scale", static_cast<double>(p.sm_scale)}};
+}
+
+}  // namespace
+
+std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch) {
+    for (const auto &[pinned_arch, sha] : workload.expected_sha256)
+        if (pinned_arch == arch) return sha;
+    return std::nullopt;
+}
+
+std::optional<std::string> pin_expected_output_sha256(const fs::path &file, const std::string &arch,
+                                                      const std::string &sha) {
+    Experiment experiment = load_experiment(file);
+    std::optional<std::string> replaced;
+    bool found = false;
+    for (auto &[pinned_arch, pinned] : experiment.workload.expected_sha256) {
+        if (pinned_arch != arch) continue;
+        if (pinned != sha) replaced = pinned;
+        pinned = sha;
+        found = true;
+    }
+    if (!found) experiment.workload.expected_sha256.emplace_back(arch, sha);
+    write_file_atomically(file, experiment_to_toml(experiment));
+    return replaced;
+}
+
+std::string experiment_to_toml(const Experiment &e) {
+    toml::table doc;
+    doc.insert("experiment", toml::table{{"name", e.name}, {"description", e.description}});
+    toml::table source{{"kind", e.source_kind},
+                       {"kernel_sources", to_array(e.kernel_sources)},
+                       {"support_sources", to_array(e.support_sources)},
+                       {"include_dirs", to_array(e.include_dirs)}};
+    if (e.source_kind == "git") {
+        source.insert("repository", e.repository);
+        source.insert("commit", e.commit);
+    }
+    doc.insert("source", source);
+    doc.insert("candidate", toml::table{{"patch", e.patch}});
+    doc.insert("build", toml::table{{"arch", e.arch},
+                                    {"nvcc_flags", to_array(e.nvcc_flags)},
+                                    {"extra_flags", to_array(e.extra_flags)}});
+    doc.insert("sanitize", toml::table{{"tools", to_array(e.sanitizer_tools)}});
+    toml::array seeds, shapes;
+    for (auto s : e.parity_seeds) seeds.push_back(s);
+    for (const auto &s : e.parity_shapes) shapes.push_back(shape_table(s));
+    toml::table parity{{"default_shapes", e.parity_default_shapes},
+                       {"seeds", seeds},
+                       {"reference_max_rel_l2", e.reference_max_rel_l2}};
+    if (!shapes.empty()) parity.insert("shape", shapes);
+    doc.insert("parity", parity);
+    toml::table workload = shape_table(e.workload.problem);
+    workload.insert("name", e.workload.name);
+    workload.insert("seed", static_cast<std::int64_t>(e.workload.seed));
+    if (e.workload.q_file)
+        workload.insert("tensors", toml::table{{"q", *e.workload.q_file}, {"k", *e.workload.k_file}, {"v", *e.workload.v_file}});
+    if (!e.workload.expected_sha256.empty()) {
+        toml::table expected;
+        for (const auto &[arch, sha] : e.workload.expected_sha256) expected.insert(arch, sha);
+        workload.insert("expected_sha256", expected);
+    }
+    doc.insert("workload", workload);
+    doc.insert("time", toml::table{{"target_half_width", e.target_half_width},
+                                   {"budget_seconds", e.budget_seconds},
+                                   {"min_rounds", e.min_rounds},
+                                   {"warmup_launches", e.warmup_launches},
+                                   {"bootstrap_seed", static_cast<std::int64_t>(e.bootstrap_seed)},
+                                   {"bootstrap_resamples", e.bootstrap_resamples},
+                                   {"throttle_fraction", e.throttle_fraction}});
+    toml::table gate{{"max_candidate_p50_ms", e.max_candidate_p50_ms},
+                     {"max_spill_growth_bytes", e.max_spill_growth_bytes},
+                     {"require_sanitizer", e.require_sanitizer}};
+    if (e.max_ratio_upper) gate.insert("max_ratio_upper", *e.max_ratio_upper);
+    doc.insert("gate", gate);
+    std::ostringstream out;
+    out << "# Resolved by sage2tp prepare; later stages read this copy, not the original manifest.\n" << doc << "\n";
+    return out.str();
+}
+
+}  // namespace s2tp

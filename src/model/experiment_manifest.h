@@ -1,0 +1,92 @@
+// The experiment manifest (TOML; sage2tp-experiment(5)): where the kernel sources come from, the
+// candidate patch, the target arch, parity shapes, the real workload and the gate thresholds.
+// prepare resolves it once into <run>/experiment.toml; every later stage reads that copy.
+#pragma once
+
+#include "model/attention_problem.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+
+struct WorkloadSpec {
+    std::string name;
+    AttentionProblem problem;               // sm_scale defaults to head_dim^-0.5, LSE off
+    std::uint64_t seed = 0;                   // generator seed (when no tensor files)
+    std::optional<std::string> q_file, k_file, v_file;  // captured tensors (.npy / .safetensors)
+    std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
+};
+
+struct Experiment {
+    std::string name;
+    std::string description;
+
+    // [source]
+    std::string source_kind = "embedded";     // embedded | git
+    std::string repository;                   // git: local path of the repository
+    std::string commit;                       // git: the pinned commit
+    std::vector<std::string> kernel_sources;  // compiled per variant and compared (the A/B)
+    std::vector<std::string> support_sources; // compiled per variant, not compared (quantizers)
+    std::vector<std::string> include_dirs;
+
+    // [candidate]
+    std::string patch;                        // absolute after resolution
+
+    // [build]
+    std::string arch = "sm_121a";
+    std::vector<std::string> nvcc_flags = {"-O3", "--use_fast_math"};
+    std::vector<std::string> extra_flags;
+
+    // [sanitize]
+    std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
+
+    // [parity]
+    bool parity_default_shapes = true;
+    std::vector<AttentionProblem> parity_shapes;  // extra shapes (or the only ones when default is off)
+    std::vector<std::int64_t> parity_seeds = {1, 2, 3};
+    double reference_max_rel_l2 = 0.05;
+
+    // [workload]
+    WorkloadSpec workload;
+
+    // [time]
+    double target_half_width = 0.005;
+    double budget_seconds = 60.0;
+    std::int64_t min_rounds = 20;  // below about 20 rounds a bootstrap interval means little
+    std::int64_t warmup_launches = 3;
+    std::uint64_t bootstrap_seed = 20261129;
+    std::int64_t bootstrap_resamples = 10000;
+    double throttle_fraction = 0.75;
+
+    // [gate]
+    double max_candidate_p50_ms = 220.0;
+    std::int64_t max_spill_growth_bytes = 0;
+    std::optional<double> max_ratio_upper;    // relative speed gate: ratio CI entirely below this
+    bool require_sanitizer = false;
+};
+
+// Reads and validates a manifest. Relative paths inside it (patch, workload file, tensor files,
+// git repository) resolve against the manifest's own directory. Errors name file:line:column.
+Experiment load_experiment(const std::filesystem::path &manifest);
+
+// Reads a workload file (the [workload] table of its own TOML file).
+WorkloadSpec load_workload(const std::filesystem::path &file);
+
+// The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
+std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
+
+// Records `sha` as the workload's expected output for `arch` in the resolved manifest `file`,
+// replacing an earlier pin for that arch (returned); the file is rewritten atomically.
+std::optional<std::string> pin_expected_output_sha256(const std::filesystem::path &file, const std::string &arch,
+                                                      const std::string &sha);
+
+// Serialises a resolved experiment as TOML (what prepare writes to <run>/experiment.toml); loading
+// that file again gives the same Experiment.
+std::string experiment_to_toml(const Experiment &experiment);
+
+}  // namespace s2tp

@@ -1,0 +1,259 @@
+#include "model/gate_rules.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <utility>
+
+namespace s2tp {
+
+namespace {
+
+std::string fixed(double value, int decimals) {
+    char buffer[64];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, decimals);
+    return std::string(buffer, result.ptr);
+}
+
+// Warps per scheduler are quarters of whole warps: print 4, 1.5 or 2.25, never 4.00.
+std::string compact(double value) {
+    std::string text = fixed(value, 2);
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
+}
+
+std::string signed_bytes(std::int64_t bytes) { return (bytes >= 0 ? "+" : "") + std::to_string(bytes) + " B"; }
+
+std::string interval_text(const RatioInterval &ci) {
+    return fixed(ci.median, 4) + " [" + fixed(ci.lo, 4) + ", " + fixed(ci.hi, 4) + "]";
+}
+
+std::string lowercase(std::string text) {
+    for (char &c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+std::string digest_prefix(const std::string &sha) { return sha.substr(0, 12) + (sha.size() > 12 ? "..." : ""); }
+
+GateCondition make(const char *name, GateStatus status, std::string figure, std::string detail = "",
+                   bool required = true) {
+    return {name, status, std::move(figure), std::move(detail), required};
+}
+
+// A missing or stale checkpoint is not evidence: the condition it feeds cannot be decided.
+std::optional<GateCondition> unusable(const char *name, const std::string &stage_name, const StageEvidence &stage,
+                                      bool required) {
+    if (!stage.present)
+        return make(name, GateStatus::not_checked, "no " + stage_name + " checkpoint",
+                    "run the " + stage_name + " stage", required);
+    if (!stage.fresh)
+        return make(name, GateStatus::not_checked, stage_name + " checkpoint is stale",
+                    "its inputs changed since it ran; rerun the " + stage_name + " stage", required);
+    return std::nullopt;
+}
+
+// Timing figures from a time stage that did not pass (e.g. its A/A control excluded 1) are not
+// trustworthy enough to pass or fail a candidate on.
+std::optional<GateCondition> timing_unusable(const char *name, const GateEvidence &e, bool required) {
+    if (auto not_evidence = unusable(name, "time", e.time, required)) return not_evidence;
+    if (!e.time.passed) return make(name, GateStatus::not_checked, "time stage did not pass", e.time.note, required);
+    return std::nullopt;
+}
+
+std::optional<GateCondition> resources_unusable(const char *name, const GateEvidence &e, bool recorded) {
+    if (auto not_evidence = unusable(name, "build", e.build, true)) return not_evidence;
+    if (!e.build.passed) return make(name, GateStatus::not_checked, "build did not pass");
+    if (!recorded)
+        return make(name, GateStatus::not_checked, "not recorded for " + e.resource_arch,
+                    "the build checkpoint lacks this figure for one of the arms");
+    return std::nullopt;
+}
+
+GateCondition check_freshness(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "freshness";
+    const std::pair<const char *, const StageEvidence *> stages[] = {
+        {"prepare", &e.prepare}, {"build", &e.build}, {"sanitize", &e.sanitize},
+        {"parity", &e.parity},   {"time", &e.time},
+    };
+    int present = 0;
+    std::string stale;
+    for (const auto &[stage_name, stage] : stages) {
+        if (!stage->present) continue;
+        ++present;
+        if (!stage->fresh) stale += (stale.empty() ? "" : ", ") + std::string(stage_name);
+    }
+    if (present == 0) return make(name, GateStatus::not_checked, "no checkpoints", "run the pipeline first");
+    if (!stale.empty())
+        return make(name, GateStatus::fail, "stale: " + stale,
+                    "inputs changed since these stages ran; a stale checkpoint is not evidence");
+    return make(name, GateStatus::pass, std::to_string(present) + " checkpoint(s) fresh");
+}
+
+GateCondition check_build(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "build";
+    if (auto not_evidence = unusable(name, "build", e.build, true)) return *not_evidence;
+    if (!e.build.passed) return make(name, GateStatus::fail, "build failed", e.build.note);
+    return make(name, GateStatus::pass, "both arms built");
+}
+
+GateCondition check_sanitizer(const GateEvidence &e, const GateThresholds &t) {
+    const char *name = "sanitizer";
+    const bool required = t.require_sanitizer;
+    if (auto not_evidence = unusable(name, "sanitize", e.sanitize, required)) return *not_evidence;
+    if (e.sanitizer_skipped)
+        return make(name, GateStatus::not_checked, "skipped",
+                    required ? "require_sanitizer is set" : "not required; does not block", required);
+    if (e.sanitizer_errors > 0)
+        return make(name, GateStatus::fail, std::to_string(e.sanitizer_errors) + " error(s)", e.sanitize.note,
+                    required);
+    // A run without errors that still did not pass ended without a summary (tool crash, timeout):
+    // no summary is no evidence of a clean kernel.
+    if (!e.sanitize.passed) return make(name, GateStatus::fail, "no clean summary", e.sanitize.note, required);
+    return make(name, GateStatus::pass, "0 errors", "", required);
+}
+
+GateCondition check_parity(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "parity";
+    if (auto not_evidence = unusable(name, "parity", e.parity, true)) return *not_evidence;
+    const std::string counts = std::to_string(e.parity_shapes_differing) + " of " +
+                               std::to_string(e.parity_shapes_compared) + " shapes differ";
+    if (e.parity_shapes_differing > 0) return make(name, GateStatus::fail, counts, e.parity.note);
+    if (!e.parity.passed) return make(name, GateStatus::fail, "parity stage failed", e.parity.note);
+    if (e.parity_shapes_compared == 0)
+        return make(name, GateStatus::not_checked, "no shapes compared", "an empty parity run proves nothing");
+    return make(name, GateStatus::pass, counts);
+}
+
+GateCondition check_output_sha(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "output-sha";
+    if (auto not_evidence = unusable(name, e.real_output_stage_name, e.real_output_stage, true))
+        return *not_evidence;
+    if (e.expected_real_output_sha256.empty())
+        return make(name, GateStatus::not_checked, "no expected digest",
+                    "the manifest sets no expected real-output SHA-256");
+    if (e.real_output_sha256.empty())
+        return make(name, GateStatus::not_checked, "no digest recorded",
+                    "the " + e.real_output_stage_name + " checkpoint holds no real-output SHA-256");
+    const std::string actual = lowercase(e.real_output_sha256);
+    const std::string expected = lowercase(e.expected_real_output_sha256);
+    if (actual != expected)
+        return make(name, GateStatus::fail,
+                    "sha256 " + digest_prefix(actual) + " != expected " + digest_prefix(expected),
+                    "actual " + actual + ", expected " + expected);
+    return make(name, GateStatus::pass, "sha256 " + digest_prefix(actual) + " matches");
+}
+
+GateCondition check_candidate_p50(const GateEvidence &e, const GateThresholds &t) {
+    const char *name = "candidate-p50";
+    if (auto not_evidence = timing_unusable(name, e, true)) return *not_evidence;
+    if (!e.candidate_p50_ms) return make(name, GateStatus::not_checked, "no candidate p50 recorded");
+    const std::string limit = fixed(t.max_candidate_p50_ms, 2) + " ms";
+    const std::string p50 = "p50 " + fixed(*e.candidate_p50_ms, 3) + " ms";
+    if (*e.candidate_p50_ms >= t.max_candidate_p50_ms)
+        return make(name, GateStatus::fail, p50 + " >= " + limit);
+    return make(name, GateStatus::pass, p50 + " < " + limit);
+}
+
+GateCondition check_relative_speed(const GateEvidence &e, const GateThresholds &t) {
+    const char *name = "relative-speed";
+    if (!t.ratio_upper_bound)
+        return make(name, GateStatus::not_checked, "off", "no ratio bound configured; does not block", false);
+    if (auto not_evidence = timing_unusable(name, e, true)) return *not_evidence;
+    if (!e.candidate_vs_baseline) return make(name, GateStatus::not_checked, "no ratio interval recorded");
+    const RatioInterval &ci = *e.candidate_vs_baseline;
+    const std::string bound = fixed(*t.ratio_upper_bound, 4);
+    // The whole interval must sit below the bound: a median below it with an interval reaching
+    // above it is not evidence of the speed-up.
+    if (ci.hi < *t.ratio_upper_bound)
+        return make(name, GateStatus::pass, "ratio " + interval_text(ci) + " entirely < " + bound);
+    return make(name, GateStatus::fail, "ratio " + interval_text(ci) + " reaches >= " + bound,
+                "candidate/baseline, " + fixed(ci.confidence * 100, 0) + "% bootstrap interval, n = " +
+                    std::to_string(ci.n));
+}
+
+GateCondition check_shared_memory(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "shared-memory";
+    const auto &base = e.baseline_resources.smem_per_block_bytes;
+    const auto &cand = e.candidate_resources.smem_per_block_bytes;
+    if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;
+    const std::string figure = e.resource_arch + ": candidate " + std::to_string(*cand) + " B vs baseline " +
+                               std::to_string(*base) + " B per block";
+    return make(name, *cand > *base ? GateStatus::fail : GateStatus::pass, figure);
+}
+
+GateCondition check_warps_per_scheduler(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "warps-per-scheduler";
+    const auto &base = e.baseline_resources.warps_per_scheduler;
+    const auto &cand = e.candidate_resources.warps_per_scheduler;
+    if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;
+    const std::string figure =
+        e.resource_arch + ": candidate " + compact(*cand) + " vs baseline " + compact(*base);
+    return make(name, *cand < *base ? GateStatus::fail : GateStatus::pass, figure);
+}
+
+GateCondition check_spills(const GateEvidence &e, const GateThresholds &t) {
+    const char *name = "spills";
+    const auto &base = e.baseline_resources.spill_bytes;
+    const auto &cand = e.candidate_resources.spill_bytes;
+    if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;
+    const std::int64_t growth = *cand - *base;
+    const std::string figure = e.resource_arch + ": growth " + signed_bytes(growth) + " (baseline " +
+                               std::to_string(*base) + " B, candidate " + std::to_string(*cand) + " B; limit " +
+                               signed_bytes(t.max_spill_growth_bytes) + ")";
+    return make(name, growth > t.max_spill_growth_bytes ? GateStatus::fail : GateStatus::pass, figure);
+}
+
+// Every condition, in report order. Each is defined once, above; adding one means adding it here.
+using ConditionRule = GateCondition (*)(const GateEvidence &, const GateThresholds &);
+constexpr ConditionRule condition_rules[] = {
+    check_freshness,     check_build,          check_sanitizer,     check_parity,
+    check_output_sha,    check_candidate_p50,  check_relative_speed, check_shared_memory,
+    check_warps_per_scheduler, check_spills,
+};
+
+}  // namespace
+
+const char *gate_status_text(GateStatus status) {
+    switch (status) {
+    case GateStatus::pass: return "PASS";
+    case GateStatus::fail: return "FAIL";
+    case GateStatus::not_checked: return "NOT CHECKED";
+    }
+    return "NOT CHECKED";
+}
+
+GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds) {
+    GateResult result;
+    for (ConditionRule rule : condition_rules) result.conditions.push_back(rule(evidence, thresholds));
+    result.passed = std::none_of(result.conditions.begin(), result.conditions.end(), [](const GateCondition &c) {
+        return c.status == GateStatus::fail || (c.status == GateStatus::not_checked && c.required);
+    });
+    return result;
+}
+
+std::string format_gate_report(const GateResult &result) {
+    std::size_t name_width = 0;
+    for (const GateCondition &c : result.conditions) name_width = std::max(name_width, c.name.size());
+
+    std::string report;
+    std::string failed;
+    std::string missing;
+    for (const GateCondition &c : result.conditions) {
+        std::string status = gate_status_text(c.status);
+        status.resize(11, ' ');  // as wide as "NOT CHECKED"
+        std::string name = c.name;
+        name.resize(name_width, ' ');
+        report += status + "  " + name + "  " + c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")") + "\n";
+        if (c.status == GateStatus::fail) failed += (failed.empty() ? "" : ", ") + c.name;
+        if (c.status == GateStatus::not_checked && c.required) missing += (missing.empty() ? "" : ", ") + c.name;
+    }
+    report += "verdict: ";
+    if (result.passed) return report + "PASS\n";
+    report += "FAIL (";
+    if (!failed.empty()) report += "failed: " + failed;
+    if (!missing.empty()) report += std::string(failed.empty() ? "" : "; ") + "required but not checked: " + missing;
+    return report + ")\n";
+}
+
+}  // namespace s2tp

@@ -1,0 +1,91 @@
+// The gate's decision as a pure function: evidence already read from the stage checkpoints, plus
+// thresholds from the manifest (or the command line), in; one line per condition and a verdict out.
+// Nothing here touches files or devices, so every rule is unit-tested on hand-written evidence and a
+// gate decision can be re-derived from the checkpoints alone.
+//
+// Verdict rule: the gate passes only when no condition FAILs and no *required* condition is NOT
+// CHECKED. Missing or stale evidence is never a pass: a stale checkpoint describes inputs that no
+// longer exist, so the conditions it feeds report NOT CHECKED and the freshness condition FAILs.
+// Required: freshness, build, parity, output-sha, candidate-p50, shared-memory, warps-per-scheduler,
+// spills, and relative-speed when a ratio bound is set. The sanitizer is required only with
+// require_sanitizer; otherwise a skipped sanitizer shows NOT CHECKED and does not block.
+#pragma once
+
+#include "support/statistics.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+struct StageEvidence {
+    bool present = false;  // the stage's checkpoint exists
+    bool fresh = false;    // its recorded input fingerprint equals the current inputs'
+    bool passed = false;   // the stage recorded success
+    std::string note;      // the stage's own reason when it did not pass, shown as the detail
+};
+
+// Resource usage of one arm's entry point for the architecture being gated (registers and therefore
+// occupancy differ per architecture, so the caller picks one).
+struct ArmResources {
+    std::optional<std::int64_t> smem_per_block_bytes;  // static + dynamic
+    std::optional<double> warps_per_scheduler;         // theoretical: resident warps per SM / 4
+    std::optional<std::int64_t> spill_bytes;           // ptxas spill stores + spill loads
+};
+
+struct GateEvidence {
+    StageEvidence prepare, build, sanitize, parity, time;
+
+    bool sanitizer_skipped = false;
+    std::int64_t sanitizer_errors = 0;  // errors and hazards over every tool that ran
+
+    std::int64_t parity_shapes_compared = 0;
+    std::int64_t parity_shapes_differing = 0;
+
+    // The real workload's output digest lives in one stage's checkpoint; the caller copies that
+    // stage's evidence here and names it, so the rule does not depend on which stage computes it.
+    std::string real_output_stage_name = "time";
+    StageEvidence real_output_stage;
+    std::string real_output_sha256;           // as recorded; empty if none
+    std::string expected_real_output_sha256;  // from the manifest; empty if none
+
+    std::optional<double> candidate_p50_ms;
+    std::optional<RatioInterval> candidate_vs_baseline;
+
+    std::string resource_arch;  // e.g. "sm_90a", shown in the resource figures
+    ArmResources baseline_resources;
+    ArmResources candidate_resources;
+};
+
+struct GateThresholds {
+    double max_candidate_p50_ms = 220.0;      // the candidate's p50 must be below this
+    std::int64_t max_spill_growth_bytes = 0;  // candidate spill bytes minus baseline's, at most this
+    std::optional<double> ratio_upper_bound;  // relative speed gate: ratio CI must lie entirely below
+    bool require_sanitizer = false;
+};
+
+enum class GateStatus { pass, fail, not_checked };
+const char *gate_status_text(GateStatus status);  // "PASS", "FAIL", "NOT CHECKED"
+
+struct GateCondition {
+    std::string name;
+    GateStatus status = GateStatus::not_checked;
+    std::string figure;  // the number the decision rests on, with units and the limit
+    std::string detail;  // why, when the figure alone does not say
+    bool required = true;
+};
+
+struct GateResult {
+    std::vector<GateCondition> conditions;
+    bool passed = false;
+};
+
+GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds);
+
+// One line per condition ("STATUS  name  figure (detail)"), then a "verdict:" line that names the
+// conditions that failed or were required but not checked.
+std::string format_gate_report(const GateResult &result);
+
+}  // namespace s2tp

@@ -1,0 +1,26 @@
+// The built-in attention problems the GPU stages run: the default parity set (every code path of the
+// kernel, several seeds each) and the small sanitizer set (each shape runs once per variant and tool
+// under compute-sanitizer, so it stays at about ten small problems).
+//
+// Code paths, and what covers them:
+//   tile count per CTA (1 = only the "last" tile code; 2 = penultimate + last; 3+ = the steady loop),
+//   KV lengths at a tile boundary and one token either side (63/64/65 ... 255/256/257), the partial last
+//   tiles of the real workloads (56 of 64 keys at 480p, 16 of 64 at 720p), 257 keys (image
+//   cross-attention), query lengths that are not multiples of the 128-row CTA, NHD and HND, causal and
+//   not, head dim 64 and 128, f16 and bf16 output, grouped-query heads, batch 2.
+#pragma once
+
+#include "model/attention_problem.h"
+
+#include <vector>
+
+namespace s2tp {
+
+// Covering design: each KV length appears twice with complementary layout, mask, head dim and dtype,
+// so every attribute value meets every KV length. sm_scale = head_dim^-0.5, LSE on.
+const std::vector<AttentionProblem> &default_parity_shapes();
+
+// 1 to 5 KV tiles, both layouts, causal and not, D 64 and 128, both dtypes, GQA; a few heads each.
+const std::vector<AttentionProblem> &sanitizer_shapes();
+
+}  // namespace s2tp

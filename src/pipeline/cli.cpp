@@ -1,0 +1,65 @@
+#include "pipeline/cli.h"
+
+#include <iostream>
+
+namespace s2tp {
+
+const char *sage2tp_version() { return S2TP_VERSION; }
+
+void Reporter::say(const std::string &line) const { (json_ ? std::cerr : std::cout) << line << std::endl; }
+
+void Reporter::progress(const std::string &line) const {
+    if (verbosity_ > 0) (json_ ? std::cerr : std::cout) << line << std::endl;
+}
+
+void Reporter::detail(const std::string &line) const {
+    if (verbosity_ > 1) (json_ ? std::cerr : std::cout) << line << std::endl;
+}
+
+void Reporter::warn(const std::string &line) const { std::cerr << "warning: " << line << std::endl; }
+
+void Reporter::emit_json(const toml::table &result) const {
+    if (json_) std::cout << toml::json_formatter{result} << std::endl;
+}
+
+CommandLine::CommandLine(std::string command, std::string summary, std::vector<std::string> args)
+    : command_(std::move(command)), args_(std::move(args)), options_("sage2tp " + command_, summary) {
+    options_.add_options("Global")
+        ("run", "the run directory to work on", cxxopts::value<std::string>(), "DIR")
+        ("run-id", "name of the run under --root (default: $SAGE2_TEMPORAL_RUN_ID, else the latest run, "
+                   "else <experiment>-<UTC time> for prepare)", cxxopts::value<std::string>(), "ID")
+        ("root", "where runs live", cxxopts::value<std::string>()->default_value("sage2tp-runs"), "DIR")
+        ("json", "print one JSON object describing the result on stdout")
+        ("q,quiet", "print only results and errors")
+        ("v,verbose", "print more detail")
+        ("h,help", "show this help");
+}
+
+cxxopts::OptionAdder CommandLine::add_options(const std::string &group) { return options_.add_options(group); }
+
+bool CommandLine::parse() {
+    std::vector<const char *> argv{"sage2tp"};
+    for (const auto &a : args_) argv.push_back(a.c_str());
+    try {
+        result_ = options_.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const cxxopts::exceptions::exception &e) {
+        fail(ExitCode::usage, std::string(e.what()) + " (see 'sage2tp " + command_ + " --help')");
+    }
+    if (!result_.unmatched().empty())
+        fail(ExitCode::usage, "unexpected argument '" + result_.unmatched().front() +
+                                  "' (see 'sage2tp " + command_ + " --help')");
+    if (result_.count("help")) {
+        std::cout << options_.help({"", "Global"}) << std::endl;
+        return false;
+    }
+    if (result_.count("run")) selection_.run_dir = result_["run"].as<std::string>();
+    if (result_.count("run-id")) selection_.run_id = result_["run-id"].as<std::string>();
+    selection_.runs_root = result_["root"].as<std::string>();
+    int verbosity = 1;
+    if (result_.count("quiet")) verbosity = 0;
+    if (result_.count("verbose")) verbosity = 2;
+    reporter_ = Reporter(result_.count("json") > 0, verbosity);
+    return true;
+}
+
+}  // namespace s2tp

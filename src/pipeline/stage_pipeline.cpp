@@ -1,0 +1,200 @@
+#include "pipeline/stage_pipeline.h"
+#include "support/file_io.h"
+
+#include "support/errors.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <iomanip>
+#include <sstream>
+
+namespace s2tp {
+
+const std::vector<Stage> &all_stages() {
+    static const std::vector<Stage> stages{Stage::prepare, Stage::build, Stage::sanitize,
+                                           Stage::parity,  Stage::time,  Stage::gate};
+    return stages;
+}
+
+std::string stage_name(Stage stage) {
+    switch (stage) {
+        case Stage::prepare: return "prepare";
+        case Stage::build: return "build";
+        case Stage::sanitize: return "sanitize";
+        case Stage::parity: return "parity";
+        case Stage::time: return "time";
+        case Stage::gate: return "gate";
+    }
+    return "?";
+}
+
+std::optional<Stage> stage_from_name(const std::string &name) {
+    for (Stage s : all_stages())
+        if (stage_name(s) == name) return s;
+    return std::nullopt;
+}
+
+std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage) {
+    std::ostringstream name;
+    name << std::setw(2) << std::setfill('0') << (static_cast<int>(stage) + 1) << "-" << stage_name(stage) << ".toml";
+    return run.checkpoints() / name.str();
+}
+
+std::vector<StageState> inspect_run(const RunDirectory &run) {
+    std::vector<StageState> states;
+    for (Stage stage : all_stages()) {
+        StageState state{stage, read_checkpoint(checkpoint_path(run, stage)), false, ""};
+        if (!state.read.exists) {
+            state.stale_reason = "no checkpoint";
+        } else if (!state.read.checkpoint) {
+            state.stale_reason = "not trusted: " + state.read.problem;
+        } else if (state.read.checkpoint->stage != stage_name(stage)) {
+            state.read.checkpoint.reset();
+            state.stale_reason = "not trusted: the file holds another stage's checkpoint";
+        } else if (stage == Stage::prepare) {
+            state.fresh = true;
+        } else {
+            const StageState &previous = states.back();
+            const auto &recorded = state.read.checkpoint->previous_digest;
+            if (!previous.read.checkpoint)
+                state.stale_reason = "stale: the " + stage_name(previous.stage) + " checkpoint it built on is gone";
+            else if (previous.read.checkpoint->digest != recorded)
+                state.stale_reason = "stale: " + stage_name(previous.stage) + " has been re-run since";
+            else if (!previous.fresh)
+                state.stale_reason = "stale: " + stage_name(previous.stage) + " is stale";
+            else
+                state.fresh = true;
+        }
+        states.push_back(std::move(state));
+    }
+    return states;
+}
+
+const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage) {
+    if (stage == Stage::prepare) return nullptr;
+    const StageState &previous = states[static_cast<std::size_t>(stage) - 1];
+    const std::string name = stage_name(previous.stage);
+    const std::string fix = "; run 'sage2tp " + name + "' first";
+    if (!previous.read.checkpoint)
+        fail(ExitCode::precondition, stage_name(stage) + " needs the " + name + " checkpoint, which is " +
+                                         (previous.read.exists ? previous.stale_reason : "missing") + fix);
+    if (previous.read.checkpoint->status == StageStatus::failed)
+        fail(ExitCode::precondition, stage_name(stage) + " needs a passed " + name + " checkpoint, but " + name +
+                                         " failed" + fix + " after fixing: " +
+                                         (previous.read.checkpoint->reasons.empty() ? std::string("see its checkpoint")
+                                                                                    : previous.read.checkpoint->reasons.front()));
+    if (!previous.fresh)
+        fail(ExitCode::precondition, stage_name(stage) + " needs a fresh " + name + " checkpoint, but it is " +
+                                         previous.stale_reason + fix);
+    return &*previous.read.checkpoint;
+}
+
+namespace {
+
+std::string hostname() {
+    char buffer[256] = {};
+    if (::gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
+    return buffer;
+}
+
+toml::table json_result(const Checkpoint &checkpoint, const RunDirectory &run, Stage stage, bool up_to_date,
+                        ExitCode code) {
+    toml::array reasons;
+    for (const auto &r : checkpoint.reasons) reasons.push_back(r);
+    return toml::table{{"command", stage_name(stage)},
+                       {"status", to_string(checkpoint.status)},
+                       {"up_to_date", up_to_date},
+                       {"exit_code", static_cast<int>(code)},
+                       {"run_dir", run.root().string()},
+                       {"checkpoint", run.relative(checkpoint_path(run, stage))},
+                       {"figures", checkpoint.figures},
+                       {"artifacts", checkpoint.artifacts},
+                       {"reasons", reasons}};
+}
+
+ExitCode exit_code_for(const Checkpoint &checkpoint) {
+    return checkpoint.status == StageStatus::failed ? ExitCode::stop : ExitCode::ok;
+}
+
+}  // namespace
+
+std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
+                                               const Reporter &reporter) {
+    auto states = inspect_run(run);
+    require_previous(states, work.stage);
+    const StageState &own = states[static_cast<std::size_t>(work.stage)];
+    if (!own.read.checkpoint || !own.fresh || own.read.checkpoint->status != StageStatus::passed) return std::nullopt;
+    if (work.verify_outputs && !work.verify_outputs(*own.read.checkpoint).empty()) return std::nullopt;
+    const Checkpoint &c = *own.read.checkpoint;
+    reporter.say(stage_name(work.stage) + ": up to date (passed at " + c.finished_utc + "; " + why + ")");
+    if (work.summarize) work.summarize(c, reporter);
+    reporter.emit_json(json_result(c, run, work.stage, true, ExitCode::ok));
+    return ExitCode::ok;
+}
+
+ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter) {
+    const std::string name = stage_name(work.stage);
+    auto states = inspect_run(run);
+    const Checkpoint *previous = require_previous(states, work.stage);
+
+    Fingerprint fingerprint;
+    fingerprint.add("stage", name);
+    fingerprint.add("previous_digest", previous ? previous->digest : std::string());
+    work.add_inputs(fingerprint);
+    const std::string inputs = fingerprint.hex();
+
+    const StageState &own = states[static_cast<std::size_t>(work.stage)];
+    std::string damaged;
+    if (!force && own.read.checkpoint && own.fresh && own.read.checkpoint->status != StageStatus::failed &&
+        own.read.checkpoint->input_fingerprint == inputs && work.verify_outputs)
+        damaged = work.verify_outputs(*own.read.checkpoint);
+    if (!damaged.empty()) reporter.warn(name + " outputs are not as recorded (" + damaged + "); running the stage again");
+    if (!force && damaged.empty() && own.read.checkpoint && own.fresh &&
+        own.read.checkpoint->status != StageStatus::failed && own.read.checkpoint->input_fingerprint == inputs) {
+        const Checkpoint &c = *own.read.checkpoint;
+        reporter.say(name + ": up to date (" + to_string(c.status) + " at " + c.finished_utc + "; inputs unchanged)");
+        if (work.summarize) work.summarize(c, reporter);
+        reporter.emit_json(json_result(c, run, work.stage, true, ExitCode::ok));
+        return ExitCode::ok;
+    }
+    if (own.read.exists && !own.read.checkpoint)
+        reporter.warn(name + " checkpoint " + run.relative(checkpoint_path(run, work.stage)) + " is " + own.stale_reason +
+                      "; running the stage again");
+
+    Checkpoint checkpoint;
+    checkpoint.stage = name;
+    checkpoint.started_utc = utc_now();
+    auto started = std::chrono::steady_clock::now();
+    StageResult result;
+    try {
+        result = work.run();
+    } catch (const Error &e) {
+        // A stop condition inside the body is the stage's verdict, recorded like any other failure;
+        // every other error (usage, missing tool, internal) ends the command without a checkpoint.
+        if (e.code() != ExitCode::stop) throw;
+        result = StageResult{};
+        result.status = StageStatus::failed;
+        result.reasons.push_back(e.what());
+    }
+    checkpoint.finished_utc = utc_now();
+    checkpoint.status = result.status;
+    checkpoint.input_fingerprint = inputs;
+    checkpoint.previous_digest = previous ? previous->digest : std::string();
+    checkpoint.host = toml::table{{"hostname", hostname()}, {"sage2tp_version", sage2tp_version()}};
+    checkpoint.host.insert("tools", result.tools);
+    checkpoint.artifacts = std::move(result.artifacts);
+    checkpoint.figures = std::move(result.figures);
+    checkpoint.figures.insert("elapsed_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    checkpoint.reasons = std::move(result.reasons);
+    write_checkpoint(checkpoint_path(run, work.stage), checkpoint);
+
+    if (work.summarize) work.summarize(checkpoint, reporter);
+    for (const auto &reason : checkpoint.reasons) reporter.say("  " + name + ": " + reason);
+    reporter.say(name + ": " + to_string(checkpoint.status));
+    ExitCode code = exit_code_for(checkpoint);
+    reporter.emit_json(json_result(checkpoint, run, work.stage, false, code));
+    return code;
+}
+
+}  // namespace s2tp

@@ -1,0 +1,76 @@
+// The resume rules, defined once. Stages run in a fixed order; each writes one checkpoint.
+//
+//  * A stage runs only when the previous stage's checkpoint exists, is intact, passed (or was
+//    skipped on purpose) and is fresh; otherwise Error(precondition) names what to run.
+//  * A checkpoint is fresh when its previous_digest equals the digest of the previous stage's
+//    current checkpoint and that one is fresh too. Re-running a stage therefore makes every later
+//    checkpoint stale.
+//  * A stage whose own checkpoint passed with an unchanged input fingerprint (which includes the
+//    previous checkpoint's digest) is "up to date" and does nothing, unless forced.
+#pragma once
+
+#include "formats/checkpoint_store.h"
+#include "pipeline/cli.h"
+#include "support/hashing.h"
+#include "pipeline/run_directory.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+enum class Stage { prepare, build, sanitize, parity, time, gate };
+
+const std::vector<Stage> &all_stages();
+std::string stage_name(Stage stage);
+std::optional<Stage> stage_from_name(const std::string &name);
+std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage);
+
+struct StageState {
+    Stage stage;
+    CheckpointRead read;
+    bool fresh = false;
+    std::string stale_reason;  // why it is not fresh (or not trusted); empty when fresh
+};
+
+// Reads every checkpoint of the run and works out freshness along the chain.
+std::vector<StageState> inspect_run(const RunDirectory &run);
+
+// What a stage's body returns. The stage framework writes it into the checkpoint.
+struct StageResult {
+    StageStatus status = StageStatus::passed;
+    toml::table figures;
+    toml::table artifacts;
+    toml::table tools;                 // tool name -> version string
+    std::vector<std::string> reasons;  // why it failed or was skipped
+};
+
+struct StageWork {
+    Stage stage;
+    // Adds everything the stage consumes (files, settings) to the fingerprint. The previous
+    // checkpoint's digest is added by the framework.
+    std::function<void(Fingerprint &)> add_inputs;
+    std::function<StageResult()> run;
+    // Optional: checks that what a passed checkpoint describes is still on disk as recorded (e.g. the
+    // source trees). Returns why not, or "" when intact; a non-empty answer makes the stage run again.
+    std::function<std::string(const Checkpoint &)> verify_outputs;
+    // Prints the human summary of a checkpoint (after running, or when up to date).
+    std::function<void(const Checkpoint &, const Reporter &)> summarize;
+};
+
+// Checks preconditions, decides up-to-date, runs, writes the checkpoint, reports.
+// Returns the command's exit code: 0 passed/skipped/up to date, 1 failed.
+ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter);
+
+// For a host that cannot work out a stage's inputs (a GPU host without the compiler that built the
+// cubins): when the stage's own checkpoint passed, is fresh and its outputs verify, reports it up to
+// date with `why` and returns ok; otherwise returns nothing and the caller reports what is missing.
+std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
+                                               const Reporter &reporter);
+
+// The precondition check alone: throws Error(precondition) unless the stage before `stage` is usable.
+const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage);
+
+}  // namespace s2tp

@@ -1,0 +1,134 @@
+#include "stages/gpu_stage.h"
+
+#include "support/errors.h"
+#include "support/hashing.h"
+#include "support/process_runner.h"
+#include "formats/tensor_io.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <system_error>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+fs::path recorded_cubin(const RunDirectory &run, const Checkpoint &build, const std::string &variant,
+                        const std::string &source) {
+    const std::string key = variant + ":" + source;
+    const std::string checkpoint = "the build checkpoint";
+    const std::string recorded_path = build.artifacts[key]["path"].value_or(std::string());
+    const std::string recorded_sha = build.artifacts[key]["sha256"].value_or(std::string());
+    if (recorded_path.empty() || recorded_sha.empty())
+        fail(ExitCode::precondition, checkpoint + " records no cubin for " + key + "; run 'sage2tp build' again");
+    const fs::path cubin = run.resolve(recorded_path);
+    std::error_code ec;
+    if (!fs::is_regular_file(cubin, ec))
+        fail(ExitCode::precondition, recorded_path + " (the " + key + " cubin) is missing; run 'sage2tp build --force'");
+    if (sha256_file(cubin) != recorded_sha)
+        fail(ExitCode::precondition, recorded_path + " (the " + key + " cubin) changed since it was built: its SHA-256 " +
+                                         "differs from the build checkpoint's; run 'sage2tp build --force'");
+    return cubin;
+}
+
+// A tensor of a workload file: the file's only tensor, or the one named after its role ("q", "k",
+// "v") in a .safetensors file holding several.
+Tensor load_workload_tensor(const std::string &file, const std::string &role, const TensorRequest &request) {
+    const fs::path path(file);
+    if (path.extension() != ".safetensors") return load_tensor(path, request);
+    std::map<std::string, Tensor> all = read_safetensors(path, request.require_finite);
+    auto chosen = all.size() == 1 ? all.begin() : all.find(role);
+    if (chosen == all.end())
+        fail(ExitCode::usage, file + ": holds " + std::to_string(all.size()) + " tensors and none is named '" + role +
+                                  "', so the workload's " + role + " tensor is ambiguous");
+    check_tensor(chosen->second, request, file + " (" + chosen->first + ")");
+    return std::move(chosen->second);
+}
+
+}  // namespace
+
+BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states) {
+    const StageState &state = states[static_cast<std::size_t>(Stage::build)];
+    const std::string fix = "; run 'sage2tp build' first";
+    if (!state.read.checkpoint)
+        fail(ExitCode::precondition, "the build checkpoint is " +
+                                         (state.read.exists ? state.stale_reason : std::string("missing")) + fix);
+    if (state.read.checkpoint->status != StageStatus::passed)
+        fail(ExitCode::precondition, "the build checkpoint " + to_string(state.read.checkpoint->status) + fix);
+    if (!state.fresh) fail(ExitCode::precondition, "the build checkpoint is " + state.stale_reason + fix);
+    const Checkpoint &build = *state.read.checkpoint;
+    const Experiment experiment = load_experiment(run.manifest());
+    if (experiment.kernel_sources.empty())
+        fail(ExitCode::precondition, run.relative(run.manifest()) + ": [source] kernel_sources is empty");
+    if (experiment.support_sources.empty())
+        fail(ExitCode::precondition, run.relative(run.manifest()) +
+                                         ": [source] support_sources is empty, so there is no quantize cubin");
+    BuiltKernels kernels;
+    kernels.baseline_attention = recorded_cubin(run, build, "baseline", experiment.kernel_sources.front());
+    kernels.candidate_attention = recorded_cubin(run, build, "candidate", experiment.kernel_sources.front());
+    kernels.quantize = recorded_cubin(run, build, "baseline", experiment.support_sources.front());
+    kernels.arch = build.figures["arch"].value_or(std::string());
+    return kernels;
+}
+
+DeviceFacts require_gpu(const std::string &stage, int device_index) {
+    const GpuProbe probe = probe_gpu();
+    if (!probe.available)
+        fail(ExitCode::missing_tool, stage + " needs an NVIDIA GPU, and none is usable here: " + probe.reason);
+    if (device_index < 0 || device_index >= probe.device_count)
+        fail(ExitCode::missing_tool, stage + " needs an NVIDIA GPU, and none is usable here: --device " +
+                                         std::to_string(device_index) + " asks for a GPU that does not exist (" +
+                                         std::to_string(probe.device_count) + " visible)");
+    return select_device(device_index);
+}
+
+std::optional<fs::path> find_cuda_tool(const std::string &name) {
+    if (auto found = find_program(name)) return found;
+    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+        if (const char *root = std::getenv(variable); root && *root)
+            if (auto found = find_program((fs::path(root) / "bin" / name).string())) return found;
+    return find_program("/usr/local/cuda/bin/" + name);
+}
+
+GeneratedInputs problem_inputs(const AttentionProblem &problem, std::uint64_t seed) {
+    problem.validate();
+    return generate_inputs(problem.shape, problem.dtype, seed);
+}
+
+GeneratedInputs workload_inputs(const WorkloadSpec &workload) {
+    if (!workload.q_file) return problem_inputs(workload.problem, workload.seed);
+    workload.problem.validate();
+    TensorRequest q_request, kv_request;
+    q_request.dtype = kv_request.dtype = workload.problem.dtype;
+    q_request.shape = workload.problem.shape.q_shape();
+    kv_request.shape = workload.problem.shape.kv_shape();
+    GeneratedInputs inputs;
+    inputs.q = load_workload_tensor(*workload.q_file, "q", q_request);
+    inputs.k = load_workload_tensor(*workload.k_file, "k", kv_request);
+    inputs.v = load_workload_tensor(*workload.v_file, "v", kv_request);
+    return inputs;
+}
+
+KernelRun run_attention(const CubinModule &attention_module, const AttentionProblem &problem,
+                        const DeviceQuantizedInputs &inputs, const std::string &label) {
+    AttentionOutputs outputs = allocate_outputs(problem, label);
+    poison_outputs(outputs);
+    launch_attention(attention_module, problem, inputs, outputs);
+    synchronize(label + " attention, " + problem.describe());
+    KernelRun run;
+    run.o = download_output(problem, outputs);
+    if (problem.with_lse) run.lse = download_lse(problem, outputs);
+    return run;
+}
+
+std::int64_t count_nan(const Tensor &tensor) {
+    std::int64_t nan = 0;
+    const std::int64_t n = tensor.numel();
+    for (std::int64_t i = 0; i < n; ++i)
+        if (std::isnan(tensor.value_at(i))) ++nan;
+    return nan;
+}
+
+}  // namespace s2tp

@@ -1,0 +1,77 @@
+// What the three GPU stages (sanitize, parity, time) and `sage2tp exec` share: finding the cubins the
+// build stage made, claiming the GPU (or saying plainly that there is none), and producing the quantized
+// inputs of a problem so that every stage feeds the kernels the same bytes for the same (problem, seed).
+//
+// Usage:
+//   s2tp::BuiltKernels kernels = s2tp::built_kernels(run, s2tp::inspect_run(run));
+//   s2tp::DeviceFacts device = s2tp::require_gpu("parity", device_index);   // exit 3 without a GPU
+//   s2tp::CubinModule quantize(kernels.quantize), baseline(kernels.baseline_attention);
+//   s2tp::GeneratedInputs host = s2tp::problem_inputs(problem, seed);
+//   s2tp::DeviceQuantizedInputs inputs = s2tp::quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+//   s2tp::KernelRun out = s2tp::run_attention(baseline, problem, inputs, "baseline");
+#pragma once
+
+#include "gpu/attention_launch.h"
+#include "model/attention_problem.h"
+#include "formats/checkpoint_store.h"
+#include "model/experiment_manifest.h"
+#include "gpu/gpu_runtime.h"
+#include "model/input_generator.h"
+#include "pipeline/run_directory.h"
+#include "pipeline/stage_pipeline.h"
+#include "formats/tensor.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace s2tp {
+
+// The cubins one run's build stage produced, as absolute paths inside the run directory.
+struct BuiltKernels {
+    std::filesystem::path baseline_attention;   // first [source] kernel_sources entry, baseline tree
+    std::filesystem::path candidate_attention;  // the same source, candidate tree
+    std::filesystem::path quantize;             // first [source] support_sources entry, baseline tree
+    std::string arch;                           // the build checkpoint's figures.arch, e.g. "sm_90a"
+};
+
+// Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +
+// sha256) for the sources the run's manifest names. Throws Error(precondition) when the build
+// checkpoint is missing, failed or stale, or naming the file when an artifact is not recorded, the
+// cubin is missing, or its SHA-256 differs from the record. Every GPU stage finds its cubins here.
+BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states);
+
+// The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
+// Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").
+DeviceFacts require_gpu(const std::string &stage, int device_index);
+
+// A CUDA toolkit program (compute-sanitizer, ncu) from PATH, else $CUDA_HOME/bin, $CUDA_PATH/bin,
+// /usr/local/cuda/bin; nullopt if none.
+std::optional<std::filesystem::path> find_cuda_tool(const std::string &name);
+
+// The host q, k, v of a generated problem: generate_inputs(problem.shape, problem.dtype, seed).
+// One function so that exec, parity and time can never disagree on what a (problem, seed) means.
+GeneratedInputs problem_inputs(const AttentionProblem &problem, std::uint64_t seed);
+
+// The host q, k, v of the workload: its tensor files (resolved against the manifest's directory at
+// prepare time, checked against the problem's dtype and shapes) when it names them, else generated
+// from its seed.
+GeneratedInputs workload_inputs(const WorkloadSpec &workload);
+
+// One launch's outputs, copied back. `lse` holds no bytes when the problem has with_lse off.
+struct KernelRun {
+    Tensor o;
+    Tensor lse;
+};
+
+// Allocates and poisons the outputs, launches `attention_module`'s entry for the problem on the default
+// stream, waits, and downloads. `label` ("baseline"/"candidate") names the launch in error messages.
+KernelRun run_attention(const CubinModule &attention_module, const AttentionProblem &problem,
+                        const DeviceQuantizedInputs &inputs, const std::string &label);
+
+// Counts elements of a floating tensor that are NaN: outputs the kernel never wrote still hold the
+// poison pattern (0xFF bytes, a NaN), and the generator never makes inputs whose outputs are NaN.
+std::int64_t count_nan(const Tensor &tensor);
+
+}  // namespace s2tp

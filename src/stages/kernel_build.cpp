@@ -1,0 +1,200 @@
+#include "stages/kernel_build.h"
+#include "support/file_io.h"
+
+#include "support/errors.h"
+#include "gpu/gpu_runtime.h"
+#include "support/process_runner.h"
+#include "sage2tp_abi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+
+fs::path find_nvcc(const std::optional<std::string> &requested) {
+    if (requested) {
+        if (auto found = find_program(*requested)) return *found;
+        fail(ExitCode::missing_tool, "--nvcc '" + *requested + "' is not an executable program");
+    }
+    if (const char *home = std::getenv("CUDA_HOME"); home && *home) {
+        if (auto found = find_program((fs::path(home) / "bin" / "nvcc").string())) return *found;
+    }
+    if (auto found = find_program("nvcc")) return *found;
+    if (auto found = find_program("/usr/local/cuda/bin/nvcc")) return *found;
+    fail(ExitCode::missing_tool,
+         "nvcc not found: install the CUDA toolkit, or point sage2tp at one with CUDA_HOME=/path/to/cuda "
+         "or --nvcc /path/to/nvcc");
+}
+
+std::string nvcc_version(const fs::path &nvcc) {
+    ProcessResult r = run_process({nvcc.string(), "--version"});
+    if (r.exit_code != 0) fail(ExitCode::missing_tool, nvcc.string() + " --version failed: " + r.err);
+    // "Cuda compilation tools, release 13.0, V13.0.88 / Build cuda_13.0.r13.0/compiler.36424714_0":
+    // the same compiler on any host, whatever its install path or packaging.
+    std::istringstream lines(r.out);
+    std::string line, release, build;
+    while (std::getline(lines, line)) {
+        if (line.find("release") != std::string::npos) release = line;
+        if (line.rfind("Build ", 0) == 0) build = line;
+    }
+    if (release.empty()) return r.out;
+    return build.empty() ? release : release + " / " + build;
+}
+
+std::string resolve_target_arch(const std::string &requested, const ArchLimitsTable &table) {
+    if (requested != "auto") {
+        resolve_arch(table, requested);  // throws with the valid names
+        return requested;
+    }
+    GpuProbe probe = probe_gpu();
+    if (!probe.available) fail(ExitCode::missing_tool, "--arch auto needs a GPU: " + probe.reason);
+    DeviceFacts device = select_device(0);
+    std::string plain = device.arch();
+    for (const auto &[row, limits] : table)
+        if (row == plain) return limits.target;
+    fail(ExitCode::usage, "--arch auto: the GPU (" + device.name + ", " + plain + ") is not a supported arch");
+}
+
+int default_build_jobs() {
+    if (const char *env = std::getenv("MAX_JOBS"); env && *env) {
+        char *end = nullptr;
+        long n = std::strtol(env, &end, 10);
+        if (*end || n < 1 || n > 1024) fail(ExitCode::usage, std::string("MAX_JOBS='") + env + "' is not a positive job count");
+        return static_cast<int>(n);
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
+                                      const fs::path &nvcc) {
+    // sm_90a -> compute_90a,code=sm_90a: the "a" feature set needs the -gencode form (HOPPER.md).
+    const std::string gencode = "-gencode=arch=compute_" + arch.substr(3) + ",code=" + arch;
+    std::vector<CompileJob> jobs;
+    for (const char *variant : {"baseline", "candidate"}) {
+        const fs::path tree = run.tree(variant);
+        const fs::path out_dir = run.builds() / variant;
+        auto add = [&](const std::string &source, bool compared) {
+            CompileJob job;
+            job.variant = variant;
+            job.source = source;
+            job.compared = compared;
+            std::string stem = fs::path(source).stem().string() + "." + arch;
+            job.cubin = out_dir / (stem + ".cubin");
+            job.log = out_dir / (stem + ".log");
+            job.command_file = out_dir / (stem + ".cmd");
+            job.argv = {nvcc.string(), "-cubin", gencode};
+            job.argv.insert(job.argv.end(), experiment.nvcc_flags.begin(), experiment.nvcc_flags.end());
+            job.argv.insert(job.argv.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
+            job.argv.insert(job.argv.end(), {"-Xptxas", "-v"});
+            for (const auto &dir : experiment.include_dirs) job.argv.push_back("-I" + (tree / dir).string());
+            job.argv.insert(job.argv.end(), {"-o", job.cubin.string(), (tree / source).string()});
+            jobs.push_back(std::move(job));
+        };
+        for (const auto &source : experiment.kernel_sources) add(source, true);
+        for (const auto &source : experiment.support_sources) add(source, false);
+    }
+    return jobs;
+}
+
+namespace {
+
+std::string quoted_command(const std::vector<std::string> &argv) {
+    // For people to read and paste; sage2tp itself never runs this text through a shell.
+    std::string line;
+    for (const auto &arg : argv) {
+        bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                            "0123456789-_=./,:+@") == std::string::npos;
+        std::string quoted = plain ? arg : "'" + arg + "'";
+        if (!plain)
+            for (std::size_t at = 1; (at = quoted.find('\'', at)) != quoted.size() - 1; at += 4) quoted.replace(at, 1, "'\\''");
+        line += (line.empty() ? "" : " ") + quoted;
+    }
+    return line + "\n";
+}
+
+}  // namespace
+
+std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
+                                         const std::function<void(const std::string &)> &on_tick) {
+    std::vector<CompileOutcome> outcomes(jobs.size());
+    std::vector<std::chrono::steady_clock::time_point> started(jobs.size());
+    std::vector<int> state(jobs.size(), 0);  // 0 waiting, 1 running, 2 done
+    std::mutex mutex;
+    std::condition_variable done;
+    std::size_t next = 0, finished = 0;
+    std::exception_ptr failure;
+
+    for (const auto &job : jobs) {
+        fs::create_directories(job.cubin.parent_path());
+        fs::remove(job.cubin);  // a stale cubin must never be mistaken for this build's output
+        write_file_atomically(job.command_file, quoted_command(job.argv));
+    }
+    auto worker = [&] {
+        for (;;) {
+            std::size_t index;
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                if (next >= jobs.size() || failure) return;
+                index = next++;
+                state[index] = 1;
+                started[index] = std::chrono::steady_clock::now();
+            }
+            try {
+                ProcessResult r = run_process(jobs[index].argv);
+                outcomes[index] = {r.exit_code, r.seconds, r.err + r.out};
+                write_file_atomically(jobs[index].log, outcomes[index].output);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(mutex);
+                if (!failure) failure = std::current_exception();
+            }
+            std::lock_guard<std::mutex> lock(mutex);
+            state[index] = 2;
+            ++finished;
+            done.notify_all();
+        }
+    };
+    std::vector<std::thread> workers;
+    for (int i = 0; i < std::max(1, std::min<int>(parallel, static_cast<int>(jobs.size()))); ++i) workers.emplace_back(worker);
+    {
+        std::unique_lock<std::mutex> lock(mutex);
+        while (finished < jobs.size() && !(failure && finished == next)) {
+            done.wait_for(lock, std::chrono::seconds(5));
+            if (!on_tick || finished == jobs.size()) continue;
+            std::string line = "  compiling:";
+            for (std::size_t i = 0; i < jobs.size(); ++i)
+                if (state[i] == 1)
+                    line += " " + jobs[i].variant + "/" + fs::path(jobs[i].source).filename().string() + " (" +
+                            std::to_string(static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count())) + " s)";
+            on_tick(line + ", " + std::to_string(finished) + "/" + std::to_string(jobs.size()) + " done");
+        }
+    }
+    for (auto &w : workers) w.join();
+    if (failure) std::rethrow_exception(failure);
+    return outcomes;
+}
+
+std::optional<EntryLaunch> entry_launch(const std::string &name) {
+    for (const char *entry : s2tp_attn_entry_names)
+        if (name == entry) {
+            int head_dim = name.find("_hd64_") != std::string::npos ? 64 : 128;
+            return EntryLaunch{S2TP_THREADS_PER_CTA, S2TP_ATTN_SMEM_BYTES(head_dim)};
+        }
+    for (const char *entry : s2tp_quant_entry_names)
+        if (name == entry) {
+            if (name.find("_v_fp8_") != std::string::npos) return EntryLaunch{S2TP_QUANT_V_THREADS, 0};
+            if (name.find("k_mean") != std::string::npos) return std::nullopt;  // block = head_dim threads
+            return EntryLaunch{S2TP_QUANT_INT8_THREADS, 0};
+        }
+    if (name == S2TP_CLOCK_PROBE_ENTRY) return EntryLaunch{1, 0};
+    return std::nullopt;
+}
+
+}  // namespace s2tp

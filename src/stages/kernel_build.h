@@ -1,0 +1,59 @@
+// Compiling a run's source trees to cubins with nvcc: the build stage's mechanics. One nvcc process
+// per (variant, source), run in parallel up to a job limit, each with an argument vector, its full
+// output and exact command line kept next to the cubin.
+#pragma once
+
+#include "model/arch_limits.h"
+#include "model/experiment_manifest.h"
+#include "pipeline/run_directory.h"
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// nvcc from --nvcc, else $CUDA_HOME/bin, else PATH, else /usr/local/cuda/bin. Error(missing_tool)
+// saying how to point sage2tp at a toolkit when none is found.
+std::filesystem::path find_nvcc(const std::optional<std::string> &requested);
+std::string nvcc_version(const std::filesystem::path &nvcc);  // the "release X, VX.Y.Z" line
+
+// "auto" asks the first visible GPU (its compute capability, with the "a" suffix where the table
+// says the arch has one); any other name is checked against the table. Error(usage) for unknown ones.
+std::string resolve_target_arch(const std::string &requested, const ArchLimitsTable &table);
+
+struct CompileJob {
+    std::string variant;  // baseline | candidate
+    std::string source;   // relative to the tree, e.g. kernels/attention_entry.cu
+    bool compared = true; // a kernel source of the A/B, not a support source
+    std::filesystem::path cubin, log, command_file;
+    std::vector<std::string> argv;
+};
+
+struct CompileOutcome {
+    int exit_code = -1;
+    double seconds = 0;
+    std::string output;  // nvcc's stderr then stdout (ptxas -v writes to stderr)
+};
+
+std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
+                                      const std::filesystem::path &nvcc);
+
+// Runs the jobs, at most `parallel` at a time; writes each log and command file. `on_tick`, when set,
+// is called about every few seconds with a line naming the running jobs and their elapsed time.
+std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
+                                         const std::function<void(const std::string &)> &on_tick);
+
+// Default for --jobs: $MAX_JOBS when set (as the experiment's earlier runner did), else the cores.
+int default_build_jobs();
+
+// What the kernel ABI says about launching an entry: threads per block and dynamic shared memory.
+struct EntryLaunch {
+    int threads_per_block = 0;
+    std::int64_t dynamic_smem_bytes = 0;
+};
+std::optional<EntryLaunch> entry_launch(const std::string &entry_name);
+
+}  // namespace s2tp
