@@ -110,6 +110,7 @@ Experiment load_experiment(const fs::path &manifest) {
         e.kernel_sources = r.strings_or("kernel_sources", {});
         e.support_sources = r.strings_or("support_sources", {});
         e.include_dirs = r.strings_or("include_dirs", {});
+        e.baseline_abi = r.string_or("abi", e.baseline_abi);
         r.finish();
         if (e.kernel_sources.empty())
             fail(ExitCode::usage, r.position() + ": [source] kernel_sources must name at least one file");
@@ -127,6 +128,7 @@ Experiment load_experiment(const fs::path &manifest) {
     if (const toml::table *candidate = top.optional_table("candidate")) {
         TableReader r(*candidate, file, "[candidate]");
         e.patch = r.existing_file("patch", base_dir.string());
+        e.candidate_abi = r.string_or("abi", e.baseline_abi);
         r.finish();
     } else {
         fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table with the patch");
@@ -253,6 +255,7 @@ std::string experiment_to_toml(const Experiment &e) {
     toml::table doc;
     doc.insert("experiment", toml::table{{"name", e.name}, {"description", e.description}});
     toml::table source{{"kind", e.source_kind},
+                       {"abi", e.baseline_abi},
                        {"kernel_sources", to_array(e.kernel_sources)},
                        {"support_sources", to_array(e.support_sources)},
                        {"include_dirs", to_array(e.include_dirs)}};
@@ -261,7 +264,7 @@ std::string experiment_to_toml(const Experiment &e) {
         source.insert("commit", e.commit);
     }
     doc.insert("source", source);
-    doc.insert("candidate", toml::table{{"patch", e.patch}});
+    doc.insert("candidate", toml::table{{"patch", e.patch}, {"abi", e.candidate_abi}});
     doc.insert("build", toml::table{{"arch", e.arch},
                                     {"nvcc_flags", to_array(e.nvcc_flags)},
                                     {"extra_flags", to_array(e.extra_flags)}});

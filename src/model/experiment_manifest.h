@@ -33,9 +33,11 @@ struct Experiment {
     std::vector<std::string> kernel_sources;  // compiled per variant and compared (the A/B)
     std::vector<std::string> support_sources; // compiled per variant, not compared (quantizers)
     std::vector<std::string> include_dirs;
+    std::string baseline_abi = "sage2tp";     // the kernel ABI adapter of the baseline's kernels
 
     // [candidate]
     std::string patch;                        // absolute after resolution
+    std::string candidate_abi = "sage2tp";    // default: the baseline's
 
     // [build]
     std::string arch = "sm_121a";
