@@ -2,39 +2,11 @@
 // before it. Every failure ends here with a message on stderr and a documented exit code.
 #include "pipeline/cli.h"
 #include "support/errors.h"
-#include "subcommands.h"
+#include "command_table.h"
 
 #include <iostream>
-#include <map>
 
 namespace {
-
-using Command = int (*)(const s2tp::Args &);
-
-const std::map<std::string, std::pair<Command, const char *>> &commands() {
-    static const std::map<std::string, std::pair<Command, const char *>> table{
-        {"prepare", {s2tp::prepare_command, "resolve the experiment; make baseline and candidate trees"}},
-        {"build", {s2tp::build_command, "compile both trees for the target GPU; read ptxas resources"}},
-        {"sanitize", {s2tp::sanitize_command, "run both builds under compute-sanitizer"}},
-        {"parity", {s2tp::parity_command, "compare baseline and candidate outputs byte for byte"}},
-        {"time", {s2tp::time_command, "time both on the real workload, interleaved A/B"}},
-        {"gate", {s2tp::gate_command, "turn every checkpoint into one verdict"}},
-        {"run", {s2tp::run_command, "all stages in order, resuming, stopping at the first failure"}},
-        {"status", {s2tp::status_command, "table of the run's checkpoints"}},
-        {"exec", {s2tp::exec_command, "internal: one variant's launches, run by sanitize and time --ncu"}},
-    };
-    return table;
-}
-
-void print_usage(std::ostream &out) {
-    out << "usage: sage2tp [global options] <command> [options]\n\n"
-           "A/B experiments for CUDA kernels: build, sanitize, byte parity, interleaved timing and a gate.\n\n"
-           "commands:\n";
-    for (const auto &[name, entry] : commands()) out << "  " << name << std::string(10 - name.size(), ' ') << entry.second << "\n";
-    out << "\nglobal options: --run DIR, --run-id ID, --root DIR, --json, -q, -v (see 'sage2tp <command> --help')\n"
-           "exit status: 0 passed, 1 stop condition, 2 usage, 3 missing tool or device, 4 precondition, 5 internal\n"
-           "see sage2tp(1) and sage2tp-harness(7)\n";
-}
 
 bool wants_json(const s2tp::Args &args) {
     for (const auto &a : args)
@@ -50,13 +22,13 @@ int main(int argc, char **argv) {
     s2tp::Args rest;
     for (std::size_t i = 0; i < words.size(); ++i) {
         // A global option's value is never the subcommand, even when it is spelled like one.
-        bool takes_value = words[i] == "--run" || words[i] == "--run-id" || words[i] == "--root";
+        bool takes_value = s2tp::is_global_option_with_value(words[i]);
         if (command.empty() && takes_value && i + 1 < words.size()) {
             rest.push_back(words[i]);
             rest.push_back(words[++i]);
             continue;
         }
-        if (command.empty() && commands().count(words[i])) {
+        if (command.empty() && s2tp::find_command(words[i])) {
             command = words[i];
             continue;
         }
@@ -68,16 +40,16 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (rest.size() == 1 && (rest[0] == "--help" || rest[0] == "-h")) {
-            print_usage(std::cout);
+            s2tp::print_usage(std::cout);
             return 0;
         }
         std::cerr << "sage2tp: " << (rest.empty() ? "no command given" : "unknown command or option '" + rest[0] + "'")
                   << "\n\n";
-        print_usage(std::cerr);
+        s2tp::print_usage(std::cerr);
         return static_cast<int>(s2tp::ExitCode::usage);
     }
     try {
-        return commands().at(command).first(rest);
+        return s2tp::find_command(command)->run(rest);
     } catch (const s2tp::Error &e) {
         std::cerr << "sage2tp " << command << ": error: " << e.what() << std::endl;
         if (wants_json(rest)) {

@@ -1,7 +1,7 @@
 // sage2tp run: every stage in order, each resuming from its checkpoint, stopping at the first stage
 // that does not pass. Under --json the stages' own output goes to stderr and one summary object
 // (each stage's exit code) goes to stdout.
-#include "subcommands.h"
+#include "command_table.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
@@ -42,16 +42,13 @@ int run_command(const Args &args) {
     if (cl.has("verbose")) common.push_back("--verbose");
     if (cl.has("force")) common.push_back("--force");
 
-    using Command = int (*)(const Args &);
-    const std::vector<std::pair<Stage, Command>> pipeline{
-        {Stage::prepare, prepare_command}, {Stage::build, build_command}, {Stage::sanitize, sanitize_command},
-        {Stage::parity, parity_command},   {Stage::time, time_command},   {Stage::gate, gate_command}};
-
     toml::array stages;
     int code = 0;
     {
         StdoutToStderr redirect(cl.reporter().json());
-        for (const auto &[stage, command] : pipeline) {
+        for (const CommandEntry &entry : command_table()) {
+            if (!entry.stage) continue;
+            const Stage stage = *entry.stage;
             Args stage_args = common;
             if (stage == Stage::prepare && cl.has("manifest"))
                 stage_args.insert(stage_args.end(), {"--manifest", cl.result()["manifest"].as<std::string>()});
@@ -60,15 +57,15 @@ int run_command(const Args &args) {
             cl.reporter().progress("== " + stage_name(stage));
             std::string error;
             try {
-                code = command(stage_args);
+                code = entry.run(stage_args);
             } catch (const Error &e) {
                 code = static_cast<int>(e.code());
                 error = e.what();
                 std::cerr << "sage2tp " << stage_name(stage) << ": error: " << error << std::endl;
             }
-            toml::table entry{{"stage", stage_name(stage)}, {"exit_code", code}};
-            if (!error.empty()) entry.insert("error", error);
-            stages.push_back(entry);
+            toml::table outcome{{"stage", stage_name(stage)}, {"exit_code", code}};
+            if (!error.empty()) outcome.insert("error", error);
+            stages.push_back(outcome);
             if (code != 0) {
                 std::cerr << "sage2tp run: stopped at " << stage_name(stage) << " (exit " << code << ")" << std::endl;
                 break;

@@ -6,6 +6,16 @@ namespace s2tp {
 
 const char *sage2tp_version() { return S2TP_VERSION; }
 
+namespace {
+const char *const global_options_with_value[] = {"run", "run-id", "root"};
+}
+
+bool is_global_option_with_value(const std::string &word) {
+    for (const char *name : global_options_with_value)
+        if (word == std::string("--") + name) return true;
+    return false;
+}
+
 void Reporter::say(const std::string &line) const { (json_ ? std::cerr : std::cout) << line << std::endl; }
 
 void Reporter::progress(const std::string &line) const {

@@ -15,6 +15,10 @@ namespace s2tp {
 
 const char *sage2tp_version();
 
+// "--run", "--run-id" and "--root": the global options that take a value, which may stand before the
+// subcommand (so main must skip their values when it looks for the command's name).
+bool is_global_option_with_value(const std::string &word);
+
 // Human output goes to stdout, or to stderr under --json so that stdout carries exactly one JSON
 // object. -q silences progress, -v adds detail.
 class Reporter {
