@@ -1,6 +1,6 @@
 // Register-level building blocks of the attention kernel: tensor-core MMAs, ldmatrix, the fp8/fp16
 // conversions and the MUFU approximations. Every numerically relevant instruction is written as the
-// exact PTX upstream SageAttention executes (shared/reference/upstream-sm89-kernel.md, sections 3 and 5),
+// exact PTX upstream SageAttention executes (csrc/mma.cuh and csrc/numeric_conversion.cuh at commit d1a57a5),
 // so neither the compiler nor a later edit can substitute a differently rounding equivalent.
 #pragma once
 

@@ -5,8 +5,8 @@
  * by-value parameter struct. Nothing here uses CUDA runtime types, so this header compiles as plain C,
  * as C++ without CUDA, and inside nvcc.
  *
- * Tensor conventions follow upstream SageAttention (commit d1a57a5); see
- * shared/reference/upstream-sm89-kernel.md section 1. Strides are in elements of the tensor's own type.
+ * Tensor conventions follow upstream SageAttention (commit d1a57a5: sageattention/core.py and
+ * csrc/qattn/sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu). Strides are in elements of the tensor's own type.
  * All index arithmetic inside the kernels is 32-bit, as upstream's, so no tensor may exceed 2^32 elements.
  */
 #ifndef SAGE2TP_ABI_H

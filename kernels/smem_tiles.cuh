@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "sage2tp_abi.h"
+
 namespace s2tp {
 
 // ---- cp.async: 16 bytes, L1-bypassing (.cg), with a 128-byte L2 prefetch hint ----------------------------
@@ -56,10 +58,14 @@ template <uint32_t HeadDim>
 struct SmemLayout {
     static_assert(HeadDim == 64 || HeadDim == 128, "head dim must be 64 or 128");
 
+    // Q (S2TP_CTA_Q rows), then K and V (S2TP_CTA_K rows each), HeadDim bytes a row; the O staging
+    // (S2TP_CTA_Q rows of 2*HeadDim bytes) reuses all of it after the last PV.
     static constexpr uint32_t kQOffset = 0;
-    static constexpr uint32_t kKOffset = 128 * HeadDim;
-    static constexpr uint32_t kVOffset = 192 * HeadDim;
-    static constexpr uint32_t kBytes = 256 * HeadDim;
+    static constexpr uint32_t kKOffset = kQOffset + S2TP_CTA_Q * HeadDim;
+    static constexpr uint32_t kVOffset = kKOffset + S2TP_CTA_K * HeadDim;
+    static constexpr uint32_t kBytes = kVOffset + S2TP_CTA_K * HeadDim;
+    static_assert(kBytes == S2TP_ATTN_SMEM_BYTES(HeadDim), "the ABI's dynamic shared memory must hold Q, K and V");
+    static_assert(S2TP_CTA_Q * 2 * HeadDim <= kBytes, "the O staging must fit in the Q/K/V region");
 
     static constexpr uint32_t kQKRowBytes = HeadDim;
     static constexpr uint32_t kQKRowChunks = HeadDim / 16;

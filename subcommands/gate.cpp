@@ -84,7 +84,7 @@ toml::table gate_figures(const GateResult &result, const GateThresholds &thresho
                                          {"figure", c.figure},
                                          {"detail", c.detail},
                                          {"required", c.required}});
-        if (c.status == GateStatus::fail || (c.status == GateStatus::not_checked && c.required))
+        if (c.blocks())
             blocking += (blocking.empty() ? "" : ", ") + c.name;
     }
     const std::string verdict = result.passed ? "PASS" : "FAIL";
@@ -121,7 +121,7 @@ std::vector<std::string> failure_reasons(const GateResult &result) {
     for (const GateCondition &c : result.conditions) {
         if (c.status == GateStatus::fail)
             reasons.push_back(c.name + " failed: " + c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")"));
-        else if (c.status == GateStatus::not_checked && c.required)
+        else if (c.blocks())
             reasons.push_back(c.name + " is required but was not checked: " + c.figure +
                               (c.detail.empty() ? "" : " (" + c.detail + ")"));
     }

@@ -1,6 +1,7 @@
 // sage2tp sanitize: runs `sage2tp exec` under compute-sanitizer once per (variant, tool, sanitizer
 // shape), keeps every log under logs/sanitize/, and records each check's error count. A missing summary,
-// a timeout or a failing target is a failed check, never a pass (harness-facts §2).
+// a timeout or a failing target is a failed check, never a pass: compute-sanitizer has no default
+// --error-exitcode, so its exit status alone can be 0 with errors found.
 #include "subcommands.h"
 
 #include "support/file_io.h"

@@ -683,7 +683,7 @@ int run_occupancy(const Options &options) {
             resources.static_smem_bytes = attributes.static_smem_bytes;
             resources.dynamic_smem_bytes = static_cast<std::int64_t>(dynamic_smem);
             // The driver reports no barrier count; 1 is what cuda_occupancy.h assumes, and barriers
-            // never bind on sm_90 (harness-facts §4).
+            // never bind on sm_90 (cuda_occupancy.h gives cc 9.x 2 x maxBlocksPerSM barriers an SM).
             resources.barriers_per_block = 1;
             const Occupancy model = compute_occupancy(limits, resources);
             const bool agrees = model.blocks_per_sm == driver_blocks;

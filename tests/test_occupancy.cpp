@@ -1,4 +1,4 @@
-// The occupancy model (harness-facts §4) with hand-computed expectations, and the per-arch limits
+// The occupancy model (the rules of CUDA 13.0's include/cuda_occupancy.h) with hand-computed expectations, and the per-arch limits
 // table it reads (data/arch_limits.toml).
 #include "model/arch_limits.h"
 #include "support/errors.h"
@@ -32,7 +32,7 @@ Occupancy occupancy(const std::string &target, int registers, int threads, std::
 using L = OccupancyLimiter;
 using Limiters = std::vector<OccupancyLimiter>;
 
-// ---- worked examples of harness-facts §4 ----
+// ---- worked examples, computed by hand from those rules ----
 
 TEST(Occupancy, Sm90R128T256IsTwoBlocksByRegisters) {
     Occupancy o = occupancy("sm_90a", 128, 256);

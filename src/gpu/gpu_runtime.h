@@ -12,7 +12,7 @@
 //   kernel.launch({grid_x, heads, batch}, {32, 4, 1}, smem, &params, sizeof params, nullptr, "hd128 bf16 ...");
 //   s2tp::Tensor o = s2tp::download(out, s2tp::DType::bf16, shape, "attention output");
 //
-// Build facts that shape this file (harness-facts §0): the program links only cudart (static), never
+// Build facts that shape this file: the program links only cudart (static), never
 // libcuda, so that it starts on a machine without a driver and can say so; every driver-API function is
 // fetched at run time with cudaGetDriverEntryPointByVersion. The header names no CUDA type, so callers
 // compile without the CUDA include path; GpuStream is the same pointer type as cudaStream_t/CUstream.

@@ -91,7 +91,8 @@ public:
 // Whether the kernels' working set could stay in L2 from one launch to the next, which would let a
 // launch profit from its predecessor's data: then L2 is flushed before every timed launch. At twice
 // the L2 size or more, each launch has streamed enough other data through L2 to evict what the next
-// one reads (harness-facts §1.3: buffer rotation at footprint >= 2 x L2).
+// one reads (NVIDIA's CUTLASS measurement guideline rotates buffers once the footprint is >= 2 x L2:
+// media/docs/cpp/gemm_performance_measurement_methodology_guidelines.md).
 bool needs_l2_flush(std::size_t footprint_bytes, std::int64_t l2_bytes);
 
 // Tera-operations per second of an attention problem done in `milliseconds`: 4 * B * Hq * Nq * Nkv * D

@@ -226,9 +226,8 @@ const char *gate_status_text(GateStatus status) {
 GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds) {
     GateResult result;
     for (ConditionRule rule : condition_rules) result.conditions.push_back(rule(evidence, thresholds));
-    result.passed = std::none_of(result.conditions.begin(), result.conditions.end(), [](const GateCondition &c) {
-        return c.status == GateStatus::fail || (c.status == GateStatus::not_checked && c.required);
-    });
+    result.passed = std::none_of(result.conditions.begin(), result.conditions.end(),
+                                 [](const GateCondition &c) { return c.blocks(); });
     return result;
 }
 
@@ -246,7 +245,7 @@ std::string format_gate_report(const GateResult &result) {
         name.resize(name_width, ' ');
         report += status + "  " + name + "  " + c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")") + "\n";
         if (c.status == GateStatus::fail) failed += (failed.empty() ? "" : ", ") + c.name;
-        if (c.status == GateStatus::not_checked && c.required) missing += (missing.empty() ? "" : ", ") + c.name;
+        else if (c.blocks()) missing += (missing.empty() ? "" : ", ") + c.name;
     }
     report += "verdict: ";
     if (result.passed) return report + "PASS\n";

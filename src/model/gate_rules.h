@@ -75,6 +75,9 @@ struct GateCondition {
     std::string figure;  // the number the decision rests on, with units and the limit
     std::string detail;  // why, when the figure alone does not say
     bool required = true;
+
+    // The verdict rule for one condition: it FAILed, or it is required and was NOT CHECKED.
+    bool blocks() const { return status == GateStatus::fail || (status == GateStatus::not_checked && required); }
 };
 
 struct GateResult {

@@ -1,6 +1,6 @@
 // Theoretical occupancy of one kernel launch on one architecture, by the rules of CUDA 13.0's
-// cuda_occupancy.h (harness-facts §4; matched cudaOccupancyMaxActiveBlocksPerMultiprocessor in 378/378
-// configurations on an H200). Used to explain A/B timing differences: two schedules of the same kernel
+// cuda_occupancy.h (include/cuda_occupancy.h; matched cudaOccupancyMaxActiveBlocksPerMultiprocessor in
+// 378/378 configurations on an H200). Used to explain A/B timing differences: two schedules of the same kernel
 // can differ in registers, and therefore in resident warps per scheduler.
 // Not modelled: the cc 10-12 "virtual resource" limit, because ptxas -v reports no count for it.
 #pragma once

@@ -29,12 +29,6 @@ std::string stage_name(Stage stage) {
     return "?";
 }
 
-std::optional<Stage> stage_from_name(const std::string &name) {
-    for (Stage s : all_stages())
-        if (stage_name(s) == name) return s;
-    return std::nullopt;
-}
-
 std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage) {
     std::ostringstream name;
     name << std::setw(2) << std::setfill('0') << (static_cast<int>(stage) + 1) << "-" << stage_name(stage) << ".toml";
@@ -113,6 +107,15 @@ toml::table json_result(const Checkpoint &checkpoint, const RunDirectory &run, S
                        {"reasons", reasons}};
 }
 
+// The up-to-date rule: a stage's own checkpoint stands in for running it when it is intact, fresh and
+// did not fail, and, when the current inputs are known, was made from the same inputs.
+const Checkpoint *reusable_checkpoint(const StageState &own, const std::optional<std::string> &inputs) {
+    const auto &c = own.read.checkpoint;
+    if (!c || !own.fresh || c->status == StageStatus::failed) return nullptr;
+    if (inputs && c->input_fingerprint != *inputs) return nullptr;
+    return &*c;
+}
+
 ExitCode exit_code_for(const Checkpoint &checkpoint) {
     return checkpoint.status == StageStatus::failed ? ExitCode::stop : ExitCode::ok;
 }
@@ -123,10 +126,9 @@ std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWor
                                                const Reporter &reporter) {
     auto states = inspect_run(run);
     require_previous(states, work.stage);
-    const StageState &own = states[static_cast<std::size_t>(work.stage)];
-    if (!own.read.checkpoint || !own.fresh || own.read.checkpoint->status != StageStatus::passed) return std::nullopt;
-    if (work.verify_outputs && !work.verify_outputs(*own.read.checkpoint).empty()) return std::nullopt;
-    const Checkpoint &c = *own.read.checkpoint;
+    const Checkpoint *own = reusable_checkpoint(states[static_cast<std::size_t>(work.stage)], std::nullopt);
+    if (!own || (work.verify_outputs && !work.verify_outputs(*own).empty())) return std::nullopt;
+    const Checkpoint &c = *own;
     reporter.say(stage_name(work.stage) + ": up to date (passed at " + c.finished_utc + "; " + why + ")");
     if (work.summarize) work.summarize(c, reporter);
     reporter.emit_json(json_result(c, run, work.stage, true, ExitCode::ok));
@@ -145,14 +147,11 @@ ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, con
     const std::string inputs = fingerprint.hex();
 
     const StageState &own = states[static_cast<std::size_t>(work.stage)];
-    std::string damaged;
-    if (!force && own.read.checkpoint && own.fresh && own.read.checkpoint->status != StageStatus::failed &&
-        own.read.checkpoint->input_fingerprint == inputs && work.verify_outputs)
-        damaged = work.verify_outputs(*own.read.checkpoint);
+    const Checkpoint *reusable = force ? nullptr : reusable_checkpoint(own, inputs);
+    const std::string damaged = reusable && work.verify_outputs ? work.verify_outputs(*reusable) : std::string();
     if (!damaged.empty()) reporter.warn(name + " outputs are not as recorded (" + damaged + "); running the stage again");
-    if (!force && damaged.empty() && own.read.checkpoint && own.fresh &&
-        own.read.checkpoint->status != StageStatus::failed && own.read.checkpoint->input_fingerprint == inputs) {
-        const Checkpoint &c = *own.read.checkpoint;
+    if (reusable && damaged.empty()) {
+        const Checkpoint &c = *reusable;
         reporter.say(name + ": up to date (" + to_string(c.status) + " at " + c.finished_utc + "; inputs unchanged)");
         if (work.summarize) work.summarize(c, reporter);
         reporter.emit_json(json_result(c, run, work.stage, true, ExitCode::ok));

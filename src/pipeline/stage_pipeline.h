@@ -25,7 +25,6 @@ enum class Stage { prepare, build, sanitize, parity, time, gate };
 
 const std::vector<Stage> &all_stages();
 std::string stage_name(Stage stage);
-std::optional<Stage> stage_from_name(const std::string &name);
 std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage);
 
 struct StageState {
@@ -65,7 +64,8 @@ struct StageWork {
 ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter);
 
 // For a host that cannot work out a stage's inputs (a GPU host without the compiler that built the
-// cubins): when the stage's own checkpoint passed, is fresh and its outputs verify, reports it up to
+// cubins): when the stage's own checkpoint is up to date but for the inputs, which cannot be compared,
+// and its outputs verify, reports it up to
 // date with `why` and returns ok; otherwise returns nothing and the caller reports what is missing.
 std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
                                                const Reporter &reporter);

@@ -85,10 +85,6 @@ std::string sha256_file(const std::filesystem::path &path) {
     return sha.hex();
 }
 
-std::string xxh3_128_hex(const void *data, std::size_t size) {
-    return xxh128_canonical_hex(XXH3_128bits(data, size));
-}
-
 struct Fingerprint::State {
     XXH3_state_t *xxh = XXH3_createState();
     ~State() { XXH3_freeState(xxh); }

@@ -15,9 +15,6 @@ std::string sha256_hex(const void *data, std::size_t size);
 std::string sha256_hex(std::string_view text);
 std::string sha256_file(const std::filesystem::path &path);  // throws Error(usage) if unreadable
 
-std::string xxh3_128_hex(const void *data, std::size_t size);
-inline std::string xxh3_128_hex(std::string_view text) { return xxh3_128_hex(text.data(), text.size()); }
-
 // Streaming XXH3-128 over named parts. Every part is framed by its name and length, so
 // ("ab","c") and ("a","bc") never collide and reordering parts changes the digest.
 class Fingerprint {
