@@ -145,3 +145,19 @@ TEST(InputGenerator, RejectsBadRequests) {
         EXPECT_NE(std::string(error.what()).find("heads_q (2) is not a multiple of heads_kv (3)"), std::string::npos);
     }
 }
+
+TEST(InputGenerator, ThreadCountNeverChangesBytes) {
+    // Enough rows (2 heads x 8192 tokens) for the generator to split the work among 4 threads.
+    AttentionShape s;
+    s.heads_q = s.heads_kv = 2;
+    s.len_q = s.len_kv = 8192;
+    s.head_dim = 64;
+    s.layout = Layout::hnd;
+    const GeneratedInputs one = generate_inputs(s, DType::bf16, 24, 1);
+    const GeneratedInputs four = generate_inputs(s, DType::bf16, 24, 4);
+    const GeneratedInputs three = generate_inputs(s, DType::bf16, 24, 3);
+    EXPECT_EQ(one.q.bytes, four.q.bytes);
+    EXPECT_EQ(one.k.bytes, four.k.bytes);
+    EXPECT_EQ(one.v.bytes, four.v.bytes);
+    EXPECT_EQ(one.v.bytes, three.v.bytes);
+}

@@ -2,6 +2,11 @@
 
 #include "support/errors.h"
 
+#include <algorithm>
+#include <array>
+#include <thread>
+#include <vector>
+
 namespace s2tp {
 
 namespace {
@@ -64,28 +69,54 @@ std::uint16_t to_storage(double value, DType dtype) {
     return dtype == DType::f16 ? float_to_half(single) : float_to_bf16(single);
 }
 
-// Fills a q- or kv-shaped tensor; value(b, h, token, d, channel_counter, element_counter) gives the
-// logical value, counters are in canonical (b, h, token, d) order so the layout never changes values.
-template <typename ValueFn>
-Tensor fill(const AttentionShape &shape, bool kv, DType dtype, ValueFn value) {
+// Per-channel parameters of one tensor: a (low, high) sixteenths range per parameter, drawn once per
+// (batch, head, channel) rather than once per element.
+struct ChannelDraw {
+    const CounterRng *rng;
+    int low_sixteenths, high_sixteenths;
+};
+
+// Fills a q- or kv-shaped tensor. value(normal, params) gives the logical value from the element's
+// normal deviate and its channel's parameters (in `draws` order). Counters are in canonical
+// (b, h, token, d) order, so the layout never changes values, and every element is a pure function of
+// its counters, so splitting the rows among threads cannot change a byte.
+template <std::size_t Params, typename ValueFn>
+Tensor fill(const AttentionShape &shape, bool kv, DType dtype, const CounterRng &values,
+            const std::array<ChannelDraw, Params> &draws, ValueFn value, unsigned threads) {
     Tensor tensor(dtype, kv ? shape.kv_shape() : shape.q_shape());
     std::uint16_t *out = tensor.data<std::uint16_t>();
     const std::int64_t heads = kv ? shape.heads_kv : shape.heads_q;
     const std::int64_t len = kv ? shape.len_kv : shape.len_q;
-    for (std::int64_t b = 0; b < shape.batch; ++b)
-        for (std::int64_t h = 0; h < heads; ++h)
-            for (std::int64_t t = 0; t < len; ++t)
-                for (std::int64_t d = 0; d < shape.head_dim; ++d) {
-                    const auto channel = static_cast<std::uint64_t>((b * heads + h) * shape.head_dim + d);
-                    const auto element = static_cast<std::uint64_t>(((b * heads + h) * len + t) * shape.head_dim + d);
-                    out[shape.offset(kv, b, h, t, d)] = to_storage(value(channel, element), dtype);
-                }
+    const std::int64_t dim = shape.head_dim;
+
+    std::vector<std::array<double, Params>> channel_params(static_cast<std::size_t>(shape.batch * heads * dim));
+    for (std::size_t c = 0; c < channel_params.size(); ++c)
+        for (std::size_t p = 0; p < Params; ++p)
+            channel_params[c][p] = draws[p].rng->sixteenths(c, draws[p].low_sixteenths, draws[p].high_sixteenths);
+
+    const std::int64_t rows = shape.batch * heads * len;  // one row: the head_dim values of one token
+    auto fill_rows = [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t row = first; row < last; ++row) {
+            const std::int64_t bh = row / len, t = row % len, b = bh / heads, h = bh % heads;
+            for (std::int64_t d = 0; d < dim; ++d) {
+                const auto element = static_cast<std::uint64_t>(row * dim + d);
+                const double v = value(values.normal(element), channel_params[static_cast<std::size_t>(bh * dim + d)]);
+                out[shape.offset(kv, b, h, t, d)] = to_storage(v, dtype);
+            }
+        }
+    };
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    const auto workers = static_cast<std::int64_t>(std::min<std::int64_t>(threads, std::max<std::int64_t>(1, rows / 4096)));
+    std::vector<std::thread> pool;
+    for (std::int64_t w = 1; w < workers; ++w) pool.emplace_back(fill_rows, rows * w / workers, rows * (w + 1) / workers);
+    fill_rows(0, rows / workers);
+    for (auto &thread : pool) thread.join();
     return tensor;
 }
 
 }  // namespace
 
-GeneratedInputs generate_inputs(const AttentionShape &shape, DType dtype, std::uint64_t seed) {
+GeneratedInputs generate_inputs(const AttentionShape &shape, DType dtype, std::uint64_t seed, unsigned threads) {
     shape.validate("input generator");
     if (dtype != DType::f16 && dtype != DType::bf16)
         fail(ExitCode::usage, std::string("input generator: dtype must be f16 or bf16, not ") + dtype_name(dtype));
@@ -94,16 +125,15 @@ GeneratedInputs generate_inputs(const AttentionShape &shape, DType dtype, std::u
     const CounterRng q_scale(seed, q_channel_scale), k_scale(seed, k_channel_scale),
         k_offset(seed, k_channel_offset), v_scale(seed, v_channel_scale), v_mean(seed, v_channel_mean);
 
+    using Params2 = std::array<double, 2>;
+    using Params1 = std::array<double, 1>;
     GeneratedInputs inputs;
-    inputs.q = fill(shape, false, dtype, [&](std::uint64_t channel, std::uint64_t element) {
-        return q_rng.normal(element) * q_scale.sixteenths(channel, 8, 32);
-    });
-    inputs.k = fill(shape, true, dtype, [&](std::uint64_t channel, std::uint64_t element) {
-        return k_rng.normal(element) * k_scale.sixteenths(channel, 8, 32) + k_offset.sixteenths(channel, -64, 64);
-    });
-    inputs.v = fill(shape, true, dtype, [&](std::uint64_t channel, std::uint64_t element) {
-        return (v_rng.normal(element) + v_mean.sixteenths(channel, -8, 8)) * v_scale.sixteenths(channel, 4, 64);
-    });
+    inputs.q = fill<1>(shape, false, dtype, q_rng, {ChannelDraw{&q_scale, 8, 32}},
+                       [](double normal, const Params1 &p) { return normal * p[0]; }, threads);
+    inputs.k = fill<2>(shape, true, dtype, k_rng, {ChannelDraw{&k_scale, 8, 32}, ChannelDraw{&k_offset, -64, 64}},
+                       [](double normal, const Params2 &p) { return normal * p[0] + p[1]; }, threads);
+    inputs.v = fill<2>(shape, true, dtype, v_rng, {ChannelDraw{&v_mean, -8, 8}, ChannelDraw{&v_scale, 4, 64}},
+                       [](double normal, const Params2 &p) { return (normal + p[0]) * p[1]; }, threads);
     return inputs;
 }
 

@@ -30,7 +30,8 @@ struct GeneratedInputs {
     Tensor v;
 };
 
-// dtype must be f16 or bf16; shape is validated. Throws Error(usage) otherwise.
-GeneratedInputs generate_inputs(const AttentionShape &shape, DType dtype, std::uint64_t seed);
+// dtype must be f16 or bf16; shape is validated. Throws Error(usage) otherwise. The work is spread over
+// `threads` threads (0: one per core); the bytes never depend on how many.
+GeneratedInputs generate_inputs(const AttentionShape &shape, DType dtype, std::uint64_t seed, unsigned threads = 0);
 
 }  // namespace s2tp
