@@ -432,7 +432,7 @@ int time_command(const Args &args) {
         result.artifacts.insert("time_json", toml::table{{"path", run.relative(json)}, {"sha256", sha256_file(json)}});
 
         if (ncu_requested) {
-            NcuProfiles profiles = profile_with_ncu(run, device_index, reporter);
+            NcuProfiles profiles = profile_with_ncu(run, device_index, {baseline.name(), candidate.name()}, reporter);
             if (profiles.version) result.tools.insert("ncu", *profiles.version);
             for (auto &&[name, artifact] : profiles.artifacts) result.artifacts.insert(name, artifact);
             result.figures.insert("ncu", profiles.figures);

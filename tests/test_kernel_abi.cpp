@@ -1,8 +1,10 @@
 // The kernel ABI adapters without a GPU: the demangled-name parser, the sageattention-sm89 adapter's
-// entry matching on the 32 real entry names of upstream's .cu (tests/data/sageattention-sm89-entries.txt,
-// from a real nvcc 13.0 compile; its header says how), its argument packing against values worked out
-// by hand from upstream's host function, and the sage2tp adapter's unchanged launch.
+// entry matching on the 32 real entry names of upstream's .cu (the ptxas report of a real nvcc 13.0
+// compile, tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log; its header says how), its argument
+// packing against values worked out by hand from upstream's host function, and the sage2tp adapter's
+// unchanged launch.
 #include "formats/demangled_name.h"
+#include "formats/ptxas_report.h"
 #include "gpu/kernel_abi.h"
 #include "support/errors.h"
 #include "sage2tp_abi.h"
@@ -12,16 +14,25 @@
 #include <cstring>
 #include <functional>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 
 namespace s2tp {
 namespace {
 
+const std::string upstream_log = std::string(S2TP_SOURCE_ROOT) + "/tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log";
+
+PtxasReport upstream_report() {
+    std::ifstream file(upstream_log);
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    return parse_ptxas_report(text, upstream_log);
+}
+
+// The entry names as ptxas prints them (mangled), in the report's order.
 std::vector<std::string> upstream_entries() {
-    std::ifstream file(std::string(S2TP_SOURCE_ROOT) + "/tests/data/sageattention-sm89-entries.txt");
     std::vector<std::string> names;
-    for (std::string line; std::getline(file, line);)
-        if (!line.empty() && line[0] != '#') names.push_back(line);
+    for (const auto &[key, resources] : upstream_report()) names.push_back(key.name);
     return names;
 }
 
@@ -137,6 +148,22 @@ TEST(SageAttentionSm89, DescribesTheEightEntriesOfTheResourceTable) {
     // The same short names as the sage2tp ABI's entries, so one build table compares across ABIs.
     for (const std::string &short_name : short_names)
         EXPECT_EQ(sage2tp().describe_entry("s2tp_attn_" + short_name)->short_name, short_name);
+}
+
+TEST(SageAttentionSm89, TheResourceTableRowsOfARealReport) {
+    // What build does with a variant's ptxas report: every entry the adapter describes, by short name.
+    std::map<std::string, KernelResources> rows;
+    for (const auto &[key, resources] : upstream_report())
+        if (const std::optional<AbiEntry> entry = upstream().describe_entry(key.name))
+            EXPECT_TRUE(rows.emplace(entry->short_name, resources).second) << entry->short_name;
+    ASSERT_EQ(rows.size(), 8u);
+    for (const auto &[name, resources] : rows) {
+        EXPECT_EQ(resources.arch, "sm_90a") << name;
+        EXPECT_GE(resources.registers, 200) << name;  // upstream's kernel uses (nearly) all 255
+        EXPECT_EQ(resources.static_smem_bytes, 0) << name;
+    }
+    // Upstream's D=128 entries spill on sm_90a with nvcc 13.0; the table has to show it.
+    EXPECT_GT(rows.at("hd128_bf16_nomask").spill_store_bytes, 0);
 }
 
 // ---- sageattention-sm89: run time entry selection ----

@@ -453,7 +453,10 @@ void Kernel::set_max_dynamic_smem(std::size_t bytes, const std::string &context)
 void Kernel::check_parameters(const std::vector<std::size_t> &sizes, const std::string &context) const {
     if (sizes == checked_sizes_) return;
     // Parameter 0 was read when the kernel was looked up; a parameter index past the kernel's last one
-    // is a failed driver call, which is what a host passing too many arguments deserves.
+    // is a failed driver call, which is what a host passing too many arguments deserves. The driver
+    // gives no parameter count, and probing one index further would be a failed call on every good
+    // launch (compute-sanitizer counts those as errors), so fewer arguments than parameters are
+    // caught where an adapter selects its entry: by the parameter list in its demangled name.
     for (std::size_t index = 0; index < sizes.size(); ++index) {
         std::size_t offset = 0, bytes = parameter_bytes_;
         if (index > 0) {
