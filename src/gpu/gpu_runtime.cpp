@@ -451,7 +451,6 @@ void Kernel::set_max_dynamic_smem(std::size_t bytes, const std::string &context)
 }
 
 void Kernel::check_parameters(const std::vector<std::size_t> &sizes, const std::string &context) const {
-    if (sizes == checked_sizes_) return;
     // Parameter 0 was read when the kernel was looked up; a parameter index past the kernel's last one
     // is a failed driver call, which is what a host passing too many arguments deserves. The driver
     // gives no parameter count, and probing one index further would be a failed call on every good
@@ -478,12 +477,15 @@ void Kernel::check_parameters(const std::vector<std::size_t> &sizes, const std::
 
 void Kernel::launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem, const KernelArguments &arguments,
                     GpuStream stream, const std::string &context) const {
-    const std::string where = name_ + ", " + context;
-    check_parameters(arguments.sizes(), where);
-    allow_dynamic_smem(dynamic_smem, where);
-    check_cu(driver().launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                    static_cast<unsigned>(dynamic_smem), stream, arguments.parameter_array(), nullptr),
-             "cuLaunchKernel", where);
+    // Timing loops launch through here between two events: on the good path nothing is built or asked
+    // beyond the launch itself, and the message text is made only for a failure.
+    const auto where = [&] { return name_ + ", " + context; };
+    if (arguments.sizes() != checked_sizes_) check_parameters(arguments.sizes(), where());
+    if (dynamic_smem > dynamic_smem_allowed_) allow_dynamic_smem(dynamic_smem, where());
+    const CUresult result =
+        driver().launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                               static_cast<unsigned>(dynamic_smem), stream, arguments.parameter_array(), nullptr);
+    if (result != CUDA_SUCCESS) check_cu(result, "cuLaunchKernel", where());
 }
 
 // ---- Timing ----
