@@ -204,6 +204,19 @@ TEST(SageAttentionSm89, ATrailingTemplateOptionStillResolves) {
     EXPECT_EQ(entry->short_name, "hd128_bf16_nomask");
 }
 
+TEST(SageAttentionSm89, ARealPatchedEntryWithATrailingOptionResolves) {
+    // As nvcc 13.0 names the hd128 bf16 entry of upstream's .cu patched to add a last template parameter
+    // `bool TemporalPair = false`, which the patched launcher instantiates true.
+    const std::string patched =
+        "_Z24qk_int_sv_f8_attn_kernelILj128ELj64ELj32ELj64ELj128EL8DataType1EL16QuantGranularity2ELS1_2EfLb1E13__nv_"
+        "bfloat16L11ComputeUnit1EL8MaskMode0ELb0ELb1ELb0ELb1ELb1EEvPaS5_S5_PT9_PfS8_S8_S8_S8_jjjjjjjjjjjjjjjf";
+    EXPECT_EQ(parsed(patched).template_arguments.size(), 18u);
+    const std::optional<AbiEntry> entry = upstream().describe_entry(patched);
+    ASSERT_TRUE(entry);
+    EXPECT_EQ(entry->short_name, "hd128_bf16_nomask");
+    EXPECT_EQ(upstream().select_entry(problem(128, DType::bf16, false, false), {patched}, "candidate.cubin"), patched);
+}
+
 TEST(SageAttentionSm89, NoMatchListsEveryEntry) {
     const AttentionProblem p = problem(128, DType::bf16, false, false);
     std::vector<std::string> names;
