@@ -10,16 +10,9 @@ using ActiveSchedule = SequentialSchedule;
 
 }  // namespace s2tp
 
-#define S2TP_ATTENTION_ENTRY(name, head_dim, output_type, causal)                                       \
+#define S2TP_ATTENTION_ENTRY(name, head_dim, dtype, output_type, causal)                                \
     extern "C" __global__ void name(const s2tp_attn_params params) {                                   \
         s2tp::run_attention_cta<head_dim, output_type, causal, s2tp::ActiveSchedule>(params);           \
     }
 
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd64_f16_nomask, 64, __half, false)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd64_f16_causal, 64, __half, true)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd64_bf16_nomask, 64, __nv_bfloat16, false)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd64_bf16_causal, 64, __nv_bfloat16, true)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd128_f16_nomask, 128, __half, false)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd128_f16_causal, 128, __half, true)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd128_bf16_nomask, 128, __nv_bfloat16, false)
-S2TP_ATTENTION_ENTRY(s2tp_attn_hd128_bf16_causal, 128, __nv_bfloat16, true)
+S2TP_ATTN_ENTRIES(S2TP_ATTENTION_ENTRY)

@@ -50,14 +50,20 @@ typedef struct s2tp_attn_params {
 /* Entry points: s2tp_attn_hd{64,128}_{f16,bf16}_{nomask,causal}. Grid (ceil(Nq/128), Hq, B).
  * Block (32, 4, 1); dynamic smem S2TP_ATTN_SMEM_BYTES(D). Preconditions (the kernels do not check):
  * len_q >= 1, len_kv >= 1, heads_q % heads_kv == 0, V padded to S2TP_V_PADDED_LEN(len_kv) tokens,
- * 16-byte aligned rows; causal masking is top-left aligned, so it is meaningful only for len_q == len_kv. */
-#define S2TP_ATTN_ENTRY_COUNT 8
-static const char *const s2tp_attn_entry_names[S2TP_ATTN_ENTRY_COUNT] = {
-    "s2tp_attn_hd64_f16_nomask",  "s2tp_attn_hd64_f16_causal",
-    "s2tp_attn_hd64_bf16_nomask", "s2tp_attn_hd64_bf16_causal",
-    "s2tp_attn_hd128_f16_nomask", "s2tp_attn_hd128_f16_causal",
-    "s2tp_attn_hd128_bf16_nomask", "s2tp_attn_hd128_bf16_causal",
-};
+ * 16-byte aligned rows; causal masking is top-left aligned, so it is meaningful only for len_q == len_kv.
+ *
+ * The one list of them, as an X-macro: X(name, head_dim, dtype, output_type, causal), where dtype is
+ * the host's name for the output type (f16, bf16) and output_type the CUDA one. attention_entry.cu
+ * expands it into the entry points, the host into its entry table. */
+#define S2TP_ATTN_ENTRIES(X)                                          \
+    X(s2tp_attn_hd64_f16_nomask, 64, f16, __half, false)              \
+    X(s2tp_attn_hd64_f16_causal, 64, f16, __half, true)               \
+    X(s2tp_attn_hd64_bf16_nomask, 64, bf16, __nv_bfloat16, false)     \
+    X(s2tp_attn_hd64_bf16_causal, 64, bf16, __nv_bfloat16, true)      \
+    X(s2tp_attn_hd128_f16_nomask, 128, f16, __half, false)            \
+    X(s2tp_attn_hd128_f16_causal, 128, f16, __half, true)             \
+    X(s2tp_attn_hd128_bf16_nomask, 128, bf16, __nv_bfloat16, false)   \
+    X(s2tp_attn_hd128_bf16_causal, 128, bf16, __nv_bfloat16, true)
 
 /* ---- Quantization (shared by both arms, not part of the A/B), upstream's exact byte layouts ---- */
 
@@ -74,6 +80,9 @@ static const char *const s2tp_attn_entry_names[S2TP_ATTN_ENTRY_COUNT] = {
 #define S2TP_K_SCALE_GROUPS(len_kv) (((uint32_t)(len_kv) + 63u) / 64u)
 /* V's token axis is zero-padded to a multiple of 64. */
 #define S2TP_V_PADDED_LEN(len_kv) ((((uint32_t)(len_kv) + 63u) / 64u) * 64u)
+
+/* Entry points (quantize.cu): s2tp_k_mean_{f16,bf16}, s2tp_quant_{q,k}_int8_{f16,bf16},
+ * s2tp_quant_v_fp8_{f16,bf16}, each named after the dtype of its input. */
 
 /* Per-channel K mean in the input dtype, fp32 accumulation in token order.
  * Grid (H, B), block (head_dim, 1, 1). */
@@ -112,14 +121,6 @@ typedef struct s2tp_quant_v_fp8_params {
     uint32_t stride_bz_out, stride_h_out, stride_d_out;
     float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM; a runtime value, as upstream's divisions see it */
 } s2tp_quant_v_fp8_params;
-
-#define S2TP_QUANT_ENTRY_COUNT 8
-static const char *const s2tp_quant_entry_names[S2TP_QUANT_ENTRY_COUNT] = {
-    "s2tp_k_mean_f16",       "s2tp_k_mean_bf16",
-    "s2tp_quant_q_int8_f16", "s2tp_quant_q_int8_bf16",
-    "s2tp_quant_k_int8_f16", "s2tp_quant_k_int8_bf16",
-    "s2tp_quant_v_fp8_f16",  "s2tp_quant_v_fp8_bf16",
-};
 
 /* ---- SM clock probe (lives in the quantization cubin) ---- */
 

@@ -8,6 +8,7 @@
 #include "support/errors.h"
 #include "model/experiment_manifest.h"
 #include "support/hashing.h"
+#include "gpu/kernel_abi.h"
 #include "stages/kernel_build.h"
 #include "model/occupancy.h"
 #include "support/process_runner.h"
@@ -25,8 +26,9 @@ namespace fs = std::filesystem;
 namespace s2tp {
 namespace {
 
-toml::table resources_table(const KernelResources &k, const EntryLaunch &launch, const Occupancy &o) {
-    return toml::table{{"registers", k.registers},
+toml::table resources_table(const KernelResources &k, const AbiEntry &launch, const Occupancy &o) {
+    return toml::table{{"entry", launch.full_name},
+                       {"registers", k.registers},
                        {"barriers", k.barriers.value_or(1)},
                        {"stack_frame_bytes", k.stack_frame_bytes},
                        {"spill_store_bytes", k.spill_store_bytes},
@@ -41,21 +43,28 @@ toml::table resources_table(const KernelResources &k, const EntryLaunch &launch,
                        {"limited_by", limiter_names(o.limited_by)}};
 }
 
-// Per-entry resources of one variant's compiled kernel sources, for one arch.
+// Per-entry resources of one variant's compiled kernel sources, for one arch, keyed by the adapter's
+// short name so that variants of different ABIs compare entry by entry. Two entries with one short
+// name cannot be told apart by the GPU stages either: each such clash is a reason in `clashes`.
 std::map<std::string, toml::table> variant_resources(const std::vector<CompileJob> &jobs,
                                                      const std::vector<CompileOutcome> &outcomes,
-                                                     const std::string &variant, bool compared,
-                                                     const ArchLimits &limits, const RunDirectory &run) {
+                                                     const std::string &variant, const KernelAbi &abi,
+                                                     const ArchLimits &limits, const RunDirectory &run,
+                                                     std::vector<std::string> &clashes) {
     std::map<std::string, toml::table> entries;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (jobs[i].variant != variant || jobs[i].compared != compared) continue;
+        if (jobs[i].variant != variant || !jobs[i].compared) continue;
         PtxasReport report = parse_ptxas_report(outcomes[i].output, run.relative(jobs[i].log));
         for (const auto &[key, k] : report) {
-            auto launch = entry_launch(key.name);
-            if (!launch) continue;  // not an entry the kernel ABI launches
+            const std::optional<AbiEntry> launch = abi.describe_entry(key.name);
+            if (!launch) continue;  // not an entry the GPU stages launch through this adapter
             LaunchResources resources{k.registers, launch->threads_per_block, k.static_smem_bytes,
                                       launch->dynamic_smem_bytes, k.barriers.value_or(1)};
-            entries[key.name] = resources_table(k, *launch, compute_occupancy(limits, resources));
+            auto [at, inserted] = entries.emplace(launch->short_name,
+                                                  resources_table(k, *launch, compute_occupancy(limits, resources)));
+            if (!inserted)
+                clashes.push_back(variant + ": two entries are " + launch->short_name + " for kernel ABI " + abi.name() +
+                                  ": " + at->second["entry"].value_or(std::string()) + " and " + launch->full_name);
         }
     }
     return entries;
@@ -85,9 +94,7 @@ void print_table(const Checkpoint &c, const Reporter &reporter) {
         wps << std::fixed << std::setprecision(1) << e["baseline"]["warps_per_scheduler"].value_or(0.0) << "->"
             << e["candidate"]["warps_per_scheduler"].value_or(0.0)
             << (e["delta"]["warps_per_scheduler_fell"].value_or(false) ? "  FELL" : "");
-        std::string entry(name.str());
-        if (entry.rfind("s2tp_attn_", 0) == 0) entry = entry.substr(10);
-        out << std::setw(30) << entry << std::setw(12) << pair("registers") << std::setw(18)
+        out << std::setw(30) << std::string(name.str()) << std::setw(12) << pair("registers") << std::setw(18)
             << (spills("baseline") + "->" + spills("candidate")) << std::setw(15) << pair("smem_per_block")
             << std::setw(11) << pair("blocks_per_sm") << wps.str() << "\n";
     }
@@ -115,6 +122,9 @@ int build_command(const Args &args) {
     require_previous(states, Stage::build);
 
     const Experiment experiment = load_experiment(run.manifest());
+    const std::string manifest = run.relative(run.manifest());
+    const KernelAbi &baseline_abi = kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
+    const KernelAbi &candidate_abi = kernel_abi(experiment.candidate_abi, manifest + " [candidate] abi");
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
     // Resuming keeps the target of the last passed build (a run built with --arch sm_90a and copied to
     // the GPU host stays sm_90a); a new target takes an explicit --arch.
@@ -143,6 +153,8 @@ int build_command(const Args &args) {
     work.add_inputs = [&](Fingerprint &f) {
         // The compiler by its version, not its path: the same nvcc packaged differently is the same.
         f.add("arch", arch).add("nvcc", compiler);
+        // The adapters decide which entries the resource table holds.
+        f.add("baseline_abi", baseline_abi.name()).add("candidate_abi", candidate_abi.name());
         for (const auto &flag : experiment.nvcc_flags) f.add("nvcc_flag", flag);
         for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
         for (const auto &dir : experiment.include_dirs) f.add("include_dir", dir);
@@ -197,8 +209,13 @@ int build_command(const Args &args) {
             return result;
         }
 
-        auto baseline = variant_resources(jobs, outcomes, "baseline", true, limits, run);
-        auto candidate = variant_resources(jobs, outcomes, "candidate", true, limits, run);
+        std::vector<std::string> clashes;
+        auto baseline = variant_resources(jobs, outcomes, "baseline", baseline_abi, limits, run, clashes);
+        auto candidate = variant_resources(jobs, outcomes, "candidate", candidate_abi, limits, run, clashes);
+        for (const std::string &clash : clashes) {
+            result.status = StageStatus::failed;
+            result.reasons.push_back(clash);
+        }
         toml::table kernels;
         std::int64_t max_register_growth = INT64_MIN, max_spill_growth = INT64_MIN;
         std::int64_t base_smem = 0, cand_smem = 0;
@@ -232,7 +249,8 @@ int build_command(const Args &args) {
         }
         if (kernels.empty()) {
             result.status = StageStatus::failed;
-            result.reasons.push_back("no kernel entry point of the ABI was found in the ptxas report of the compared sources");
+            result.reasons.push_back("no attention entry point of kernel ABI " + baseline_abi.name() +
+                                     " was found in the ptxas report of the compared sources");
             return result;
         }
         result.figures.insert("kernels", kernels);

@@ -65,9 +65,11 @@ int exec_command(const Args &args) {
         workload ? workload_inputs(*workload)
                  : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
     const CubinModule quantize(kernels.quantize);
-    const CubinModule attention(variant == "baseline" ? kernels.baseline_attention : kernels.candidate_attention);
+    const bool baseline = variant == "baseline";
+    const CubinModule attention(baseline ? kernels.baseline_attention : kernels.candidate_attention);
     const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
-    const KernelRun out = run_attention(attention, problem, inputs, variant);
+    const KernelRun out =
+        run_attention(baseline ? *kernels.baseline_abi : *kernels.candidate_abi, attention, problem, inputs, variant);
 
     const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);
     const std::int64_t elements = out.o.numel() + (problem.with_lse ? out.lse.numel() : 0);

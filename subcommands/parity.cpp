@@ -124,8 +124,8 @@ int parity_command(const Args &args) {
                 const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
                 // Quantized once, by the baseline build's kernels; both variants read these buffers.
                 const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
-                const KernelRun base = run_attention(baseline, problem, inputs, "baseline");
-                const KernelRun cand = run_attention(candidate, problem, inputs, "candidate");
+                const KernelRun base = run_attention(*kernels.baseline_abi, baseline, problem, inputs, "baseline");
+                const KernelRun cand = run_attention(*kernels.candidate_abi, candidate, problem, inputs, "candidate");
                 const std::string where = shape + " seed " + std::to_string(seed);
 
                 for (const auto &[label, ran] : {std::pair<const char *, const KernelRun *>{"baseline", &base},

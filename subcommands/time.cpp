@@ -238,9 +238,8 @@ int time_command(const Args &args) {
         const CubinModule quantize(kernels.quantize);
         const CubinModule baseline_module(kernels.baseline_attention);
         const CubinModule candidate_module(kernels.candidate_attention);
-        const std::string entry = attention_entry_name(problem);
-        const Kernel baseline = baseline_module.function(entry);
-        const Kernel candidate = candidate_module.function(entry);
+        const Kernel baseline = find_attention_kernel(*kernels.baseline_abi, baseline_module, problem);
+        const Kernel candidate = find_attention_kernel(*kernels.candidate_abi, candidate_module, problem);
 
         reporter.progress("time: " + (workload.q_file ? "loading" : std::string("generating")) + " the inputs of " +
                           workload.name + " (" + shape + ")");
@@ -250,16 +249,18 @@ int time_command(const Args &args) {
             inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
         }
         std::array<AttentionOutputs, launches_per_round> outputs;
-        std::array<s2tp_attn_params, launches_per_round> params{};
+        // Packed here, once per launch, by each arm's adapter: the timed region only launches.
+        std::array<AttentionLaunch, launches_per_round> launches;
         for (Launch launch : all_launches) {
             outputs[index_of(launch)] = allocate_outputs(problem, launch_name(launch));
             poison_outputs(outputs[index_of(launch)]);
-            params[index_of(launch)] = make_attention_params(problem, inputs, outputs[index_of(launch)]);
+            const KernelAbi &abi = launch == Launch::candidate ? *kernels.candidate_abi : *kernels.baseline_abi;
+            launches[index_of(launch)] = abi.pack(problem, attention_buffers(problem, inputs, outputs[index_of(launch)]));
         }
 
         // Outputs first: timing a kernel that computes something else would be meaningless.
         for (Launch launch : all_launches)
-            launch_attention(launch == Launch::candidate ? candidate : baseline, problem, params[index_of(launch)]);
+            launch_attention(launch == Launch::candidate ? candidate : baseline, launches[index_of(launch)]);
         synchronize("time: first launches, " + problem.describe());
         const OutputHashes first = hash_outputs(problem, outputs, true);
         const std::string &base_sha = first.sha256[index_of(Launch::baseline)];
@@ -304,7 +305,7 @@ int time_command(const Args &args) {
         std::unique_ptr<L2Flusher> flusher = flush ? std::make_unique<L2Flusher>(*device) : nullptr;
         SmClockProbe clock(quantize);
         settings.reference_clock_mhz = device->sm_clock_khz / 1000.0;
-        GpuLaunchTimer timer(problem, baseline, candidate, params, clock, flusher.get());
+        GpuLaunchTimer timer(baseline, candidate, launches, clock, flusher.get());
         reporter.progress("time: up to " + fixed(settings.budget_seconds, 0) +
                           " s, stopping once the ratio's half-width is below " +
                           fixed(settings.target_half_width * 100, 3) + "% after at least " +
@@ -431,7 +432,7 @@ int time_command(const Args &args) {
         result.artifacts.insert("time_json", toml::table{{"path", run.relative(json)}, {"sha256", sha256_file(json)}});
 
         if (ncu_requested) {
-            NcuProfiles profiles = profile_with_ncu(run, device_index, reporter);
+            NcuProfiles profiles = profile_with_ncu(run, device_index, {baseline.name(), candidate.name()}, reporter);
             if (profiles.version) result.tools.insert("ncu", *profiles.version);
             for (auto &&[name, artifact] : profiles.artifacts) result.artifacts.insert(name, artifact);
             result.figures.insert("ncu", profiles.figures);

@@ -6,11 +6,17 @@
 //   gpu_kernel_check sanitize  --tool memcheck|racecheck|synccheck|initcheck [shapes options]
 //   gpu_kernel_check bench     --baseline-cubin B --candidate-cubin C --quant-cubin Q [-n N] [--rounds R]
 //   gpu_kernel_check occupancy --baseline-cubin B --candidate-cubin C [--arch-limits FILE]
+//   gpu_kernel_check upstream  --upstream-cubin U --baseline-cubin B --quant-cubin Q [--golden DIR]
+//
+// Every attention launch goes through the product's kernel ABI adapters (src/gpu/kernel_abi.h): the
+// sage2tp cubins through `sage2tp`, upstream SageAttention's own cubin through `sageattention-sm89`.
 //
 // Common options: --device N (index within CUDA_VISIBLE_DEVICES), --out DIR (writes <mode>.json).
 // Exit status: 0 all checks passed; 1 a check failed; 77 skipped (no GPU, no compute-sanitizer, no golden
 // data), which meson reports as SKIP; otherwise sage2tp's exit codes (2 usage, 3 missing tool, 5 internal).
 #include "gpu/attention_launch.h"
+#include "gpu/kernel_abi.h"
+#include "stages/gpu_stage.h"
 #include "model/cpu_reference.h"
 #include "support/data_paths.h"
 #include "support/errors.h"
@@ -20,6 +26,7 @@
 #include "model/input_generator.h"
 #include "model/occupancy.h"
 #include "support/process_runner.h"
+#include "formats/demangled_name.h"
 #include "formats/sanitizer_report.h"
 #include "support/statistics.h"
 #include "formats/tensor.h"
@@ -63,7 +70,7 @@ constexpr double kLseTolerance = 1e-3;
 
 struct Options {
     std::string mode;
-    std::optional<fs::path> baseline_cubin, candidate_cubin, quant_cubin, golden_dir, out_dir, arch_limits,
+    std::optional<fs::path> baseline_cubin, candidate_cubin, quant_cubin, upstream_cubin, golden_dir, out_dir, arch_limits,
         sanitizer;
     int device = 0;
     std::string variant = "both";
@@ -160,23 +167,7 @@ double max_abs_difference(const Tensor &a, const Tensor &b) {
     return worst;
 }
 
-struct VariantRun {
-    Tensor o;
-    Tensor lse;
-};
-
-// Poisons the outputs, launches, waits, and brings o and lse back.
-VariantRun run_variant(const Kernel &kernel, const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
-                       const std::string &label) {
-    AttentionOutputs outputs = allocate_outputs(problem, label);
-    poison_outputs(outputs);
-    launch_attention(kernel, problem, make_attention_params(problem, inputs, outputs));
-    synchronize(label + " " + kernel.name() + ", " + problem.describe());
-    VariantRun run;
-    run.o = download_output(problem, outputs);
-    if (problem.with_lse) run.lse = download_lse(problem, outputs);
-    return run;
-}
+const KernelAbi &sage2tp_kernels() { return kernel_abi("sage2tp", "gpu_kernel_check"); }
 
 // ---- golden: upstream's own outputs, byte for byte ----
 
@@ -201,18 +192,34 @@ Tensor python_side_lse(const AttentionProblem &problem, const Tensor &reference_
     return out;
 }
 
-int run_golden(const Options &options) {
-    fs::path dir;
+// --golden, else $S2TP_GOLDEN_DIR; Skip when neither holds the cases.
+fs::path golden_directory(const Options &options) {
     if (options.golden_dir) {
-        dir = *options.golden_dir;
-        if (!fs::is_regular_file(dir / "cases.toml"))
-            fail(ExitCode::usage, "--golden: no cases.toml in '" + dir.string() + "'");
-    } else {
-        dir = golden::directory();
-        if (!fs::is_regular_file(dir / "cases.toml"))
-            throw Skip("no golden data: '" + (dir / "cases.toml").string() +
-                       "' does not exist (set S2TP_GOLDEN_DIR or pass --golden)");
+        if (!fs::is_regular_file(*options.golden_dir / "cases.toml"))
+            fail(ExitCode::usage, "--golden: no cases.toml in '" + options.golden_dir->string() + "'");
+        return *options.golden_dir;
     }
+    const fs::path dir = golden::directory();
+    if (!fs::is_regular_file(dir / "cases.toml"))
+        throw Skip("no golden data: '" + (dir / "cases.toml").string() +
+                   "' does not exist (set S2TP_GOLDEN_DIR or pass --golden)");
+    return dir;
+}
+
+QuantizedInputs golden_quantized(const golden::Case &c) {
+    QuantizedInputs q;
+    q.q_int8 = golden::load(c, "q_int8");
+    q.q_scale = golden::load(c, "q_scale");
+    q.k_mean = golden::load(c, "k_mean");
+    q.k_int8 = golden::load(c, "k_int8");
+    q.k_scale = golden::load(c, "k_scale");
+    q.v_fp8 = golden::load(c, "v_fp8");
+    q.v_scale = golden::load(c, "v_scale");
+    return q;
+}
+
+int run_golden(const Options &options) {
+    const fs::path dir = golden_directory(options);
     const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
     const fs::path candidate_path = required(options.candidate_cubin, "candidate-cubin");
     const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
@@ -229,14 +236,7 @@ int run_golden(const Options &options) {
         const fs::path case_dir = dir / c.name;
         std::vector<std::string> problems, notes;
 
-        QuantizedInputs golden;
-        golden.q_int8 = golden::load(c, "q_int8");
-        golden.q_scale = golden::load(c, "q_scale");
-        golden.k_mean = golden::load(c, "k_mean");
-        golden.k_int8 = golden::load(c, "k_int8");
-        golden.k_scale = golden::load(c, "k_scale");
-        golden.v_fp8 = golden::load(c, "v_fp8");
-        golden.v_scale = golden::load(c, "v_scale");
+        const QuantizedInputs golden = golden_quantized(c);
         const Tensor golden_o = golden::load(c, "o");
         const Tensor golden_lse = golden::load(c, "lse");
         const Tensor q = golden::load(c, "q");
@@ -245,9 +245,8 @@ int run_golden(const Options &options) {
 
         // (1) Upstream's quantized inputs through both arms: o and lse must be upstream's bytes.
         DeviceQuantizedInputs device_inputs = upload_quantized(problem, golden);
-        const std::string entry = attention_entry_name(problem);
-        VariantRun base = run_variant(baseline.function(entry), problem, device_inputs, "baseline");
-        VariantRun cand = run_variant(candidate.function(entry), problem, device_inputs, "candidate");
+        KernelRun base = run_attention(sage2tp_kernels(), baseline, problem, device_inputs, "baseline");
+        KernelRun cand = run_attention(sage2tp_kernels(), candidate, problem, device_inputs, "candidate");
         for (const std::string &line :
              {byte_difference("baseline o", base.o, golden_o), byte_difference("baseline lse", base.lse, golden_lse),
               byte_difference("candidate o", cand.o, golden_o), byte_difference("candidate lse", cand.lse, golden_lse)})
@@ -308,6 +307,73 @@ int run_golden(const Options &options) {
     }
     std::cout << "golden: " << cases.size() - failed << " of " << cases.size() << " cases passed\n";
     write_json(options, toml::table{{"mode", "golden"},
+                                    {"device", device.summary()},
+                                    {"passed", failed == 0},
+                                    {"cases", case_results}});
+    return failed == 0 ? kExitPass : kExitCheckFailed;
+}
+
+// ---- upstream: upstream SageAttention's own kernel, through its adapter, against ours and its goldens ----
+
+// Per golden case: upstream's kernel (sageattention-sm89 adapter) on upstream's quantized inputs must
+// write upstream's golden o and lse, and sage2tp's embedded baseline (sage2tp adapter) the same bytes;
+// then both on sage2tp's own quantization of upstream's q, k, v must agree with each other.
+int run_upstream(const Options &options) {
+    const fs::path dir = golden_directory(options);
+    const fs::path upstream_path = required(options.upstream_cubin, "upstream-cubin");
+    const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
+    const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
+    const std::vector<golden::Case> cases = golden::cases(dir);
+
+    DeviceFacts device = select_device(options.device);
+    std::cout << device.summary() << "\n";
+    const CubinModule upstream(upstream_path), baseline(baseline_path), quant(quant_path);
+    const KernelAbi &upstream_abi = kernel_abi("sageattention-sm89", "gpu_kernel_check upstream");
+
+    toml::array case_results;
+    int failed = 0;
+    for (const golden::Case &c : cases) {
+        const AttentionProblem &problem = c.problem;
+        std::vector<std::string> problems;
+        const QuantizedInputs golden = golden_quantized(c);
+        const Tensor golden_o = golden::load(c, "o");
+        const Tensor golden_lse = golden::load(c, "lse");
+
+        const std::string entry = upstream_abi.select_entry(problem, upstream.entry_names(), upstream_path.string());
+        const DeviceQuantizedInputs golden_inputs = upload_quantized(problem, golden);
+        const KernelRun up = run_attention(upstream_abi, upstream, problem, golden_inputs, "upstream");
+        const KernelRun ours = run_attention(sage2tp_kernels(), baseline, problem, golden_inputs, "baseline");
+        std::vector<std::string> lines = {byte_difference("upstream o vs golden", up.o, golden_o),
+                                          byte_difference("baseline o vs upstream", ours.o, up.o)};
+        if (problem.with_lse) {
+            lines.push_back(byte_difference("upstream lse vs golden", up.lse, golden_lse));
+            lines.push_back(byte_difference("baseline lse vs upstream", ours.lse, up.lse));
+        }
+
+        const GeneratedInputs host{golden::load(c, "q"), golden::load(c, "k"), golden::load(c, "v")};
+        const DeviceQuantizedInputs own_inputs = quantize_on_gpu(quant, problem, host.q, host.k, host.v, golden.k_mean);
+        const KernelRun up_own = run_attention(upstream_abi, upstream, problem, own_inputs, "upstream");
+        const KernelRun ours_own = run_attention(sage2tp_kernels(), baseline, problem, own_inputs, "baseline");
+        lines.push_back(byte_difference("on sage2tp's quantization: baseline o vs upstream", ours_own.o, up_own.o));
+        if (problem.with_lse)
+            lines.push_back(byte_difference("on sage2tp's quantization: baseline lse vs upstream", ours_own.lse, up_own.lse));
+        lines.push_back(non_finite_elements("upstream o", up.o));
+        for (const std::string &line : lines)
+            if (!line.empty()) problems.push_back(line);
+
+        const bool passed = problems.empty();
+        if (!passed) ++failed;
+        const std::string demangled = demangle(entry).value_or(entry);
+        std::cout << (passed ? "PASS " : "FAIL ") << c.name << " (" << problem.describe() << "): " << demangled << "\n";
+        for (const std::string &line : problems) std::cout << "    " << line << "\n";
+        toml::array problem_list;
+        for (const auto &line : problems) problem_list.push_back(line);
+        case_results.push_back(toml::table{{"name", c.name}, {"passed", passed}, {"upstream_entry", demangled},
+                                           {"problems", problem_list}});
+    }
+    std::cout << "upstream: " << cases.size() - failed << " of " << cases.size()
+              << " cases byte-identical (upstream vs golden, sage2tp baseline vs upstream)\n";
+    write_json(options, toml::table{{"mode", "upstream"},
                                     {"device", device.summary()},
                                     {"passed", failed == 0},
                                     {"cases", case_results}});
@@ -384,12 +450,11 @@ int run_shapes(const Options &options) {
         DeviceQuantizedInputs inputs = quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v);
         ReferenceResult reference =
             reference_attention(problem.shape, download_quantized(problem, inputs), problem.sm_scale, problem.causal);
-        const std::string entry = attention_entry_name(problem);
 
         std::vector<std::string> problems;
-        std::vector<std::pair<std::string, VariantRun>> runs;
-        if (baseline) runs.emplace_back("baseline", run_variant(baseline->function(entry), problem, inputs, "baseline"));
-        if (candidate) runs.emplace_back("candidate", run_variant(candidate->function(entry), problem, inputs, "candidate"));
+        std::vector<std::pair<std::string, KernelRun>> runs;
+        if (baseline) runs.emplace_back("baseline", run_attention(sage2tp_kernels(), *baseline, problem, inputs, "baseline"));
+        if (candidate) runs.emplace_back("candidate", run_attention(sage2tp_kernels(), *candidate, problem, inputs, "candidate"));
         std::string errors_text;
         for (const auto &[label, run] : runs) {
             for (const std::string &line :
@@ -555,8 +620,9 @@ int run_bench(const Options &options) {
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
     CubinModule baseline(baseline_path), candidate(candidate_path), quant(quant_path);
-    const std::string entry = attention_entry_name(problem);
-    const Kernel kernels[2] = {baseline.function(entry), candidate.function(entry)};
+    const KernelAbi &abi = sage2tp_kernels();
+    const Kernel kernels[2] = {find_attention_kernel(abi, baseline, problem), find_attention_kernel(abi, candidate, problem)};
+    const std::string entry = kernels[0].name();
     const char *labels[2] = {"baseline", "candidate"};
 
     auto started = std::chrono::steady_clock::now();
@@ -569,12 +635,12 @@ int run_bench(const Options &options) {
               << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 1) << " s\n";
 
     AttentionOutputs outputs[2] = {allocate_outputs(problem, labels[0]), allocate_outputs(problem, labels[1])};
-    s2tp_attn_params params[2] = {make_attention_params(problem, inputs, outputs[0]),
-                                  make_attention_params(problem, inputs, outputs[1])};
+    const AttentionLaunch launches[2] = {abi.pack(problem, attention_buffers(problem, inputs, outputs[0])),
+                                         abi.pack(problem, attention_buffers(problem, inputs, outputs[1]))};
     poison_outputs(outputs[0]);
     poison_outputs(outputs[1]);
     for (int i = 0; i < options.warmup; ++i)
-        for (int arm = 0; arm < 2; ++arm) launch_attention(kernels[arm], problem, params[arm]);
+        for (int arm = 0; arm < 2; ++arm) launch_attention(kernels[arm], launches[arm]);
     synchronize("bench warm-up, " + problem.describe());
 
     L2Flusher flusher(device);
@@ -587,7 +653,7 @@ int run_bench(const Options &options) {
             const int arm = (round % 2 == 0) ? position : 1 - position;
             flusher.flush(nullptr);
             timer.start(nullptr);
-            launch_attention(kernels[arm], problem, params[arm]);
+            launch_attention(kernels[arm], launches[arm]);
             timer.stop(nullptr);
             times[arm].push_back(timer.elapsed_ms());
             clocks[arm].push_back(clock.mhz_now(nullptr));
@@ -667,19 +733,22 @@ int run_occupancy(const Options &options) {
     const ArchLimits &limits = row->second;
 
     toml::array entries;
-    int failed = 0;
+    int failed = 0, checked = 0;
     const std::pair<const char *, fs::path> arms[2] = {{"baseline", baseline_path}, {"candidate", candidate_path}};
     for (const auto &[label, path] : arms) {
         CubinModule module(path);
-        for (const char *entry : s2tp_attn_entry_names) {
-            const std::int64_t head_dim = std::string(entry).find("hd64") != std::string::npos ? 64 : 128;
-            Kernel kernel = module.function(entry);
+        for (const std::string &name : module.entry_names()) {
+            const std::optional<AbiEntry> described = sage2tp_kernels().describe_entry(name);
+            if (!described) continue;  // not an attention entry
+            ++checked;
+            const std::string &entry = described->full_name;
+            Kernel kernel = module.function(name);
             const KernelAttributes attributes = kernel.attributes();
-            const std::size_t dynamic_smem = attention_smem_bytes(head_dim);
-            const int driver_blocks = kernel.max_active_blocks_per_sm(S2TP_THREADS_PER_CTA, dynamic_smem);
+            const std::size_t dynamic_smem = static_cast<std::size_t>(described->dynamic_smem_bytes);
+            const int driver_blocks = kernel.max_active_blocks_per_sm(described->threads_per_block, dynamic_smem);
             LaunchResources resources;
             resources.registers_per_thread = attributes.registers;
-            resources.threads_per_block = S2TP_THREADS_PER_CTA;
+            resources.threads_per_block = described->threads_per_block;
             resources.static_smem_bytes = attributes.static_smem_bytes;
             resources.dynamic_smem_bytes = static_cast<std::int64_t>(dynamic_smem);
             // The driver reports no barrier count; 1 is what cuda_occupancy.h assumes, and barriers
@@ -706,8 +775,8 @@ int run_occupancy(const Options &options) {
                                           {"agrees", agrees}});
         }
     }
-    std::cout << "occupancy: " << 2 * S2TP_ATTN_ENTRY_COUNT - failed << " of " << 2 * S2TP_ATTN_ENTRY_COUNT
-              << " entries agree with the model\n";
+    std::cout << "occupancy: " << checked - failed << " of " << checked << " entries agree with the model\n";
+    if (checked == 0) return kExitCheckFailed;
     write_json(options, toml::table{{"mode", "occupancy"},
                                     {"device", device.summary()},
                                     {"passed", failed == 0},
@@ -719,12 +788,13 @@ int run_occupancy(const Options &options) {
 
 Options parse_options(int argc, char **argv) {
     cxxopts::Options parser("gpu_kernel_check", "GPU checks of the sage2tp kernels (meson suite gpu)");
-    parser.positional_help("golden|shapes|sanitize|bench|occupancy");
+    parser.positional_help("golden|shapes|sanitize|bench|occupancy|upstream");
     parser.add_options()
         ("mode", "what to check", cxxopts::value<std::string>())
         ("baseline-cubin", "attention cubin of the baseline", cxxopts::value<std::string>())
         ("candidate-cubin", "attention cubin of the candidate", cxxopts::value<std::string>())
         ("quant-cubin", "quantization cubin (also holds the SM clock probe)", cxxopts::value<std::string>())
+        ("upstream-cubin", "upstream: cubin of upstream SageAttention's sm89 .cu", cxxopts::value<std::string>())
         ("golden", "golden case directory (default: $S2TP_GOLDEN_DIR)", cxxopts::value<std::string>())
         ("out", "directory for <mode>.json and sanitizer logs", cxxopts::value<std::string>())
         ("device", "CUDA device index", cxxopts::value<int>()->default_value("0"))
@@ -753,7 +823,8 @@ Options parse_options(int argc, char **argv) {
         return o;
     }
     if (!result.unmatched().empty()) fail(ExitCode::usage, "unexpected argument '" + result.unmatched().front() + "'");
-    if (!result.count("mode")) fail(ExitCode::usage, "no mode given: golden, shapes, sanitize, bench or occupancy");
+    if (!result.count("mode"))
+        fail(ExitCode::usage, "no mode given: golden, shapes, sanitize, bench, occupancy or upstream");
     o.mode = result["mode"].as<std::string>();
     auto path = [&](const char *name) -> std::optional<fs::path> {
         if (!result.count(name)) return std::nullopt;
@@ -762,6 +833,7 @@ Options parse_options(int argc, char **argv) {
     o.baseline_cubin = path("baseline-cubin");
     o.candidate_cubin = path("candidate-cubin");
     o.quant_cubin = path("quant-cubin");
+    o.upstream_cubin = path("upstream-cubin");
     o.golden_dir = path("golden");
     o.out_dir = path("out");
     o.arch_limits = path("arch-limits");
@@ -783,10 +855,11 @@ Options parse_options(int argc, char **argv) {
 int run(int argc, char **argv) {
     Options options = parse_options(argc, argv);
     if (options.mode.empty()) return kExitPass;  // --help
-    static const char *const modes[] = {"golden", "shapes", "sanitize", "bench", "occupancy"};
+    static const char *const modes[] = {"golden", "shapes", "sanitize", "bench", "occupancy", "upstream"};
     if (std::find_if(std::begin(modes), std::end(modes), [&](const char *m) { return options.mode == m; }) ==
         std::end(modes))
-        fail(ExitCode::usage, "unknown mode '" + options.mode + "'; valid: golden, shapes, sanitize, bench, occupancy");
+        fail(ExitCode::usage,
+             "unknown mode '" + options.mode + "'; valid: golden, shapes, sanitize, bench, occupancy, upstream");
 
     // Without a GPU every mode is skipped, before any input is read: CI hosts have neither.
     GpuProbe probe = probe_gpu();
@@ -796,6 +869,7 @@ int run(int argc, char **argv) {
     if (options.mode == "shapes") return run_shapes(options);
     if (options.mode == "sanitize") return run_sanitize(options);
     if (options.mode == "bench") return run_bench(options);
+    if (options.mode == "upstream") return run_upstream(options);
     return run_occupancy(options);
 }
 

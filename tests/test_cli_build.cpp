@@ -17,10 +17,10 @@ namespace {
 const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
 const fs::path source_root = S2TP_SOURCE_ROOT;
 
+// Keyed by the adapters' short names, the same for every kernel ABI.
 const char *const attention_entries[] = {
-    "s2tp_attn_hd64_f16_nomask",   "s2tp_attn_hd64_f16_causal",   "s2tp_attn_hd64_bf16_nomask",
-    "s2tp_attn_hd64_bf16_causal",  "s2tp_attn_hd128_f16_nomask",  "s2tp_attn_hd128_f16_causal",
-    "s2tp_attn_hd128_bf16_nomask", "s2tp_attn_hd128_bf16_causal"};
+    "hd64_f16_nomask",   "hd64_f16_causal",   "hd64_bf16_nomask",   "hd64_bf16_causal",
+    "hd128_f16_nomask",  "hd128_f16_causal",  "hd128_bf16_nomask",  "hd128_bf16_causal"};
 
 class Build : public ::testing::Test {
 protected:
@@ -85,6 +85,8 @@ TEST_F(Build, EmbeddedDefaultForEverySupportedArch) {
                 const toml::table *v = (*e)[variant].as_table();
                 ASSERT_TRUE(v) << arch << " " << entry << " " << variant;
                 expect_consistent(*v, std::string(arch) + " " + entry + " " + variant, warps_per_sm);
+                // The full name of the entry the row describes: the sage2tp ABI's extern "C" name.
+                EXPECT_EQ((*v)["entry"].value_or(std::string()), std::string("s2tp_attn_") + entry);
             }
             // Both schedules use exactly upstream's shared memory: 256 * D.
             const int64_t expected_smem = std::string(entry).find("hd64") != std::string::npos ? 16384 : 32768;

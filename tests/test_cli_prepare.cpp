@@ -144,6 +144,17 @@ TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {
     EXPECT_NE(worktrees.out.find("run/trees/candidate"), std::string::npos) << worktrees.out;
 }
 
+TEST_F(Cli, AnUnknownKernelAbiFailsBuildListingTheAdapters) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\nabi = \"flash\"\n", good_patch());
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    // Refused before anything is compiled, so no nvcc is needed to see it.
+    ProcessResult r = sage2tp({"build", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("[source] abi: unknown kernel ABI 'flash'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the known adapters are sage2tp, sageattention-sm89"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, PatchThatDoesNotApplyFailsAndLeavesNoTree) {
     std::string commit = make_repository(dir_ / "repo");
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n",

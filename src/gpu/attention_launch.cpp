@@ -51,19 +51,6 @@ AttentionStrides attention_strides(const AttentionShape &shape) {
     return s;
 }
 
-std::string attention_entry_name(const AttentionProblem &problem) {
-    return "s2tp_attn_hd" + std::to_string(problem.shape.head_dim) + "_" + dtype_suffix(problem.dtype) + "_" +
-           (problem.causal ? "causal" : "nomask");
-}
-
-LaunchDims attention_grid(const AttentionShape &shape) {
-    return {u32((shape.len_q + S2TP_CTA_Q - 1) / S2TP_CTA_Q), u32(shape.heads_q), u32(shape.batch)};
-}
-
-LaunchDims attention_block() { return {32, S2TP_WARPS_PER_CTA, 1}; }
-
-std::size_t attention_smem_bytes(std::int64_t head_dim) { return S2TP_ATTN_SMEM_BYTES(head_dim); }
-
 Shape lse_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_q, shape.len_q}; }
 
 // ---- Quantized inputs ----
@@ -207,42 +194,6 @@ Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &
 Tensor download_lse(const AttentionProblem &problem, const AttentionOutputs &outputs) {
     if (!problem.with_lse) fail(ExitCode::internal, "download_lse: " + problem.describe() + " was run without LSE");
     return download(outputs.lse, DType::f32, lse_shape(problem.shape));
-}
-
-s2tp_attn_params make_attention_params(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
-                                       AttentionOutputs &outputs) {
-    problem.validate();
-    const AttentionShape &shape = problem.shape;
-    const AttentionStrides s = attention_strides(shape);
-    s2tp_attn_params p{};
-    p.q = inputs.q_int8.as<const std::int8_t>();
-    p.k = inputs.k_int8.as<const std::int8_t>();
-    p.v = inputs.v_fp8.as<const std::uint8_t>();
-    p.o = outputs.o.get();
-    p.q_scale = inputs.q_scale.as<const float>();
-    p.k_scale = inputs.k_scale.as<const float>();
-    p.v_scale = inputs.v_scale.as<const float>();
-    p.lse = problem.with_lse ? outputs.lse.as<float>() : nullptr;
-    p.batch = u32(shape.batch), p.heads_q = u32(shape.heads_q), p.heads_kv = u32(shape.heads_kv);
-    p.len_q = u32(shape.len_q), p.len_kv = u32(shape.len_kv);
-    p.stride_bz_q = s.bz_q, p.stride_seq_q = s.seq_q, p.stride_h_q = s.h_q;
-    p.stride_bz_k = s.bz_kv, p.stride_seq_k = s.seq_kv, p.stride_h_k = s.h_kv;
-    p.stride_bz_v = s.bz_v, p.stride_h_v = s.h_v, p.stride_d_v = s.d_v;
-    p.stride_bz_o = s.bz_q, p.stride_seq_o = s.seq_q, p.stride_h_o = s.h_q;
-    p.sm_scale = problem.sm_scale;
-    return p;
-}
-
-void launch_attention(const Kernel &kernel, const AttentionProblem &problem, const s2tp_attn_params &params,
-                      GpuStream stream) {
-    kernel.launch(attention_grid(problem.shape), attention_block(), attention_smem_bytes(problem.shape.head_dim),
-                  &params, sizeof params, stream, problem.describe());
-}
-
-void launch_attention(const CubinModule &attention_module, const AttentionProblem &problem,
-                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs) {
-    Kernel kernel = attention_module.function(attention_entry_name(problem));
-    launch_attention(kernel, problem, make_attention_params(problem, inputs, outputs));
 }
 
 }  // namespace s2tp

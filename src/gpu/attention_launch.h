@@ -1,6 +1,7 @@
-// Host side of the kernel ABI (kernels/sage2tp_abi.h): turns an attention problem and device buffers
-// into parameter structs, entry names and launch geometry, and launches the quantization and attention
-// kernels. All NHD/HND stride arithmetic of sage2tp lives here.
+// The data side of an attention launch: quantizing a problem's inputs on the GPU with sage2tp's own
+// quantization kernels (kernels/sage2tp_abi.h, quantize.cu; upstream SageAttention's byte layouts),
+// uploading and downloading quantized tensors, and the outputs. How an attention kernel is found and
+// launched on these buffers is its ABI adapter's business (kernel_abi.h).
 //
 // Usage:
 //   s2tp::AttentionProblem problem;
@@ -11,7 +12,7 @@
 //   s2tp::DeviceQuantizedInputs in = s2tp::quantize_on_gpu(quant, problem, q, k, v);   // host q, k, v
 //   s2tp::AttentionOutputs out = s2tp::allocate_outputs(problem, "baseline");
 //   s2tp::poison_outputs(out);
-//   s2tp::launch_attention(attn, problem, in, out);
+//   s2tp::launch_attention(s2tp::kernel_abi("sage2tp", "..."), attn, problem, in, out);   // kernel_abi.h
 //   s2tp::synchronize(problem.describe());
 //   s2tp::Tensor o = s2tp::download_output(problem, out);
 #pragma once
@@ -38,12 +39,6 @@ struct AttentionStrides {
     std::uint32_t bz_mean, h_mean;     // k_mean, [B, Hk, D] contiguous
 };
 AttentionStrides attention_strides(const AttentionShape &shape);
-
-// "s2tp_attn_hd128_bf16_causal" etc., one of s2tp_attn_entry_names.
-std::string attention_entry_name(const AttentionProblem &problem);
-LaunchDims attention_grid(const AttentionShape &shape);  // (ceil(Nq/128), Hq, B)
-LaunchDims attention_block();                            // (32, 4, 1)
-std::size_t attention_smem_bytes(std::int64_t head_dim); // 256 * D
 
 Shape lse_shape(const AttentionShape &shape);  // [B, Hq, Nq]
 
@@ -73,16 +68,5 @@ AttentionOutputs allocate_outputs(const AttentionProblem &problem, const std::st
 void poison_outputs(AttentionOutputs &outputs);
 Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &outputs);  // dtype, q_shape()
 Tensor download_lse(const AttentionProblem &problem, const AttentionOutputs &outputs);     // f32, lse_shape()
-
-s2tp_attn_params make_attention_params(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
-                                       AttentionOutputs &outputs);
-
-// Launches the kernel, which must be attention_entry_name(problem) of an attention cubin, with params
-// from make_attention_params. Split from the lookup so timing loops launch without name lookups.
-void launch_attention(const Kernel &kernel, const AttentionProblem &problem, const s2tp_attn_params &params,
-                      GpuStream stream = nullptr);
-// Looks the entry up and launches it on the default stream.
-void launch_attention(const CubinModule &attention_module, const AttentionProblem &problem,
-                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs);
 
 }  // namespace s2tp

@@ -6,8 +6,10 @@
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <utility>
@@ -43,6 +45,9 @@ struct DriverApi {
     PFN_cuModuleLoadData_v2000 module_load_data = nullptr;
     PFN_cuModuleUnload_v2000 module_unload = nullptr;
     PFN_cuModuleGetFunction_v2000 module_get_function = nullptr;
+    PFN_cuModuleGetFunctionCount_v12040 module_get_function_count = nullptr;
+    PFN_cuModuleEnumerateFunctions_v12040 module_enumerate_functions = nullptr;
+    PFN_cuFuncGetName_v12030 func_get_name = nullptr;
     PFN_cuFuncGetAttribute_v2020 func_get_attribute = nullptr;
     PFN_cuFuncSetAttribute_v9000 func_set_attribute = nullptr;
     PFN_cuFuncGetParamInfo_v12040 func_get_param_info = nullptr;
@@ -73,6 +78,9 @@ const DriverApi &driver() {
         fetch(a.module_load_data, "cuModuleLoadData", 12000);
         fetch(a.module_unload, "cuModuleUnload", 12000);
         fetch(a.module_get_function, "cuModuleGetFunction", 12000);
+        fetch(a.module_get_function_count, "cuModuleGetFunctionCount", 12040);      // new in CUDA 12.4
+        fetch(a.module_enumerate_functions, "cuModuleEnumerateFunctions", 12040);  // new in CUDA 12.4
+        fetch(a.func_get_name, "cuFuncGetName", 12030);                            // new in CUDA 12.3
         fetch(a.func_get_attribute, "cuFuncGetAttribute", 12000);
         fetch(a.func_set_attribute, "cuFuncSetAttribute", 12000);
         fetch(a.func_get_param_info, "cuFuncGetParamInfo", 12040);  // new in CUDA 12.4
@@ -317,6 +325,68 @@ Kernel CubinModule::function(const std::string &name) const {
     return Kernel(function, name, bytes);
 }
 
+std::vector<std::string> CubinModule::entry_names() const {
+    const std::string context = "cubin '" + path_.string() + "'";
+    unsigned count = 0;
+    check_cu(driver().module_get_function_count(&count, module_), "cuModuleGetFunctionCount", context);
+    std::vector<CUfunction> functions(count);
+    if (count > 0)
+        check_cu(driver().module_enumerate_functions(functions.data(), count, module_), "cuModuleEnumerateFunctions",
+                 context);
+    std::vector<std::string> names;
+    for (CUfunction function : functions) {
+        const char *name = nullptr;
+        check_cu(driver().func_get_name(&name, function), "cuFuncGetName", context);
+        names.emplace_back(name ? name : "");
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// ---- Kernel arguments ----
+
+KernelArguments::KernelArguments(const KernelArguments &other)
+    : storage_(other.storage_), offsets_(other.offsets_), sizes_(other.sizes_) {
+    point();
+}
+
+KernelArguments &KernelArguments::operator=(const KernelArguments &other) {
+    if (this != &other) {
+        storage_ = other.storage_;
+        offsets_ = other.offsets_;
+        sizes_ = other.sizes_;
+        point();
+    }
+    return *this;
+}
+
+// A moved vector keeps its heap block, so the moved pointers stay valid.
+KernelArguments::KernelArguments(KernelArguments &&other) noexcept = default;
+KernelArguments &KernelArguments::operator=(KernelArguments &&other) noexcept = default;
+
+void KernelArguments::add_bytes(const void *bytes, std::size_t size) {
+    offsets_.push_back(storage_.size());
+    sizes_.push_back(size);
+    const auto *begin = static_cast<const unsigned char *>(bytes);
+    storage_.insert(storage_.end(), begin, begin + size);
+    point();  // the insert may have moved the bytes
+}
+
+void KernelArguments::point() {
+    pointers_.clear();
+    for (std::size_t offset : offsets_) pointers_.push_back(storage_.data() + offset);
+}
+
+void KernelArguments::copy_out(std::size_t index, void *out, std::size_t size) const {
+    if (index >= sizes_.size() || sizes_[index] != size)
+        fail(ExitCode::internal, "kernel argument " + std::to_string(index) + " read as " + std::to_string(size) +
+                                     " bytes, but " + (index < sizes_.size()
+                                                           ? "it has " + std::to_string(sizes_[index])
+                                                           : "there are only " + std::to_string(sizes_.size()) +
+                                                                 " arguments"));
+    std::memcpy(out, storage_.data() + offsets_[index], size);
+}
+
 Kernel::Kernel(CUfunc_st *function, std::string name, std::size_t parameter_bytes)
     : function_(function), name_(std::move(name)), parameter_bytes_(parameter_bytes) {}
 
@@ -369,6 +439,53 @@ void Kernel::launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem,
     check_cu(driver().launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                     static_cast<unsigned>(dynamic_smem), stream, kernel_params, nullptr),
              "cuLaunchKernel", where);
+}
+
+void Kernel::set_max_dynamic_smem(std::size_t bytes, const std::string &context) const {
+    if (smem_attribute_set_ && dynamic_smem_allowed_ == bytes) return;
+    check_cu(driver().func_set_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(bytes)),
+             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", context);
+    dynamic_smem_allowed_ = bytes;
+    smem_attribute_set_ = true;
+}
+
+void Kernel::check_parameters(const std::vector<std::size_t> &sizes, const std::string &context) const {
+    // Parameter 0 was read when the kernel was looked up; a parameter index past the kernel's last one
+    // is a failed driver call, which is what a host passing too many arguments deserves. The driver
+    // gives no parameter count, and probing one index further would be a failed call on every good
+    // launch (compute-sanitizer counts those as errors), so fewer arguments than parameters are
+    // caught where an adapter selects its entry: by the parameter list in its demangled name.
+    for (std::size_t index = 0; index < sizes.size(); ++index) {
+        std::size_t offset = 0, bytes = parameter_bytes_;
+        if (index > 0) {
+            const CUresult result = driver().func_get_param_info(function_, index, &offset, &bytes);
+            if (result == CUDA_ERROR_INVALID_VALUE)
+                fail(ExitCode::internal, "launching " + context + ": the host passes " + std::to_string(sizes.size()) +
+                                             " arguments but the kernel has only " + std::to_string(index) +
+                                             " parameters; the kernel ABI adapter and the cubin disagree");
+            check_cu(result, "cuFuncGetParamInfo", context + ", parameter " + std::to_string(index));
+        }
+        if (bytes != sizes[index])
+            fail(ExitCode::internal, "launching " + context + ": argument " + std::to_string(index) + " has " +
+                                         std::to_string(sizes[index]) + " bytes but the kernel's parameter " +
+                                         std::to_string(index) + " takes " + std::to_string(bytes) +
+                                         "; the kernel ABI adapter and the cubin disagree");
+    }
+    checked_sizes_ = sizes;
+}
+
+void Kernel::launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem, const KernelArguments &arguments,
+                    GpuStream stream, const std::string &context) const {
+    // Timing loops launch through here between two events: on the good path nothing is built or asked
+    // beyond the launch itself, and the message text is made only for a failure.
+    const auto where = [&] { return name_ + ", " + context; };
+    if (arguments.sizes() != checked_sizes_) check_parameters(arguments.sizes(), where());
+    if (dynamic_smem > dynamic_smem_allowed_) allow_dynamic_smem(dynamic_smem, where());
+    const CUresult result =
+        driver().launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                               static_cast<unsigned>(dynamic_smem), stream, arguments.parameter_array(), nullptr);
+    if (result != CUDA_SUCCESS) check_cu(result, "cuLaunchKernel", where());
 }
 
 // ---- Timing ----

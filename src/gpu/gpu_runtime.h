@@ -10,6 +10,9 @@
 //   s2tp::DeviceBuffer out(bytes, "attention output");
 //   s2tp::poison(out);                                     // NaN everywhere until the kernel writes it
 //   kernel.launch({grid_x, heads, batch}, {32, 4, 1}, smem, &params, sizeof params, nullptr, "hd128 bf16 ...");
+//   s2tp::KernelArguments args;                            // or a parameter list, argument by argument
+//   args.add(q_pointer); args.add(std::uint32_t{len_q}); ...
+//   kernel.launch(grid, block, smem, args, nullptr, "hd128 bf16 ...");
 //   s2tp::Tensor o = s2tp::download(out, s2tp::DType::bf16, shape, "attention output");
 //
 // Build facts that shape this file: the program links only cudart (static), never
@@ -26,6 +29,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "formats/tensor.h"
 
@@ -135,6 +140,46 @@ struct KernelAttributes {
     int binary_version = 0;  // e.g. 90 for sm_90
 };
 
+// A kernel's arguments as cuLaunchKernel's parameter array takes them: each argument's bytes, in the
+// kernel's parameter order. Packed once, launched any number of times; copies point at their own bytes.
+class KernelArguments {
+public:
+    KernelArguments() = default;
+    KernelArguments(const KernelArguments &other);
+    KernelArguments &operator=(const KernelArguments &other);
+    KernelArguments(KernelArguments &&other) noexcept;
+    KernelArguments &operator=(KernelArguments &&other) noexcept;
+
+    template <typename T>
+    void add(const T &value) {
+        static_assert(std::is_trivially_copyable<T>::value, "kernel arguments are copied byte for byte");
+        add_bytes(&value, sizeof value);
+    }
+    void add_bytes(const void *bytes, std::size_t size);
+
+    std::size_t count() const { return sizes_.size(); }
+    const std::vector<std::size_t> &sizes() const { return sizes_; }
+    const void *argument(std::size_t index) const { return storage_.data() + offsets_.at(index); }
+    // The argument at `index` as a T; Error(internal) if its size is not sizeof(T).
+    template <typename T>
+    T get(std::size_t index) const {
+        static_assert(std::is_trivially_copyable<T>::value, "kernel arguments are copied byte for byte");
+        T value;
+        copy_out(index, &value, sizeof value);
+        return value;
+    }
+    // One pointer per argument, into this object's own bytes (cuLaunchKernel's kernelParams).
+    void **parameter_array() const { return const_cast<void **>(pointers_.data()); }
+
+private:
+    void copy_out(std::size_t index, void *out, std::size_t size) const;
+    void point();
+
+    std::vector<unsigned char> storage_;  // the driver copies each argument's bytes, so no alignment is needed
+    std::vector<std::size_t> offsets_, sizes_;
+    std::vector<void *> pointers_;
+};
+
 // A kernel entry of a loaded CubinModule; valid while that module lives.
 class Kernel {
 public:
@@ -150,15 +195,27 @@ public:
     // parameter_bytes(): a mismatch means the host's ABI header and the cubin disagree.
     void launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem, const void *params,
                 std::size_t params_size, GpuStream stream, const std::string &context) const;
+    // Launches with `arguments` as the kernel's parameter list. Before the first launch with a given
+    // argument count, every parameter's size is read from the cubin (cuFuncGetParamInfo) and compared
+    // with the argument's: a mismatch, or a parameter the kernel does not have, means the adapter's
+    // idea of the kernel's signature and the cubin disagree.
+    void launch(LaunchDims grid, LaunchDims block, std::size_t dynamic_smem, const KernelArguments &arguments,
+                GpuStream stream, const std::string &context) const;
+    // cudaFuncAttributeMaxDynamicSharedMemorySize set to exactly `bytes`, as a launcher that always sets
+    // it does (no driver call when it already holds that value).
+    void set_max_dynamic_smem(std::size_t bytes, const std::string &context) const;
 
 private:
     friend class CubinModule;
     Kernel(CUfunc_st *function, std::string name, std::size_t parameter_bytes);
     void allow_dynamic_smem(std::size_t dynamic_smem, const std::string &context) const;
+    void check_parameters(const std::vector<std::size_t> &sizes, const std::string &context) const;
 
     CUfunc_st *function_ = nullptr;
     std::string name_;
     std::size_t parameter_bytes_ = 0;
+    mutable std::vector<std::size_t> checked_sizes_;  // the parameter sizes check_parameters has confirmed
+    mutable bool smem_attribute_set_ = false;
     mutable std::size_t dynamic_smem_allowed_ = 48 * 1024;  // every kernel may use this much without opting in
 };
 
@@ -174,6 +231,8 @@ public:
 
     // Throws Error(usage) naming the cubin if it has no such entry.
     Kernel function(const std::string &name) const;
+    // The names of every kernel entry in the cubin, mangled as the cubin stores them, sorted.
+    std::vector<std::string> entry_names() const;
     const std::filesystem::path &path() const { return path_; }
 
 private:

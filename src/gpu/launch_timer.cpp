@@ -8,14 +8,14 @@ std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const
            inputs.v_fp8.size() + inputs.v_scale.size() + outputs.o.size() + outputs.lse.size();
 }
 
-GpuLaunchTimer::GpuLaunchTimer(const AttentionProblem &problem, const Kernel &baseline, const Kernel &candidate,
-                               const std::array<s2tp_attn_params, launches_per_round> &params, SmClockProbe &clock,
+GpuLaunchTimer::GpuLaunchTimer(const Kernel &baseline, const Kernel &candidate,
+                               const std::array<AttentionLaunch, launches_per_round> &launches, SmClockProbe &clock,
                                L2Flusher *flusher)
-    : problem_(problem), baseline_(baseline), candidate_(candidate), params_(params), clock_(clock), flusher_(flusher) {}
+    : baseline_(baseline), candidate_(candidate), launches_(launches), clock_(clock), flusher_(flusher) {}
 
 void GpuLaunchTimer::launch(Launch launch) {
     const Kernel &kernel = launch == Launch::candidate ? candidate_ : baseline_;
-    launch_attention(kernel, problem_, params_[static_cast<std::size_t>(launch)]);
+    launch_attention(kernel, launches_[static_cast<std::size_t>(launch)]);
 }
 
 void GpuLaunchTimer::warm_up(Launch launch) { this->launch(launch); }

@@ -4,6 +4,7 @@
 
 #include "gpu/attention_launch.h"
 #include "gpu/gpu_runtime.h"
+#include "gpu/kernel_abi.h"
 #include "model/ab_timing.h"
 
 #include <array>
@@ -15,12 +16,13 @@ namespace s2tp {
 std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const AttentionOutputs &outputs);
 
 // The real timer: the baseline kernel for both baseline launches and the candidate kernel, each with
-// its own parameters (same inputs, separate outputs), on the default stream; the SM clock probe runs
-// right after each timed launch. With a flusher, L2 is flushed before every timed launch.
+// its own launch packed by its arm's ABI adapter beforehand (same inputs, separate outputs), on the
+// default stream; the SM clock probe runs right after each timed launch. With a flusher, L2 is flushed
+// before every timed launch.
 class GpuLaunchTimer : public LaunchTimer {
 public:
-    GpuLaunchTimer(const AttentionProblem &problem, const Kernel &baseline, const Kernel &candidate,
-                   const std::array<s2tp_attn_params, launches_per_round> &params, SmClockProbe &clock,
+    GpuLaunchTimer(const Kernel &baseline, const Kernel &candidate,
+                   const std::array<AttentionLaunch, launches_per_round> &launches, SmClockProbe &clock,
                    L2Flusher *flusher);
     void warm_up(Launch launch) override;
     LaunchSample timed(Launch launch) override;
@@ -28,10 +30,9 @@ public:
 private:
     void launch(Launch launch);
 
-    const AttentionProblem &problem_;
     const Kernel &baseline_;
     const Kernel &candidate_;
-    std::array<s2tp_attn_params, launches_per_round> params_;
+    std::array<AttentionLaunch, launches_per_round> launches_;
     SmClockProbe &clock_;
     L2Flusher *flusher_;
     EventTimer timer_;

@@ -70,6 +70,9 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
     kernels.candidate_attention = recorded_cubin(run, build, "candidate", experiment.kernel_sources.front());
     kernels.quantize = recorded_cubin(run, build, "baseline", experiment.support_sources.front());
     kernels.arch = build.figures["arch"].value_or(std::string());
+    const std::string manifest = run.relative(run.manifest());
+    kernels.baseline_abi = &kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
+    kernels.candidate_abi = &kernel_abi(experiment.candidate_abi, manifest + " [candidate] abi");
     return kernels;
 }
 
@@ -111,11 +114,11 @@ GeneratedInputs workload_inputs(const WorkloadSpec &workload) {
     return inputs;
 }
 
-KernelRun run_attention(const CubinModule &attention_module, const AttentionProblem &problem,
+KernelRun run_attention(const KernelAbi &abi, const CubinModule &attention_module, const AttentionProblem &problem,
                         const DeviceQuantizedInputs &inputs, const std::string &label) {
     AttentionOutputs outputs = allocate_outputs(problem, label);
     poison_outputs(outputs);
-    launch_attention(attention_module, problem, inputs, outputs);
+    launch_attention(abi, attention_module, problem, inputs, outputs);
     synchronize(label + " attention, " + problem.describe());
     KernelRun run;
     run.o = download_output(problem, outputs);

@@ -8,10 +8,11 @@
 //   s2tp::CubinModule quantize(kernels.quantize), baseline(kernels.baseline_attention);
 //   s2tp::GeneratedInputs host = s2tp::problem_inputs(problem, seed);
 //   s2tp::DeviceQuantizedInputs inputs = s2tp::quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
-//   s2tp::KernelRun out = s2tp::run_attention(baseline, problem, inputs, "baseline");
+//   s2tp::KernelRun out = s2tp::run_attention(*kernels.baseline_abi, baseline, problem, inputs, "baseline");
 #pragma once
 
 #include "gpu/attention_launch.h"
+#include "gpu/kernel_abi.h"
 #include "model/attention_problem.h"
 #include "formats/checkpoint_store.h"
 #include "model/experiment_manifest.h"
@@ -34,12 +35,15 @@ struct BuiltKernels {
     std::filesystem::path candidate_attention;  // the same source, candidate tree
     std::filesystem::path quantize;             // first [source] support_sources entry, baseline tree
     std::string arch;                           // the build checkpoint's figures.arch, e.g. "sm_90a"
+    const KernelAbi *baseline_abi = nullptr;    // the adapters of [source] abi and [candidate] abi
+    const KernelAbi *candidate_abi = nullptr;
 };
 
 // Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +
 // sha256) for the sources the run's manifest names. Throws Error(precondition) when the build
 // checkpoint is missing, failed or stale, or naming the file when an artifact is not recorded, the
-// cubin is missing, or its SHA-256 differs from the record. Every GPU stage finds its cubins here.
+// cubin is missing, or its SHA-256 differs from the record; Error(usage) for a manifest `abi` that
+// names no adapter. Every GPU stage finds its cubins and their adapters here.
 BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states);
 
 // The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
@@ -65,9 +69,10 @@ struct KernelRun {
     Tensor lse;
 };
 
-// Allocates and poisons the outputs, launches `attention_module`'s entry for the problem on the default
-// stream, waits, and downloads. `label` ("baseline"/"candidate") names the launch in error messages.
-KernelRun run_attention(const CubinModule &attention_module, const AttentionProblem &problem,
+// Allocates and poisons the outputs, launches `attention_module`'s entry for the problem through its
+// ABI adapter on the default stream, waits, and downloads. `label` ("baseline"/"candidate") names the
+// launch in error messages.
+KernelRun run_attention(const KernelAbi &abi, const CubinModule &attention_module, const AttentionProblem &problem,
                         const DeviceQuantizedInputs &inputs, const std::string &label);
 
 // Counts elements of a floating tensor that are NaN: outputs the kernel never wrote still hold the

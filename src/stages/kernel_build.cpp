@@ -4,7 +4,6 @@
 #include "support/errors.h"
 #include "gpu/gpu_runtime.h"
 #include "support/process_runner.h"
-#include "sage2tp_abi.h"
 
 #include <algorithm>
 #include <atomic>
@@ -179,22 +178,6 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
     for (auto &w : workers) w.join();
     if (failure) std::rethrow_exception(failure);
     return outcomes;
-}
-
-std::optional<EntryLaunch> entry_launch(const std::string &name) {
-    for (const char *entry : s2tp_attn_entry_names)
-        if (name == entry) {
-            int head_dim = name.find("_hd64_") != std::string::npos ? 64 : 128;
-            return EntryLaunch{S2TP_THREADS_PER_CTA, S2TP_ATTN_SMEM_BYTES(head_dim)};
-        }
-    for (const char *entry : s2tp_quant_entry_names)
-        if (name == entry) {
-            if (name.find("_v_fp8_") != std::string::npos) return EntryLaunch{S2TP_QUANT_V_THREADS, 0};
-            if (name.find("k_mean") != std::string::npos) return std::nullopt;  // block = head_dim threads
-            return EntryLaunch{S2TP_QUANT_INT8_THREADS, 0};
-        }
-    if (name == S2TP_CLOCK_PROBE_ENTRY) return EntryLaunch{1, 0};
-    return std::nullopt;
 }
 
 }  // namespace s2tp

@@ -49,11 +49,4 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
 // Default for --jobs: $MAX_JOBS when set (as the experiment's earlier runner did), else the cores.
 int default_build_jobs();
 
-// What the kernel ABI says about launching an entry: threads per block and dynamic shared memory.
-struct EntryLaunch {
-    int threads_per_block = 0;
-    std::int64_t dynamic_smem_bytes = 0;
-};
-std::optional<EntryLaunch> entry_launch(const std::string &entry_name);
-
 }  // namespace s2tp

@@ -23,7 +23,8 @@ std::string first_line(const std::string &text) {
 
 }  // namespace
 
-NcuProfiles profile_with_ncu(const RunDirectory &run, int device_index, const Reporter &reporter) {
+NcuProfiles profile_with_ncu(const RunDirectory &run, int device_index, const NcuEntries &entries,
+                             const Reporter &reporter) {
     NcuProfiles profiles;
     profiles.figures.insert("requested", true);
     const std::optional<fs::path> ncu = find_cuda_tool("ncu");
@@ -39,12 +40,15 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, int device_index, const Re
     profiles.version = first_line(version.out + version.err);
     fs::create_directories(run.logs());
     for (const char *variant : {"baseline", "candidate"}) {
+        const std::string &kernel = std::string(variant) == "baseline" ? entries.baseline : entries.candidate;
         reporter.progress(std::string("time: profiling one ") + variant + " launch with ncu");
         const fs::path report_base = run.reports() / (std::string("ncu-") + variant);
         const fs::path report_file = report_base.string() + ".ncu-rep";
         const fs::path log = run.logs() / (std::string("ncu-") + variant + ".log");
+        // Matched by the mangled name: a template entry's plain function name is the same for all of them.
         const std::vector<std::string> argv{ncu->string(), "--clock-control", "none", "--force-overwrite",
-                                            "--kernel-name", "regex:^s2tp_attn_", "--launch-count", "1",
+                                            "--kernel-name-base", "mangled", "--kernel-name", kernel,
+                                            "--launch-count", "1",
                                             "-o", report_base.string(), current_executable().string(),
                                             "exec", "--run", run.root().string(), "--variant", variant,
                                             "--workload", "--device", std::to_string(device_index)};

@@ -20,7 +20,14 @@ struct NcuProfiles {
     std::optional<std::string> version;  // first line of `ncu --version`, when ncu was found
 };
 
+// The attention entry each variant's `exec --workload` launches, by its mangled name (what its ABI
+// adapter selected): ncu profiles that launch and not the quantization kernels before it.
+struct NcuEntries {
+    std::string baseline, candidate;
+};
+
 // Never fails the caller: a missing ncu or a failed profile is a warning and a figure.
-NcuProfiles profile_with_ncu(const RunDirectory &run, int device_index, const Reporter &reporter);
+NcuProfiles profile_with_ncu(const RunDirectory &run, int device_index, const NcuEntries &entries,
+                             const Reporter &reporter);
 
 }  // namespace s2tp

@@ -1,0 +1,208 @@
+// The `sageattention-sm89` adapter: upstream SageAttention's qk_int_sv_f8_attn_kernel template
+// (csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh), launched as the host function
+// qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf of
+// csrc/qattn/sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu launches it at upstream commit
+// d1a57a5 (github.com/thu-ml/SageAttention).
+//
+// Entries are found by their template arguments, read from the demangled names of the cubin's entries:
+//   <CTA_Q, CTA_K, WARP_Q, WARP_K, head_dim, DTypeQK, Q_GRAN, K_GRAN, DTypeSVAccum, use_inst_buffer,
+//    DTypeOut, DenominatorAccumUnit, mask_mode, return_lse, fuse_v_scale, fuse_v_mean, use_pv_fp16_accu>
+// That host function instantiates <128, 64, 32, 64, D, kInt8, G, G, float, true, DTypeOut, kCudaCore,
+// mask, return_lse, true, false, true> with D 64 or 128 and G the quantization granularity it is
+// given; sage2tp's quantizers produce per-warp scales (G = kPerWarp = 2). Template arguments after
+// these 17 are ignored, so a patch that adds a trailing option still resolves.
+#include "gpu/kernel_abi.h"
+
+#include "formats/demangled_name.h"
+#include "support/errors.h"
+
+#include <algorithm>
+#include <array>
+
+namespace s2tp {
+namespace {
+
+constexpr const char *kTemplate = "qk_int_sv_f8_attn_kernel";
+constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpQ = 32, kWarpK = 64;
+constexpr std::size_t kKnownTemplateArguments = 17;
+// Template argument positions that depend on the problem.
+constexpr std::size_t kHeadDim = 4, kOutputType = 10, kMaskMode = 12, kReturnLse = 13;
+
+// The demangler's spelling of the template arguments the launcher fixes or the problem decides.
+// (half and nv_bfloat16 are typedefs of __half and __nv_bfloat16; enum values print as casts.)
+std::array<std::string, kKnownTemplateArguments> expected_arguments(std::int64_t head_dim, DType dtype, bool causal,
+                                                                    bool return_lse) {
+    return {std::to_string(kCtaQ) + "u",
+            std::to_string(kCtaK) + "u",
+            std::to_string(kWarpQ) + "u",
+            std::to_string(kWarpK) + "u",
+            std::to_string(head_dim) + "u",
+            "(DataType)1",          // DataType::kInt8
+            "(QuantGranularity)2",  // Q: kPerWarp
+            "(QuantGranularity)2",  // K: kPerWarp
+            "float",                // DTypeSVAccum
+            "true",                 // use_inst_buffer
+            dtype == DType::f16 ? "__half" : "__nv_bfloat16",
+            "(ComputeUnit)1",  // DenominatorAccumUnit: kCudaCore
+            causal ? "(MaskMode)1" : "(MaskMode)0",
+            return_lse ? "true" : "false",
+            "true",    // fuse_v_scale
+            "false",   // fuse_v_mean
+            "true"};   // use_pv_fp16_accu
+}
+
+// The kernel's parameter list, in order: what pack() passes.
+std::vector<std::string> expected_parameters(DType dtype) {
+    const std::string out = std::string(dtype == DType::f16 ? "__half" : "__nv_bfloat16") + "*";
+    std::vector<std::string> p = {"signed char*", "signed char*", "signed char*", out,     "float*",
+                                  "float*",       "float*",       "float*",       "float*"};  // Q K V O Lse, scales, V_mean
+    p.insert(p.end(), 15, "unsigned int");  // qo_len, kv_len, num_kv_groups, 12 strides
+    p.push_back("float");                   // sm_scale
+    return p;
+}
+
+// What an entry's name says about the problem it serves; nullopt for an entry of another template
+// or with a fixed argument other than the launcher's.
+struct Instance {
+    std::string demangled;
+    std::int64_t head_dim = 0;
+    DType dtype = DType::bf16;
+    bool causal = false;
+    bool return_lse = false;
+};
+
+std::optional<Instance> read_instance(const std::string &mangled) {
+    const std::optional<std::string> demangled = demangle(mangled);
+    if (!demangled) return std::nullopt;
+    const std::optional<FunctionName> f = parse_function_name(*demangled);
+    if (!f || f->name != kTemplate || f->template_arguments.size() < kKnownTemplateArguments) return std::nullopt;
+    const std::vector<std::string> &a = f->template_arguments;
+    Instance instance;
+    instance.demangled = *demangled;
+    if (a[kHeadDim] == "64u") instance.head_dim = 64;
+    else if (a[kHeadDim] == "128u") instance.head_dim = 128;
+    else return std::nullopt;
+    if (a[kOutputType] == "__half") instance.dtype = DType::f16;
+    else if (a[kOutputType] == "__nv_bfloat16") instance.dtype = DType::bf16;
+    else return std::nullopt;
+    instance.causal = a[kMaskMode] == "(MaskMode)1";
+    instance.return_lse = a[kReturnLse] == "true";
+    const auto expected = expected_arguments(instance.head_dim, instance.dtype, instance.causal, instance.return_lse);
+    if (!std::equal(expected.begin(), expected.end(), a.begin())) return std::nullopt;
+    if (f->parameters != expected_parameters(instance.dtype)) return std::nullopt;
+    return instance;
+}
+
+std::string describe_wanted(const AttentionProblem &problem) {
+    return std::string(kTemplate) + "<128, 64, 32, 64, " + std::to_string(problem.shape.head_dim) +
+           ", kInt8, kPerWarp, kPerWarp, float, true, " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") +
+           ", kCudaCore, " + (problem.causal ? "kCausal" : "kNone") + ", " + (problem.with_lse ? "true" : "false") +
+           ", true, false, true, ...>";
+}
+
+std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
+
+// Element strides of a contiguous tensor, as torch's Tensor::stride() gives them.
+std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes) {
+    return {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
+}
+
+class SageAttentionSm89Abi : public KernelAbi {
+public:
+    std::string name() const override { return "sageattention-sm89"; }
+
+    // The resource table holds the instances without LSE: the ones the workload is timed with. The LSE
+    // instances (parity and sanitize launch them) have no counterpart in sage2tp's ABI, whose entries
+    // write the LSE when given a pointer, so a table across ABIs could not compare them.
+    std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
+        const std::optional<Instance> instance = read_instance(mangled_name);
+        if (!instance || instance->return_lse) return std::nullopt;
+        return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal),
+                        instance->demangled, static_cast<int>(32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK)),
+                        static_cast<std::int64_t>(smem_bytes(instance->head_dim))};
+    }
+
+    std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
+                             const std::string &cubin) const override {
+        std::vector<std::string> matches;
+        std::string candidates;
+        for (const std::string &mangled : entry_names) {
+            const std::optional<std::string> demangled = demangle(mangled);
+            candidates += "\n  " + demangled.value_or(mangled);
+            const std::optional<Instance> instance = read_instance(mangled);
+            if (instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
+                instance->causal == problem.causal && instance->return_lse == problem.with_lse)
+                matches.push_back(mangled);
+        }
+        if (matches.size() == 1) return matches.front();
+        std::string matched;
+        for (const std::string &mangled : matches) matched += "\n  " + demangle(mangled).value_or(mangled);
+        fail(ExitCode::usage,
+             "cubin '" + cubin + "' has " + (matches.empty() ? "no entry" : std::to_string(matches.size()) + " entries") +
+                 " matching " + describe_wanted(problem) + " (kernel ABI sageattention-sm89, for " +
+                 problem.describe() + ")" +
+                 (matches.empty() ? "; its entries:" + (candidates.empty() ? std::string(" none") : candidates)
+                                  : "; they are:" + matched));
+    }
+
+    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
+        problem.validate();
+        const AttentionShape &s = problem.shape;
+        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
+        const std::int64_t padded_kv = (s.len_kv + kCtaK - 1) / kCtaK * kCtaK;
+        // The torch tensors the host function is given, contiguous: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D],
+        // k [B,Nk,Hk,D] or [B,Hk,Nk,D], v [B,D,Hk,Npad] or [B,Hk,D,Npad].
+        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
+        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
+        const auto v = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv});
+        const auto &o = q;
+        // Which stride is which, per layout, exactly as the host function reads them.
+        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
+        const int v_head = nhd ? 2 : 1, v_dim = nhd ? 1 : 2;
+
+        AttentionLaunch launch;
+        KernelArguments &a = launch.arguments;
+        a.add(buffers.q_int8);   // Q (int8_t*)
+        a.add(buffers.k_int8);   // K
+        a.add(buffers.v_fp8);    // V, e4m3 bytes read as int8_t*
+        a.add(buffers.o);        // O (DTypeOut*)
+        a.add(problem.with_lse ? buffers.lse : nullptr);  // Lse
+        a.add(buffers.q_scale);  // Q_scale
+        a.add(buffers.k_scale);  // K_scale
+        a.add(buffers.v_scale);  // V_scale
+        a.add(static_cast<const float *>(nullptr));  // V_mean: the launcher passes nullptr (fuse_v_mean false)
+        a.add(u32(s.len_q));                         // qo_len
+        a.add(u32(s.len_kv));                        // kv_len
+        a.add(u32(s.heads_q / s.heads_kv));          // num_kv_groups
+        for (std::int64_t stride : {q[0], q[seq], q[head], k[0], k[seq], k[head], v[0], v[v_head], v[v_dim], o[0],
+                                    o[seq], o[head]})
+            a.add(u32(stride));
+        a.add(problem.sm_scale);
+
+        launch.grid = {u32((s.len_q + kCtaQ - 1) / kCtaQ), u32(s.heads_q), u32(s.batch)};
+        launch.block = {32, (kCtaQ / kWarpQ) * (kCtaK / kWarpK), 1};
+        launch.dynamic_smem_bytes = smem_bytes(s.head_dim);
+        launch.set_smem_attribute = true;  // the launcher always sets MaxDynamicSharedMemorySize to it
+        launch.context = problem.describe();
+        return launch;
+    }
+
+private:
+    // max(smem_Q + smem_K + smem_V in int8, smem_O in half), as the launcher computes it.
+    static std::size_t smem_bytes(std::int64_t head_dim) {
+        const std::size_t d = static_cast<std::size_t>(head_dim);
+        return std::max(kCtaQ * d + kCtaK * d + kCtaK * d, kCtaQ * d * 2);
+    }
+};
+
+}  // namespace
+
+const KernelAbi &sageattention_sm89_abi() {
+    static const SageAttentionSm89Abi abi;
+    return abi;
+}
+
+}  // namespace s2tp

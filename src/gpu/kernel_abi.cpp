@@ -1,0 +1,72 @@
+#include "gpu/kernel_abi.h"
+
+#include "support/errors.h"
+
+namespace s2tp {
+
+// ---- The registry: one line per adapter ----
+
+const KernelAbi &sage2tp_abi();             // abi_sage2tp.cpp
+const KernelAbi &sageattention_sm89_abi();  // abi_sageattention_sm89.cpp
+
+namespace {
+
+using AdapterFactory = const KernelAbi &(*)();
+constexpr AdapterFactory kAdapters[] = {
+    sage2tp_abi,
+    sageattention_sm89_abi,
+};
+
+}  // namespace
+
+std::vector<std::string> kernel_abi_names() {
+    std::vector<std::string> names;
+    for (AdapterFactory adapter : kAdapters) names.push_back(adapter().name());
+    return names;
+}
+
+const KernelAbi &kernel_abi(const std::string &name, const std::string &where) {
+    for (AdapterFactory adapter : kAdapters)
+        if (adapter().name() == name) return adapter();
+    std::string known;
+    for (const std::string &adapter : kernel_abi_names()) known += (known.empty() ? "" : ", ") + adapter;
+    fail(ExitCode::usage, where + ": unknown kernel ABI '" + name + "'; the known adapters are " + known);
+}
+
+// ---- Shared by every adapter ----
+
+std::string attention_short_name(std::int64_t head_dim, DType dtype, bool causal) {
+    return "hd" + std::to_string(head_dim) + "_" + (dtype == DType::f16 ? "f16" : "bf16") + "_" +
+           (causal ? "causal" : "nomask");
+}
+
+AttentionBuffers attention_buffers(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
+                                   AttentionOutputs &outputs) {
+    AttentionBuffers b;
+    b.q_int8 = inputs.q_int8.get();
+    b.k_int8 = inputs.k_int8.get();
+    b.v_fp8 = inputs.v_fp8.get();
+    b.q_scale = inputs.q_scale.as<const float>();
+    b.k_scale = inputs.k_scale.as<const float>();
+    b.v_scale = inputs.v_scale.as<const float>();
+    b.o = outputs.o.get();
+    b.lse = problem.with_lse ? outputs.lse.as<float>() : nullptr;
+    return b;
+}
+
+Kernel find_attention_kernel(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem) {
+    return module.function(abi.select_entry(problem, module.entry_names(), module.path().string()));
+}
+
+void launch_attention(const Kernel &kernel, const AttentionLaunch &launch, GpuStream stream) {
+    if (launch.set_smem_attribute) kernel.set_max_dynamic_smem(launch.dynamic_smem_bytes, kernel.name());
+    kernel.launch(launch.grid, launch.block, launch.dynamic_smem_bytes, launch.arguments, stream, launch.context);
+}
+
+void launch_attention(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem,
+                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs) {
+    const Kernel kernel = find_attention_kernel(abi, module, problem);
+    launch_attention(kernel, abi.pack(problem, attention_buffers(problem, inputs, outputs)));
+}
+
+}  // namespace s2tp

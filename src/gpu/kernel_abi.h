@@ -1,0 +1,91 @@
+// Kernel ABIs as adapters: how the GPU stages and build's resource table reach an attention kernel
+// whatever calling convention it was written to. An adapter knows, for its kind of kernel:
+//   - at build time, without a GPU: whether a compiled entry (its mangled name, as ptxas and the
+//     cubin spell it) is one of the attention entries the GPU stages launch, its short report name,
+//     its full demangled name, its threads per block and dynamic shared memory;
+//   - at run time: which entry of a loaded cubin serves an AttentionProblem, and the launch itself:
+//     the packed parameter list, grid, block and dynamic shared memory.
+// Inputs always come from sage2tp's quantization kernels (attention_launch.h), which produce the byte
+// layouts every adapter's kernels read; outputs are compared byte for byte whatever the ABIs are.
+//
+// Usage:
+//   const s2tp::KernelAbi &abi = s2tp::kernel_abi("sageattention-sm89", "experiment.toml [source] abi");
+//   s2tp::Kernel kernel = s2tp::find_attention_kernel(abi, module, problem);
+//   s2tp::AttentionLaunch launch = abi.pack(problem, s2tp::attention_buffers(problem, inputs, outputs));
+//   s2tp::launch_attention(kernel, launch);            // on the default stream; time loops reuse `launch`
+//
+// A new adapter is one file (src/gpu/abi_<name>.cpp, defining a KernelAbi and a function returning it)
+// and one line of the registry table in kernel_abi.cpp.
+#pragma once
+
+#include "gpu/attention_launch.h"
+#include "gpu/gpu_runtime.h"
+#include "model/attention_problem.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// One compiled attention entry as build's resource table reports it.
+struct AbiEntry {
+    std::string short_name;  // "hd128_bf16_nomask": the same for every ABI, so tables compare across ABIs
+    std::string full_name;   // the demangled name (an extern "C" entry's own name)
+    int threads_per_block = 0;
+    std::int64_t dynamic_smem_bytes = 0;
+};
+
+// "hd128_bf16_nomask": head dim, output dtype, mask.
+std::string attention_short_name(std::int64_t head_dim, DType dtype, bool causal);
+
+// The device addresses one attention launch reads and writes.
+struct AttentionBuffers {
+    const void *q_int8 = nullptr, *k_int8 = nullptr, *v_fp8 = nullptr;
+    const float *q_scale = nullptr, *k_scale = nullptr, *v_scale = nullptr;
+    void *o = nullptr;
+    float *lse = nullptr;  // nullptr when the problem has with_lse off
+};
+AttentionBuffers attention_buffers(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
+                                   AttentionOutputs &outputs);
+
+// Everything cuLaunchKernel needs, packed once: the timed region launches it and does nothing else.
+struct AttentionLaunch {
+    LaunchDims grid, block;
+    std::size_t dynamic_smem_bytes = 0;
+    // Set cudaFuncAttributeMaxDynamicSharedMemorySize to exactly dynamic_smem_bytes before launching,
+    // as a launcher that always sets it does; otherwise it is raised only where more than 48 KiB is used.
+    bool set_smem_attribute = false;
+    KernelArguments arguments;
+    std::string context;  // the problem, for error messages
+};
+
+class KernelAbi {
+public:
+    virtual ~KernelAbi() = default;
+    // The manifest's `abi` value naming this adapter.
+    virtual std::string name() const = 0;
+    // Build time: nullopt for an entry the GPU stages do not launch through this adapter.
+    virtual std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const = 0;
+    // The entry serving `problem` among a cubin's entry names (mangled). Throws Error(usage) naming the
+    // cubin when none or several match, listing the candidates.
+    virtual std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
+                                     const std::string &cubin) const = 0;
+    // The launch of the selected entry for `problem` on `buffers`.
+    virtual AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const = 0;
+};
+
+// The adapter called `name`; Error(usage) naming `where` and listing the known adapters otherwise.
+const KernelAbi &kernel_abi(const std::string &name, const std::string &where);
+std::vector<std::string> kernel_abi_names();
+
+// The problem's entry in a loaded cubin, through the adapter.
+Kernel find_attention_kernel(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem);
+void launch_attention(const Kernel &kernel, const AttentionLaunch &launch, GpuStream stream = nullptr);
+// Looks the entry up, packs and launches on the default stream.
+void launch_attention(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem,
+                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs);
+
+}  // namespace s2tp

@@ -1,0 +1,398 @@
+// The kernel ABI adapters without a GPU: the demangled-name parser, the sageattention-sm89 adapter's
+// entry matching on the 32 real entry names of upstream's .cu (the ptxas report of a real nvcc 13.0
+// compile, tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log; its header says how), its argument
+// packing against values worked out by hand from upstream's host function, and the sage2tp adapter's
+// unchanged launch.
+#include "formats/demangled_name.h"
+#include "formats/ptxas_report.h"
+#include "gpu/kernel_abi.h"
+#include "support/errors.h"
+#include "sage2tp_abi.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+
+namespace s2tp {
+namespace {
+
+const std::string upstream_log = std::string(S2TP_SOURCE_ROOT) + "/tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log";
+
+PtxasReport upstream_report() {
+    std::ifstream file(upstream_log);
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    return parse_ptxas_report(text, upstream_log);
+}
+
+// The entry names as ptxas prints them (mangled), in the report's order.
+std::vector<std::string> upstream_entries() {
+    std::vector<std::string> names;
+    for (const auto &[key, resources] : upstream_report()) names.push_back(key.name);
+    return names;
+}
+
+const KernelAbi &upstream() { return kernel_abi("sageattention-sm89", "test"); }
+const KernelAbi &sage2tp() { return kernel_abi("sage2tp", "test"); }
+
+AttentionProblem problem(std::int64_t head_dim, DType dtype, bool causal, bool with_lse) {
+    AttentionProblem p;
+    p.shape.batch = 1, p.shape.heads_q = 2, p.shape.heads_kv = 2, p.shape.len_q = 256, p.shape.len_kv = 256;
+    p.shape.head_dim = head_dim;
+    p.dtype = dtype;
+    p.causal = causal;
+    p.with_lse = with_lse;
+    p.sm_scale = default_sm_scale(head_dim);
+    return p;
+}
+
+FunctionName parsed(const std::string &mangled) {
+    const std::optional<std::string> text = demangle(mangled);
+    EXPECT_TRUE(text) << mangled;
+    const std::optional<FunctionName> f = parse_function_name(text.value_or(""));
+    EXPECT_TRUE(f) << *text;
+    return f.value_or(FunctionName{});
+}
+
+// The same entry as if a patch had added one trailing `bool` template parameter (instantiated false).
+// The parameter list refers to template parameters by index (T9_ is DTypeOut), so it is unchanged.
+std::string with_trailing_bool(const std::string &mangled) {
+    const std::string end_of_arguments = "EEvPa";
+    const std::size_t at = mangled.find(end_of_arguments);
+    EXPECT_NE(at, std::string::npos) << mangled;
+    return mangled.substr(0, at) + "ELb0" + mangled.substr(at);
+}
+
+std::string error_of(const std::function<void()> &call) {
+    try {
+        call();
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        return e.what();
+    }
+    ADD_FAILURE() << "no Error thrown";
+    return "";
+}
+
+// ---- the parser ----
+
+TEST(DemangledName, SplitsARealUpstreamEntry) {
+    const std::vector<std::string> names = upstream_entries();
+    ASSERT_EQ(names.size(), 32u);
+    for (const std::string &name : names) {
+        const FunctionName f = parsed(name);
+        EXPECT_EQ(f.name, "qk_int_sv_f8_attn_kernel");
+        ASSERT_EQ(f.template_arguments.size(), 17u) << name;
+        EXPECT_EQ(f.parameters.size(), 25u) << name;
+        EXPECT_EQ(f.parameters.front(), "signed char*");
+        EXPECT_EQ(f.parameters.back(), "float");
+        EXPECT_EQ(f.template_arguments[0], "128u");
+        EXPECT_EQ(f.template_arguments[5], "(DataType)1");
+    }
+}
+
+TEST(DemangledName, KeepsNestedBracketsInsideOneArgument) {
+    const auto f = parse_function_name("void ns::f<foo<1, 2>, (MaskMode)1, bar<(E)0>>(int, baz<int, char>*, float (*)(int))");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->name, "ns::f");
+    EXPECT_EQ(f->template_arguments, (std::vector<std::string>{"foo<1, 2>", "(MaskMode)1", "bar<(E)0>"}));
+    EXPECT_EQ(f->parameters, (std::vector<std::string>{"int", "baz<int, char>*", "float (*)(int)"}));
+}
+
+TEST(DemangledName, PlainFunctionsAndNonNames) {
+    const auto f = parse_function_name("f(int)");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->name, "f");
+    EXPECT_TRUE(f->template_arguments.empty());
+    EXPECT_FALSE(parse_function_name("f<int>(int"));
+    EXPECT_FALSE(parse_function_name("no_parameters"));
+    // extern "C" entries are not mangled names.
+    EXPECT_FALSE(demangle("s2tp_attn_hd128_bf16_nomask"));
+}
+
+// ---- the registry ----
+
+TEST(KernelAbiRegistry, KnowsBothAdaptersAndListsThemForAnUnknownOne) {
+    EXPECT_EQ(kernel_abi_names(), (std::vector<std::string>{"sage2tp", "sageattention-sm89"}));
+    const std::string message = error_of([] { kernel_abi("flash", "run.toml [candidate] abi"); });
+    EXPECT_NE(message.find("run.toml [candidate] abi"), std::string::npos) << message;
+    EXPECT_NE(message.find("'flash'"), std::string::npos) << message;
+    EXPECT_NE(message.find("sage2tp, sageattention-sm89"), std::string::npos) << message;
+}
+
+// ---- sageattention-sm89: build time ----
+
+TEST(SageAttentionSm89, DescribesTheEightEntriesOfTheResourceTable) {
+    std::set<std::string> short_names;
+    for (const std::string &name : upstream_entries()) {
+        const std::optional<AbiEntry> entry = upstream().describe_entry(name);
+        const FunctionName f = parsed(name);
+        // Per-warp granularity (2) and no LSE: the workload's instances. Per-thread (3) ones never.
+        const bool expected = f.template_arguments[6] == "(QuantGranularity)2" && f.template_arguments[13] == "false";
+        ASSERT_EQ(entry.has_value(), expected) << name;
+        if (!entry) continue;
+        short_names.insert(entry->short_name);
+        EXPECT_EQ(entry->full_name, *demangle(name));
+        EXPECT_EQ(entry->threads_per_block, 128);
+        const std::int64_t head_dim = f.template_arguments[4] == "64u" ? 64 : 128;
+        EXPECT_EQ(entry->dynamic_smem_bytes, 256 * head_dim);
+        EXPECT_EQ(entry->short_name.rfind("hd" + std::to_string(head_dim) + "_", 0), 0u) << entry->short_name;
+    }
+    EXPECT_EQ(short_names, (std::set<std::string>{"hd64_f16_nomask", "hd64_f16_causal", "hd64_bf16_nomask",
+                                                  "hd64_bf16_causal", "hd128_f16_nomask", "hd128_f16_causal",
+                                                  "hd128_bf16_nomask", "hd128_bf16_causal"}));
+    // The same short names as the sage2tp ABI's entries, so one build table compares across ABIs.
+    for (const std::string &short_name : short_names)
+        EXPECT_EQ(sage2tp().describe_entry("s2tp_attn_" + short_name)->short_name, short_name);
+}
+
+TEST(SageAttentionSm89, TheResourceTableRowsOfARealReport) {
+    // What build does with a variant's ptxas report: every entry the adapter describes, by short name.
+    std::map<std::string, KernelResources> rows;
+    for (const auto &[key, resources] : upstream_report())
+        if (const std::optional<AbiEntry> entry = upstream().describe_entry(key.name))
+            EXPECT_TRUE(rows.emplace(entry->short_name, resources).second) << entry->short_name;
+    ASSERT_EQ(rows.size(), 8u);
+    for (const auto &[name, resources] : rows) {
+        EXPECT_EQ(resources.arch, "sm_90a") << name;
+        EXPECT_GE(resources.registers, 200) << name;  // upstream's kernel uses (nearly) all 255
+        EXPECT_EQ(resources.static_smem_bytes, 0) << name;
+    }
+    // Upstream's D=128 entries spill on sm_90a with nvcc 13.0; the table has to show it.
+    EXPECT_GT(rows.at("hd128_bf16_nomask").spill_store_bytes, 0);
+}
+
+// ---- sageattention-sm89: run time entry selection ----
+
+TEST(SageAttentionSm89, SelectsTheLaunchersInstanceForEveryProblem) {
+    const std::vector<std::string> names = upstream_entries();
+    int resolved = 0;
+    for (std::int64_t head_dim : {64, 128})
+        for (DType dtype : {DType::f16, DType::bf16})
+            for (bool causal : {false, true})
+                for (bool with_lse : {false, true}) {
+                    const AttentionProblem p = problem(head_dim, dtype, causal, with_lse);
+                    const FunctionName f = parsed(upstream().select_entry(p, names, "upstream.cubin"));
+                    const std::vector<std::string> expected = {
+                        "128u", "64u", "32u", "64u", std::to_string(head_dim) + "u", "(DataType)1",
+                        "(QuantGranularity)2", "(QuantGranularity)2", "float", "true",
+                        dtype == DType::f16 ? "__half" : "__nv_bfloat16", "(ComputeUnit)1",
+                        causal ? "(MaskMode)1" : "(MaskMode)0", with_lse ? "true" : "false", "true", "false", "true"};
+                    EXPECT_EQ(f.template_arguments, expected) << p.describe();
+                    EXPECT_EQ(f.parameters[3], std::string(dtype == DType::f16 ? "__half*" : "__nv_bfloat16*"));
+                    ++resolved;
+                }
+    EXPECT_EQ(resolved, 16);
+}
+
+TEST(SageAttentionSm89, ATrailingTemplateOptionStillResolves) {
+    std::vector<std::string> patched;
+    for (const std::string &name : upstream_entries()) patched.push_back(with_trailing_bool(name));
+    const AttentionProblem p = problem(128, DType::bf16, false, false);
+    const std::string chosen = upstream().select_entry(p, patched, "candidate.cubin");
+    const FunctionName f = parsed(chosen);
+    ASSERT_EQ(f.template_arguments.size(), 18u);
+    EXPECT_EQ(f.template_arguments.back(), "false");
+    EXPECT_EQ(f.template_arguments[4], "128u");
+    EXPECT_EQ(f.template_arguments[10], "__nv_bfloat16");
+    const std::optional<AbiEntry> entry = upstream().describe_entry(chosen);
+    ASSERT_TRUE(entry);
+    EXPECT_EQ(entry->short_name, "hd128_bf16_nomask");
+}
+
+TEST(SageAttentionSm89, ARealPatchedEntryWithATrailingOptionResolves) {
+    // As nvcc 13.0 names the hd128 bf16 entry of upstream's .cu patched to add a last template parameter
+    // `bool TemporalPair = false`, which the patched launcher instantiates true.
+    const std::string patched =
+        "_Z24qk_int_sv_f8_attn_kernelILj128ELj64ELj32ELj64ELj128EL8DataType1EL16QuantGranularity2ELS1_2EfLb1E13__nv_"
+        "bfloat16L11ComputeUnit1EL8MaskMode0ELb0ELb1ELb0ELb1ELb1EEvPaS5_S5_PT9_PfS8_S8_S8_S8_jjjjjjjjjjjjjjjf";
+    EXPECT_EQ(parsed(patched).template_arguments.size(), 18u);
+    const std::optional<AbiEntry> entry = upstream().describe_entry(patched);
+    ASSERT_TRUE(entry);
+    EXPECT_EQ(entry->short_name, "hd128_bf16_nomask");
+    EXPECT_EQ(upstream().select_entry(problem(128, DType::bf16, false, false), {patched}, "candidate.cubin"), patched);
+}
+
+TEST(SageAttentionSm89, NoMatchListsEveryEntry) {
+    const AttentionProblem p = problem(128, DType::bf16, false, false);
+    std::vector<std::string> names;
+    for (const std::string &name : upstream_entries())
+        if (name != upstream().select_entry(p, upstream_entries(), "u.cubin")) names.push_back(name);
+    const std::string message = error_of([&] { upstream().select_entry(p, names, "u.cubin"); });
+    EXPECT_NE(message.find("'u.cubin' has no entry matching"), std::string::npos) << message;
+    EXPECT_NE(message.find(p.describe()), std::string::npos) << message;
+    // Every candidate, demangled, one per line.
+    for (const std::string &name : names) EXPECT_NE(message.find("\n  " + *demangle(name)), std::string::npos);
+    EXPECT_NE(error_of([&] { upstream().select_entry(p, {}, "empty.cubin"); }).find("its entries: none"),
+              std::string::npos);
+}
+
+TEST(SageAttentionSm89, TwoMatchesListBoth) {
+    const AttentionProblem p = problem(64, DType::f16, true, false);
+    std::vector<std::string> names = upstream_entries();
+    const std::string chosen = upstream().select_entry(p, names, "u.cubin");
+    names.push_back(with_trailing_bool(chosen));
+    const std::string message = error_of([&] { upstream().select_entry(p, names, "u.cubin"); });
+    EXPECT_NE(message.find("has 2 entries matching"), std::string::npos) << message;
+    EXPECT_NE(message.find("\n  " + *demangle(chosen)), std::string::npos) << message;
+    EXPECT_NE(message.find("\n  " + *demangle(with_trailing_bool(chosen))), std::string::npos) << message;
+}
+
+// ---- sageattention-sm89: argument packing, checked against upstream's host function by hand ----
+
+AttentionBuffers fake_buffers() {
+    // Distinct addresses, never dereferenced: only where each one lands is checked.
+    AttentionBuffers b;
+    b.q_int8 = reinterpret_cast<const void *>(0x1000);
+    b.k_int8 = reinterpret_cast<const void *>(0x2000);
+    b.v_fp8 = reinterpret_cast<const void *>(0x3000);
+    b.q_scale = reinterpret_cast<const float *>(0x4000);
+    b.k_scale = reinterpret_cast<const float *>(0x5000);
+    b.v_scale = reinterpret_cast<const float *>(0x6000);
+    b.o = reinterpret_cast<void *>(0x7000);
+    b.lse = reinterpret_cast<float *>(0x8000);
+    return b;
+}
+
+std::uintptr_t pointer_at(const KernelArguments &a, std::size_t index) {
+    return reinterpret_cast<std::uintptr_t>(a.get<const void *>(index));
+}
+
+std::vector<std::uint32_t> integers(const KernelArguments &a) {
+    std::vector<std::uint32_t> values;
+    for (std::size_t i = 9; i < 24; ++i) values.push_back(a.get<std::uint32_t>(i));
+    return values;
+}
+
+void expect_pointers(const KernelArguments &a, std::uintptr_t lse) {
+    ASSERT_EQ(a.count(), 25u);
+    for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(a.sizes()[i], 8u) << i;
+    for (std::size_t i = 9; i < 25; ++i) EXPECT_EQ(a.sizes()[i], 4u) << i;
+    // Q, K, V, O, Lse, Q_scale, K_scale, V_scale, V_mean
+    const std::vector<std::uintptr_t> expected = {0x1000, 0x2000, 0x3000, 0x7000, lse, 0x4000, 0x5000, 0x6000, 0};
+    for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(pointer_at(a, i), expected[i]) << "argument " << i;
+}
+
+TEST(SageAttentionSm89, PacksAnNhdProblemAsUpstreamsHostFunction) {
+    AttentionProblem p = problem(128, DType::bf16, false, false);
+    p.shape.batch = 2, p.shape.heads_q = 8, p.shape.heads_kv = 2, p.shape.len_q = 300, p.shape.len_kv = 200;
+    p.shape.layout = Layout::nhd;
+    const AttentionLaunch launch = upstream().pack(p, fake_buffers());
+    expect_pointers(launch.arguments, 0);  // no LSE: nullptr, as the launcher passes without return_lse
+    // q [2,300,8,128], k [2,200,2,128], v [2,128,2,256] (200 tokens padded to 256), o like q;
+    // tensor_layout 0: seq = stride(1), head = stride(2); V: head = stride(2), dim = stride(1).
+    EXPECT_EQ(integers(launch.arguments),
+              (std::vector<std::uint32_t>{300, 200, 4,            // qo_len, kv_len, num_kv_groups
+                                          307200, 1024, 128,      // q: bz, seq, h
+                                          51200, 256, 128,        // k
+                                          65536, 256, 512,        // v: bz, h, d
+                                          307200, 1024, 128}));   // o
+    EXPECT_EQ(launch.arguments.get<float>(24), p.sm_scale);
+    EXPECT_EQ(launch.grid.x, 3u);
+    EXPECT_EQ(launch.grid.y, 8u);
+    EXPECT_EQ(launch.grid.z, 2u);
+    EXPECT_EQ(launch.block.x, 32u);
+    EXPECT_EQ(launch.block.y, 4u);
+    EXPECT_EQ(launch.block.z, 1u);
+    EXPECT_EQ(launch.dynamic_smem_bytes, 32768u);  // max(128*128 + 64*128 + 64*128, 128*128*2)
+    EXPECT_TRUE(launch.set_smem_attribute);
+}
+
+TEST(SageAttentionSm89, PacksAnHndProblemAsUpstreamsHostFunction) {
+    AttentionProblem p = problem(64, DType::f16, true, true);
+    p.shape.batch = 1, p.shape.heads_q = 4, p.shape.heads_kv = 4, p.shape.len_q = 65, p.shape.len_kv = 65;
+    p.shape.layout = Layout::hnd;
+    const AttentionLaunch launch = upstream().pack(p, fake_buffers());
+    expect_pointers(launch.arguments, 0x8000);
+    // q, k, o [1,4,65,64], v [1,4,64,128]; tensor_layout 1: seq = stride(2), head = stride(1);
+    // V: head = stride(1), dim = stride(2).
+    EXPECT_EQ(integers(launch.arguments),
+              (std::vector<std::uint32_t>{65, 65, 1,              //
+                                          16640, 64, 4160,        // q
+                                          16640, 64, 4160,        // k
+                                          32768, 8192, 128,       // v
+                                          16640, 64, 4160}));     // o
+    EXPECT_EQ(launch.grid.x, 1u);
+    EXPECT_EQ(launch.grid.y, 4u);
+    EXPECT_EQ(launch.grid.z, 1u);
+    EXPECT_EQ(launch.dynamic_smem_bytes, 16384u);
+}
+
+TEST(KernelArguments, CopiesPointAtTheirOwnBytes) {
+    KernelArguments a;
+    a.add(std::uint32_t{7});
+    a.add(2.5f);
+    const KernelArguments copy = a;
+    EXPECT_NE(copy.parameter_array()[0], a.parameter_array()[0]);
+    std::uint32_t seven = 0;
+    std::memcpy(&seven, copy.parameter_array()[0], sizeof seven);
+    EXPECT_EQ(seven, 7u);
+    EXPECT_EQ(copy.get<float>(1), 2.5f);
+    EXPECT_THROW(copy.get<double>(1), Error);
+}
+
+// ---- sage2tp: today's ABI, unchanged ----
+
+TEST(Sage2tpAbi, DescribesExactlyItsEightEntries) {
+    int described = 0;
+    for (const char *name : {"s2tp_attn_hd64_f16_nomask", "s2tp_attn_hd64_f16_causal", "s2tp_attn_hd64_bf16_nomask",
+                             "s2tp_attn_hd64_bf16_causal", "s2tp_attn_hd128_f16_nomask", "s2tp_attn_hd128_f16_causal",
+                             "s2tp_attn_hd128_bf16_nomask", "s2tp_attn_hd128_bf16_causal"}) {
+        const std::optional<AbiEntry> entry = sage2tp().describe_entry(name);
+        ASSERT_TRUE(entry) << name;
+        EXPECT_EQ("s2tp_attn_" + entry->short_name, name);
+        EXPECT_EQ(entry->full_name, name);
+        EXPECT_EQ(entry->threads_per_block, 128);
+        EXPECT_EQ(entry->dynamic_smem_bytes, std::string(name).find("hd64") != std::string::npos ? 16384 : 32768);
+        ++described;
+    }
+    EXPECT_EQ(described, 8);
+    EXPECT_FALSE(sage2tp().describe_entry("s2tp_quant_q_int8_f16"));
+    EXPECT_FALSE(sage2tp().describe_entry(upstream_entries().front()));
+    const AttentionProblem p = problem(128, DType::f16, true, true);
+    EXPECT_EQ(sage2tp().select_entry(p, {"s2tp_attn_hd128_f16_nomask", "s2tp_attn_hd128_f16_causal"}, "b.cubin"),
+              "s2tp_attn_hd128_f16_causal");
+    const std::string message = error_of([&] { sage2tp().select_entry(p, {"s2tp_attn_hd128_f16_nomask"}, "b.cubin"); });
+    EXPECT_NE(message.find("'s2tp_attn_hd128_f16_causal'"), std::string::npos) << message;
+    EXPECT_NE(message.find("s2tp_attn_hd128_f16_nomask"), std::string::npos) << message;
+}
+
+TEST(Sage2tpAbi, PacksOneParameterStructWithTheSameGeometryAsUpstream) {
+    AttentionProblem p = problem(128, DType::bf16, false, true);
+    p.shape.batch = 2, p.shape.heads_q = 8, p.shape.heads_kv = 2, p.shape.len_q = 300, p.shape.len_kv = 200;
+    const AttentionLaunch launch = sage2tp().pack(p, fake_buffers());
+    ASSERT_EQ(launch.arguments.count(), 1u);
+    const auto params = launch.arguments.get<s2tp_attn_params>(0);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(params.q), 0x1000u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(params.v), 0x3000u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(params.o), 0x7000u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(params.lse), 0x8000u);
+    EXPECT_EQ(params.batch, 2u);
+    EXPECT_EQ(params.heads_q, 8u);
+    EXPECT_EQ(params.heads_kv, 2u);
+    EXPECT_EQ(params.stride_bz_q, 307200u);
+    EXPECT_EQ(params.stride_seq_q, 1024u);
+    EXPECT_EQ(params.stride_h_q, 128u);
+    EXPECT_EQ(params.stride_bz_v, 65536u);
+    EXPECT_EQ(params.stride_h_v, 256u);
+    EXPECT_EQ(params.stride_d_v, 512u);
+    EXPECT_EQ(params.sm_scale, p.sm_scale);
+    EXPECT_FALSE(launch.set_smem_attribute);
+
+    const AttentionLaunch theirs = upstream().pack(p, fake_buffers());
+    EXPECT_EQ(launch.grid.x, theirs.grid.x);
+    EXPECT_EQ(launch.grid.y, theirs.grid.y);
+    EXPECT_EQ(launch.grid.z, theirs.grid.z);
+    EXPECT_EQ(launch.block.x, theirs.block.x);
+    EXPECT_EQ(launch.block.y, theirs.block.y);
+    EXPECT_EQ(launch.dynamic_smem_bytes, theirs.dynamic_smem_bytes);
+    p.with_lse = false;
+    EXPECT_EQ(sage2tp().pack(p, fake_buffers()).arguments.get<s2tp_attn_params>(0).lse, nullptr);
+}
+
+}  // namespace
+}  // namespace s2tp
