@@ -21,6 +21,7 @@ const std::map<std::string, std::pair<Command, const char *>> &commands() {
         {"gate", {s2tp::gate_command, "turn every checkpoint into one verdict"}},
         {"run", {s2tp::run_command, "all stages in order, resuming, stopping at the first failure"}},
         {"status", {s2tp::status_command, "table of the run's checkpoints"}},
+        {"clean", {s2tp::clean_command, "remove a run: its worktrees in your repository, then its directory"}},
         {"exec", {s2tp::exec_command, "internal: one variant's launches, run by sanitize and time --ncu"}},
     };
     return table;
