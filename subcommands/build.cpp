@@ -10,6 +10,7 @@
 #include "support/hashing.h"
 #include "gpu/kernel_abi.h"
 #include "stages/kernel_build.h"
+#include "stages/torch_headers.h"
 #include "model/occupancy.h"
 #include "support/process_runner.h"
 #include "formats/ptxas_report.h"
@@ -113,6 +114,9 @@ int build_command(const Args &args) {
         ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
         ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
          cxxopts::value<std::string>(), "PATH")
+        ("torch-include", "a directory with torch's headers for sources that need them (repeatable; default: "
+                          "[build] torch_include_dirs, then the python3 on PATH, then libtorch-dev)",
+         cxxopts::value<std::vector<std::string>>(), "DIR")
         ("force", "compile even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
 
@@ -145,7 +149,17 @@ int build_command(const Args &args) {
         if (cl.has("nvcc")) throw;
         no_nvcc = e;
     }
-    const std::vector<CompileJob> jobs = plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"));
+    // Looked up only for sources that include torch's headers, and only where there is a compiler to
+    // use them (a GPU host without nvcc keeps the intact build made elsewhere).
+    std::optional<TorchHeaders> torch;
+    if (needs_torch_headers(experiment) && nvcc) {
+        std::vector<std::string> requested_torch;
+        if (cl.has("torch-include")) requested_torch = cl.result()["torch-include"].as<std::vector<std::string>>();
+        for (auto &dir : requested_torch) dir = fs::absolute(dir).lexically_normal().string();
+        torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
+    }
+    const std::vector<CompileJob> jobs =
+        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch ? torch->include_dirs : std::vector<std::string>{});
     const std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
 
     StageWork work;
@@ -157,9 +171,13 @@ int build_command(const Args &args) {
         f.add("baseline_abi", baseline_abi.name()).add("candidate_abi", candidate_abi.name());
         for (const auto &flag : experiment.nvcc_flags) f.add("nvcc_flag", flag);
         for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
-        for (const auto &dir : experiment.include_dirs) f.add("include_dir", dir);
+        for (const char *variant : {"baseline", "candidate"})
+            for (const auto &dir : experiment.source(variant).include_dirs) f.add(std::string(variant) + " include_dir", dir);
+        if (torch)
+            for (const auto &dir : torch->include_dirs) f.add("torch_include_dir", dir);
         for (const auto &job : jobs) f.add("source", job.variant + ":" + job.source);
         f.add_tree("baseline", run.tree("baseline")).add_tree("candidate", run.tree("candidate"));
+        if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
     };
     work.verify_outputs = [&](const Checkpoint &c) -> std::string {
         for (const auto &job : jobs) {
@@ -188,6 +206,11 @@ int build_command(const Args &args) {
         for (const auto &flag : experiment.nvcc_flags) flags.push_back(flag);
         for (const auto &flag : experiment.extra_flags) flags.push_back(flag);
         result.figures.insert("flags", flags);
+        if (torch) {
+            toml::array dirs;
+            for (const auto &dir : torch->include_dirs) dirs.push_back(dir);
+            result.figures.insert("torch_headers", toml::table{{"found_by", torch->found_by}, {"include_dirs", dirs}});
+        }
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             const std::string key = jobs[i].variant + ":" + jobs[i].source;
             toml::table artifact{{"log", run.relative(jobs[i].log)}, {"command", run.relative(jobs[i].command_file)},

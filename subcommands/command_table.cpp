@@ -19,6 +19,8 @@ const std::vector<CommandEntry> &command_table() {
         stage_command(Stage::gate, gate_command, "turn every checkpoint into one verdict"),
         {"run", run_command, "all stages in order, resuming, stopping at the first failure", std::nullopt, false},
         {"status", status_command, "table of the run's checkpoints", std::nullopt, false},
+        {"clean", clean_command, "remove a run: its worktrees in your repository, then its directory", std::nullopt,
+         false},
         {"help", help_command, "this list, or one command's options (sage2tp help CMD)", std::nullopt, false},
         {"exec", exec_command, "internal: one variant's launches, run by sanitize and time --ncu", std::nullopt, true},
     };

@@ -93,7 +93,7 @@ TEST_F(Cli, UsageErrorsExitTwoWithAClearMessage) {
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {
-    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status"}) {
+    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "clean"}) {
         ProcessResult r = sage2tp({command, "--help"});
         EXPECT_EQ(r.exit_code, 0) << command;
         EXPECT_NE(r.out.find("sage2tp " + command), std::string::npos) << command << ": " << r.out;

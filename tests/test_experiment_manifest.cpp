@@ -59,7 +59,9 @@ protected:
 TEST(Manifest, DefaultExperimentLoads) {
     Experiment e = load_experiment(source_root / "data/experiments/temporal-pair.toml");
     EXPECT_EQ(e.name, "temporal-pair");
-    EXPECT_EQ(e.source_kind, "embedded");
+    EXPECT_EQ(e.baseline_source.kind, "embedded");
+    EXPECT_TRUE(e.candidate_source.same_checkout(e.baseline_source));
+    EXPECT_EQ(e.candidate_abi, "sage2tp");
     EXPECT_EQ(e.arch, "sm_121a");
     EXPECT_EQ(e.workload.problem.shape.len_q, 32760);
     EXPECT_EQ(e.workload.problem.shape.heads_q, 40);
@@ -125,4 +127,73 @@ TEST_F(ManifestErrors, OutOfRangeNumberIsRejected) {
 TEST_F(ManifestErrors, GroupedQueryHeadsMustDivide) {
     std::string message = error_for("len_q = 256\n", "len_q = 256\nheads_q = 6\nheads_kv = 4\n");
     EXPECT_NE(message.find("heads_q (6) is not a multiple of heads_kv (4)"), std::string::npos) << message;
+}
+
+TEST(Manifest, ShippedSageAttentionManifestsNameTheirSourcesPerVariant) {
+    SourceOverrides overrides;
+    overrides.repository = "/home/me/SageAttention";
+    Experiment pair = load_experiment(source_root / "data/experiments/sageattention-temporal-pair.toml", overrides);
+    EXPECT_EQ(pair.baseline_source.kind, "git");
+    EXPECT_EQ(pair.baseline_source.repository, "/home/me/SageAttention");
+    EXPECT_EQ(pair.baseline_source.commit, "d1a57a546c3d395b1ffcbeecc66d81db76f3b4b5");
+    EXPECT_TRUE(pair.baseline_source.needs_torch_headers);
+    EXPECT_TRUE(pair.candidate_source.same_checkout(pair.baseline_source));
+    EXPECT_EQ(pair.baseline_abi, "sageattention-sm89");
+    EXPECT_EQ(pair.candidate_abi, "sageattention-sm89");
+    EXPECT_TRUE(pair.needs_support_tree());
+    EXPECT_FALSE(pair.patch.empty());
+
+    overrides.commit = "HEAD";
+    Experiment versus = load_experiment(source_root / "data/experiments/upstream-vs-embedded.toml", overrides);
+    EXPECT_EQ(versus.baseline_source.commit, "HEAD");
+    EXPECT_EQ(versus.candidate_source.kind, "embedded");
+    EXPECT_TRUE(versus.candidate_source.repository.empty());
+    EXPECT_FALSE(versus.candidate_source.needs_torch_headers);
+    EXPECT_EQ(versus.candidate_source.kernel_sources, std::vector<std::string>{"kernels/attention_entry.cu"});
+    EXPECT_EQ(versus.baseline_abi, "sageattention-sm89");
+    EXPECT_EQ(versus.candidate_abi, "sage2tp");
+    EXPECT_TRUE(versus.patch.empty());
+
+    // The resolved copy keeps both sources, and loading it needs no command-line values.
+    fs::path copy = fs::temp_directory_path() / ("s2tp-versus-" + std::to_string(::getpid()) + ".toml");
+    std::ofstream(copy) << experiment_to_toml(versus);
+    EXPECT_EQ(experiment_to_toml(load_experiment(copy)), experiment_to_toml(versus));
+    fs::remove(copy);
+}
+
+TEST(Manifest, AGitSourceWithoutRepositoryAsksForTheOption) {
+    try {
+        load_experiment(source_root / "data/experiments/sageattention-temporal-pair.toml");
+        ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("--repository"), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(ManifestErrors, CandidateSourceOverridesPerKey) {
+    std::string text = valid();
+    text.replace(text.find("[build]"), 0, "abi = \"other\"\n[candidate.source]\nkind = \"git\"\nrepository = \"r\"\ncommit = \"b\"\n");
+    std::ofstream(dir_ / "m.toml") << text;
+    Experiment e = load_experiment(dir_ / "m.toml");
+    EXPECT_EQ(e.baseline_source.kind, "embedded");
+    EXPECT_EQ(e.candidate_source.kind, "git");
+    EXPECT_EQ(e.candidate_source.repository, (dir_ / "r").string());
+    EXPECT_EQ(e.candidate_source.kernel_sources, e.baseline_source.kernel_sources);
+    EXPECT_EQ(e.candidate_abi, "other");
+}
+
+TEST_F(ManifestErrors, CandidateAbiGivenTwiceIsRefused) {
+    std::string message = error_for("[build]", "abi = \"a\"\n[candidate.source]\nabi = \"b\"\n[build]");
+    EXPECT_NE(message.find("abi is given twice"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, ACandidateThatIsTheBaselineIsRefused) {
+    std::string message = error_for("patch = \"c.patch\"\n", "");
+    EXPECT_NE(message.find("the candidate is the baseline itself"), std::string::npos) << message;
+}
+
+TEST_F(ManifestErrors, RepositoryIsOnlyForGitSources) {
+    std::string message = error_for("kind = \"embedded\"\n", "kind = \"embedded\"\nrepository = \"r\"\n");
+    EXPECT_NE(message.find("'repository' is for git sources"), std::string::npos) << message;
 }

@@ -69,6 +69,44 @@ WorkloadSpec read_workload_table(const toml::table &table, const std::string &fi
     return w;
 }
 
+// A source table's keys on top of `inherited` (the baseline's, for [candidate.source]). Changing the
+// kind starts the repository and commit afresh; `repository_override` replaces a git repository.
+SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherited, const fs::path &base_dir,
+                       const std::optional<std::string> &repository_override) {
+    SourceSpec s = inherited.value_or(SourceSpec{});
+    s.kind = r.choice("kind", {"embedded", "git"}, inherited ? inherited->kind : "");
+    if (inherited && s.kind != inherited->kind) s.repository = s.commit = "";
+    if (s.kind == "git") {
+        if (auto repository = r.optional_string("repository")) s.repository = resolve_against(base_dir, *repository);
+        if (repository_override) s.repository = fs::absolute(*repository_override).lexically_normal().string();
+        if (s.repository.empty())
+            fail(ExitCode::usage, r.position() + ": a git source needs its repository: set 'repository' in the "
+                                                 "manifest or pass --repository DIR to prepare");
+        s.commit = r.string_or("commit", s.commit);
+        if (s.commit.empty()) fail(ExitCode::usage, r.position() + ": a git source needs 'commit' (or --commit REV)");
+    } else {
+        for (const char *key : {"repository", "commit"})
+            if (r.optional_string(key))
+                fail(ExitCode::usage, r.position() + ": '" + key + "' is for git sources; this one is embedded");
+    }
+    s.kernel_sources = r.strings_or("kernel_sources", s.kernel_sources);
+    s.support_sources = r.strings_or("support_sources", s.support_sources);
+    s.include_dirs = r.strings_or("include_dirs", s.include_dirs);
+    s.needs_torch_headers = r.boolean_or("needs_torch_headers", s.needs_torch_headers);
+    if (s.kernel_sources.empty())
+        fail(ExitCode::usage, r.position() + ": kernel_sources must name at least one file");
+    for (const auto *list : {&s.kernel_sources, &s.support_sources, &s.include_dirs})
+        for (const auto &path : *list) {
+            fs::path p(path);
+            bool inside = !p.is_absolute() && !path.empty();
+            for (const auto &part : p) inside = inside && part != "..";
+            if (!inside)
+                fail(ExitCode::usage, r.position() + ": source path '" + path +
+                                          "' must be relative and stay inside the source tree");
+        }
+    return s;
+}
+
 }  // namespace
 
 WorkloadSpec load_workload(const fs::path &file) {
@@ -80,7 +118,7 @@ WorkloadSpec load_workload(const fs::path &file) {
     return read_workload_table(*table, file.string(), file.parent_path());
 }
 
-Experiment load_experiment(const fs::path &manifest) {
+Experiment load_experiment(const fs::path &manifest, const SourceOverrides &overrides) {
     const std::string file = manifest.string();
     const fs::path base_dir = fs::absolute(manifest).parent_path();
     toml::table doc = parse_toml_file(file);
@@ -102,36 +140,44 @@ Experiment load_experiment(const fs::path &manifest) {
     if (!source) fail(ExitCode::usage, file + ":1:1: the manifest needs a [source] table");
     {
         TableReader r(*source, file, "[source]");
-        e.source_kind = r.choice("kind", {"embedded", "git"}, "");
-        if (e.source_kind == "git") {
-            e.repository = resolve_against(base_dir, r.string("repository"));
-            e.commit = r.string("commit");
-        }
-        e.kernel_sources = r.strings_or("kernel_sources", {});
-        e.support_sources = r.strings_or("support_sources", {});
-        e.include_dirs = r.strings_or("include_dirs", {});
+        e.baseline_source = read_source(r, std::nullopt, base_dir, overrides.repository);
         e.baseline_abi = r.string_or("abi", e.baseline_abi);
         r.finish();
-        if (e.kernel_sources.empty())
-            fail(ExitCode::usage, r.position() + ": [source] kernel_sources must name at least one file");
-        for (const auto *list : {&e.kernel_sources, &e.support_sources, &e.include_dirs})
-            for (const auto &path : *list) {
-                fs::path p(path);
-                bool inside = !p.is_absolute() && !path.empty();
-                for (const auto &part : p) inside = inside && part != "..";
-                if (!inside)
-                    fail(ExitCode::usage, r.position() + ": [source] path '" + path +
-                                              "' must be relative and stay inside the source tree");
-            }
+        if (overrides.commit) {
+            if (e.baseline_source.kind != "git")
+                fail(ExitCode::usage, r.position() + ": --commit names a commit, but [source] is not a git source");
+            e.baseline_source.commit = *overrides.commit;
+        }
     }
 
-    if (const toml::table *candidate = top.optional_table("candidate")) {
+    const toml::table *candidate = top.optional_table("candidate");
+    if (!candidate)
+        fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table (a patch, a [candidate.source], or both)");
+    {
         TableReader r(*candidate, file, "[candidate]");
-        e.patch = r.existing_file("patch", base_dir.string());
-        e.candidate_abi = r.string_or("abi", e.baseline_abi);
+        if (candidate->contains("patch")) e.patch = r.existing_file("patch", base_dir.string());
+        std::optional<std::string> abi = r.optional_string("abi");
+        e.candidate_source = e.baseline_source;
+        if (const toml::table *own = r.optional_table("source")) {
+            TableReader s(*own, file, "[candidate.source]");
+            e.candidate_source = read_source(s, e.baseline_source, base_dir, overrides.repository);
+            if (auto own_abi = s.optional_string("abi")) {
+                if (abi) fail(ExitCode::usage, s.position() + ": the candidate's abi is given twice, in [candidate] "
+                                                              "and [candidate.source]; keep one");
+                abi = own_abi;
+            }
+            s.finish();
+        }
+        e.candidate_abi = abi.value_or(e.baseline_abi);
         r.finish();
-    } else {
-        fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table with the patch");
+        if (overrides.candidate_commit) {
+            if (e.candidate_source.kind != "git")
+                fail(ExitCode::usage, r.position() + ": --candidate-commit names a commit, but the candidate is not a git source");
+            e.candidate_source.commit = *overrides.candidate_commit;
+        }
+        if (e.patch.empty() && e.candidate_source.same_checkout(e.baseline_source))
+            fail(ExitCode::usage, r.position() + ": the candidate is the baseline itself: give [candidate] patch, "
+                                                 "a [candidate.source] of its own, or both");
     }
 
     if (const toml::table *build = top.optional_table("build")) {
@@ -139,6 +185,8 @@ Experiment load_experiment(const fs::path &manifest) {
         e.arch = r.string_or("arch", e.arch);
         e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
         e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
+        e.torch_include_dirs = r.strings_or("torch_include_dirs", e.torch_include_dirs);
+        for (auto &dir : e.torch_include_dirs) dir = resolve_against(base_dir, dir);
         r.finish();
     }
 
@@ -227,6 +275,19 @@ toml::table shape_table(const AttentionProblem &p) {
                        {"dtype", dtype_name(p.dtype)}, {"sm_scale", static_cast<double>(p.sm_scale)}};
 }
 
+toml::table source_table(const SourceSpec &s) {
+    toml::table t{{"kind", s.kind},
+                  {"kernel_sources", to_array(s.kernel_sources)},
+                  {"support_sources", to_array(s.support_sources)},
+                  {"include_dirs", to_array(s.include_dirs)},
+                  {"needs_torch_headers", s.needs_torch_headers}};
+    if (s.kind == "git") {
+        t.insert("repository", s.repository);
+        t.insert("commit", s.commit);
+    }
+    return t;
+}
+
 }  // namespace
 
 std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch) {
@@ -254,20 +315,16 @@ std::optional<std::string> pin_expected_output_sha256(const fs::path &file, cons
 std::string experiment_to_toml(const Experiment &e) {
     toml::table doc;
     doc.insert("experiment", toml::table{{"name", e.name}, {"description", e.description}});
-    toml::table source{{"kind", e.source_kind},
-                       {"abi", e.baseline_abi},
-                       {"kernel_sources", to_array(e.kernel_sources)},
-                       {"support_sources", to_array(e.support_sources)},
-                       {"include_dirs", to_array(e.include_dirs)}};
-    if (e.source_kind == "git") {
-        source.insert("repository", e.repository);
-        source.insert("commit", e.commit);
-    }
+    toml::table source = source_table(e.baseline_source);
+    source.insert("abi", e.baseline_abi);
     doc.insert("source", source);
-    doc.insert("candidate", toml::table{{"patch", e.patch}, {"abi", e.candidate_abi}});
+    toml::table candidate{{"abi", e.candidate_abi}, {"source", source_table(e.candidate_source)}};
+    if (!e.patch.empty()) candidate.insert("patch", e.patch);
+    doc.insert("candidate", candidate);
     doc.insert("build", toml::table{{"arch", e.arch},
                                     {"nvcc_flags", to_array(e.nvcc_flags)},
-                                    {"extra_flags", to_array(e.extra_flags)}});
+                                    {"extra_flags", to_array(e.extra_flags)},
+                                    {"torch_include_dirs", to_array(e.torch_include_dirs)}});
     doc.insert("sanitize", toml::table{{"tools", to_array(e.sanitizer_tools)}});
     toml::array seeds, shapes;
     for (auto s : e.parity_seeds) seeds.push_back(s);

@@ -22,27 +22,58 @@ struct WorkloadSpec {
     std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
 };
 
+// Where one variant's kernels come from: [source] for the baseline, and for the candidate [source]
+// with the keys of [candidate.source] on top (sage2tp-experiment(5)).
+struct SourceSpec {
+    std::string kind = "embedded";            // embedded | git
+    std::string repository;                   // git: local path of the repository (absolute)
+    std::string commit;                       // git: the pinned commit (an id, branch or tag)
+    std::vector<std::string> kernel_sources;  // compiled per variant and compared (the A/B)
+    std::vector<std::string> support_sources; // compiled per variant, not compared (quantizers)
+    std::vector<std::string> include_dirs;
+    bool needs_torch_headers = false;         // host code includes <torch/extension.h> (build finds them)
+
+    // The same tree before any patch: the same embedded kernels, or the same repository and commit.
+    bool same_checkout(const SourceSpec &other) const {
+        return kind == other.kind && repository == other.repository && commit == other.commit;
+    }
+};
+
+// What prepare's command line puts in place of the manifest's values, so that a shipped manifest
+// works on a user's own checkout without editing it.
+struct SourceOverrides {
+    std::optional<std::string> repository;        // every git source's repository
+    std::optional<std::string> commit;            // [source] commit (the candidate inherits it)
+    std::optional<std::string> candidate_commit;  // the candidate's commit alone
+};
+
 struct Experiment {
     std::string name;
     std::string description;
 
-    // [source]
-    std::string source_kind = "embedded";     // embedded | git
-    std::string repository;                   // git: local path of the repository
-    std::string commit;                       // git: the pinned commit
-    std::vector<std::string> kernel_sources;  // compiled per variant and compared (the A/B)
-    std::vector<std::string> support_sources; // compiled per variant, not compared (quantizers)
-    std::vector<std::string> include_dirs;
-    std::string baseline_abi = "sage2tp";     // the kernel ABI adapter of the baseline's kernels
+    SourceSpec baseline_source;               // [source]
+    SourceSpec candidate_source;              // [source] overridden by [candidate.source]
+    std::string baseline_abi = "sage2tp";     // the kernel ABI adapter of the baseline's kernels ([source] abi)
+    std::string candidate_abi = "sage2tp";    // [candidate] abi or [candidate.source] abi; default: the baseline's
 
     // [candidate]
-    std::string patch;                        // absolute after resolution
-    std::string candidate_abi = "sage2tp";    // default: the baseline's
+    std::string patch;                        // absolute after resolution; empty when the candidate has none
+
+    const SourceSpec &source(const std::string &variant) const {
+        return variant == "candidate" ? candidate_source : baseline_source;
+    }
+    const std::string &abi(const std::string &variant) const {
+        return variant == "candidate" ? candidate_abi : baseline_abi;
+    }
+    // The quantization kernels feed both variants: the baseline's support_sources when it lists any,
+    // else sage2tp's embedded quantize.cu, built in its own "support" tree.
+    bool needs_support_tree() const { return baseline_source.support_sources.empty(); }
 
     // [build]
     std::string arch = "sm_121a";
     std::vector<std::string> nvcc_flags = {"-O3", "--use_fast_math"};
     std::vector<std::string> extra_flags;
+    std::vector<std::string> torch_include_dirs;  // where <torch/extension.h> and Python.h are; empty: search
 
     // [sanitize]
     std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
@@ -74,7 +105,12 @@ struct Experiment {
 
 // Reads and validates a manifest. Relative paths inside it (patch, workload file, tensor files,
 // git repository) resolve against the manifest's own directory. Errors name file:line:column.
-Experiment load_experiment(const std::filesystem::path &manifest);
+// `overrides` replace manifest values (prepare's --repository, --commit, --candidate-commit).
+Experiment load_experiment(const std::filesystem::path &manifest, const SourceOverrides &overrides = {});
+
+// The embedded quantization source that the "support" tree is built from, and its include directory.
+inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }
+inline const char *embedded_include_dir() { return "kernels"; }
 
 // Reads a workload file (the [workload] table of its own TOML file).
 WorkloadSpec load_workload(const std::filesystem::path &file);

@@ -46,6 +46,9 @@ public:
 
     cxxopts::OptionAdder add_options(const std::string &group = "");
     void positional_help(const std::string &text) { options_.positional_help(text); }
+    // Words without a leading dash fill the named option (declared with add_options) instead of
+    // being rejected as stray arguments.
+    void positional(const std::string &option) { options_.parse_positional({option}); }
 
     // Parses; returns false when --help was printed (the command then exits 0). Unknown options and
     // stray positional arguments throw Error(usage).

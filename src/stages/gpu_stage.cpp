@@ -60,15 +60,14 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
     if (!state.fresh) fail(ExitCode::precondition, "the build checkpoint is " + state.stale_reason + fix);
     const Checkpoint &build = *state.read.checkpoint;
     const Experiment experiment = load_experiment(run.manifest());
-    if (experiment.kernel_sources.empty())
-        fail(ExitCode::precondition, run.relative(run.manifest()) + ": [source] kernel_sources is empty");
-    if (experiment.support_sources.empty())
-        fail(ExitCode::precondition, run.relative(run.manifest()) +
-                                         ": [source] support_sources is empty, so there is no quantize cubin");
     BuiltKernels kernels;
-    kernels.baseline_attention = recorded_cubin(run, build, "baseline", experiment.kernel_sources.front());
-    kernels.candidate_attention = recorded_cubin(run, build, "candidate", experiment.kernel_sources.front());
-    kernels.quantize = recorded_cubin(run, build, "baseline", experiment.support_sources.front());
+    kernels.baseline_attention =
+        recorded_cubin(run, build, "baseline", experiment.baseline_source.kernel_sources.front());
+    kernels.candidate_attention =
+        recorded_cubin(run, build, "candidate", experiment.candidate_source.kernel_sources.front());
+    kernels.quantize = experiment.needs_support_tree()
+                           ? recorded_cubin(run, build, "support", embedded_quantize_source())
+                           : recorded_cubin(run, build, "baseline", experiment.baseline_source.support_sources.front());
     kernels.arch = build.figures["arch"].value_or(std::string());
     const std::string manifest = run.relative(run.manifest());
     kernels.baseline_abi = &kernel_abi(experiment.baseline_abi, manifest + " [source] abi");

@@ -31,9 +31,11 @@ namespace s2tp {
 
 // The cubins one run's build stage produced, as absolute paths inside the run directory.
 struct BuiltKernels {
-    std::filesystem::path baseline_attention;   // first [source] kernel_sources entry, baseline tree
-    std::filesystem::path candidate_attention;  // the same source, candidate tree
-    std::filesystem::path quantize;             // first [source] support_sources entry, baseline tree
+    std::filesystem::path baseline_attention;   // the baseline's first kernel_sources entry ("baseline:<source>")
+    std::filesystem::path candidate_attention;  // the candidate's first kernel_sources entry ("candidate:<source>")
+    // The baseline's first support_sources entry ("baseline:<source>"); when the baseline lists none,
+    // sage2tp's embedded quantize.cu built from trees/support ("support:kernels/quantize.cu").
+    std::filesystem::path quantize;
     std::string arch;                           // the build checkpoint's figures.arch, e.g. "sm_90a"
     const KernelAbi *baseline_abi = nullptr;    // the adapters of [source] abi and [candidate] abi
     const KernelAbi *candidate_abi = nullptr;

@@ -72,34 +72,46 @@ int default_build_jobs() {
     return std::max(1u, std::thread::hardware_concurrency());
 }
 
+bool needs_torch_headers(const Experiment &experiment) {
+    return experiment.baseline_source.needs_torch_headers || experiment.candidate_source.needs_torch_headers;
+}
+
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
-                                      const fs::path &nvcc) {
+                                      const fs::path &nvcc, const std::vector<std::string> &torch_include_dirs) {
     // sm_90a -> compute_90a,code=sm_90a: the "a" feature set needs the -gencode form (HOPPER.md).
     const std::string gencode = "-gencode=arch=compute_" + arch.substr(3) + ",code=" + arch;
     std::vector<CompileJob> jobs;
-    for (const char *variant : {"baseline", "candidate"}) {
+    auto add = [&](const std::string &variant, const std::string &source, bool compared,
+                   const std::vector<std::string> &include_dirs, bool with_torch) {
         const fs::path tree = run.tree(variant);
         const fs::path out_dir = run.builds() / variant;
-        auto add = [&](const std::string &source, bool compared) {
-            CompileJob job;
-            job.variant = variant;
-            job.source = source;
-            job.compared = compared;
-            std::string stem = fs::path(source).stem().string() + "." + arch;
-            job.cubin = out_dir / (stem + ".cubin");
-            job.log = out_dir / (stem + ".log");
-            job.command_file = out_dir / (stem + ".cmd");
-            job.argv = {nvcc.string(), "-cubin", gencode};
-            job.argv.insert(job.argv.end(), experiment.nvcc_flags.begin(), experiment.nvcc_flags.end());
-            job.argv.insert(job.argv.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
-            job.argv.insert(job.argv.end(), {"-Xptxas", "-v"});
-            for (const auto &dir : experiment.include_dirs) job.argv.push_back("-I" + (tree / dir).string());
-            job.argv.insert(job.argv.end(), {"-o", job.cubin.string(), (tree / source).string()});
-            jobs.push_back(std::move(job));
-        };
-        for (const auto &source : experiment.kernel_sources) add(source, true);
-        for (const auto &source : experiment.support_sources) add(source, false);
+        CompileJob job;
+        job.variant = variant;
+        job.source = source;
+        job.compared = compared;
+        std::string stem = fs::path(source).stem().string() + "." + arch;
+        job.cubin = out_dir / (stem + ".cubin");
+        job.log = out_dir / (stem + ".log");
+        job.command_file = out_dir / (stem + ".cmd");
+        job.argv = {nvcc.string(), "-cubin", gencode};
+        job.argv.insert(job.argv.end(), experiment.nvcc_flags.begin(), experiment.nvcc_flags.end());
+        job.argv.insert(job.argv.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
+        job.argv.insert(job.argv.end(), {"-Xptxas", "-v"});
+        for (const auto &dir : include_dirs) job.argv.push_back("-I" + (tree / dir).string());
+        if (with_torch)
+            for (const auto &dir : torch_include_dirs) job.argv.push_back("-I" + dir);
+        job.argv.insert(job.argv.end(), {"-o", job.cubin.string(), (tree / source).string()});
+        jobs.push_back(std::move(job));
+    };
+    for (const char *variant : {"baseline", "candidate"}) {
+        const SourceSpec &spec = experiment.source(variant);
+        for (const auto &source : spec.kernel_sources)
+            add(variant, source, true, spec.include_dirs, spec.needs_torch_headers);
+        for (const auto &source : spec.support_sources)
+            add(variant, source, false, spec.include_dirs, spec.needs_torch_headers);
     }
+    if (experiment.needs_support_tree())
+        add("support", embedded_quantize_source(), false, {embedded_include_dir()}, false);
     return jobs;
 }
 

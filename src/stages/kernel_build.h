@@ -25,7 +25,7 @@ std::string nvcc_version(const std::filesystem::path &nvcc);  // the "release X,
 std::string resolve_target_arch(const std::string &requested, const ArchLimitsTable &table);
 
 struct CompileJob {
-    std::string variant;  // baseline | candidate
+    std::string variant;  // baseline | candidate | support (the embedded quantization kernels)
     std::string source;   // relative to the tree, e.g. kernels/attention_entry.cu
     bool compared = true; // a kernel source of the A/B, not a support source
     std::filesystem::path cubin, log, command_file;
@@ -38,8 +38,15 @@ struct CompileOutcome {
     std::string output;  // nvcc's stderr then stdout (ptxas -v writes to stderr)
 };
 
+// One job per kernel and support source of each variant's own source, from its own tree, plus the
+// embedded quantize.cu from trees/support when the experiment needs it. Sources with
+// needs_torch_headers get `torch_include_dirs` after their own include directories.
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
-                                      const std::filesystem::path &nvcc);
+                                      const std::filesystem::path &nvcc,
+                                      const std::vector<std::string> &torch_include_dirs);
+
+// True when some variant's source needs torch's headers to compile.
+bool needs_torch_headers(const Experiment &experiment);
 
 // Runs the jobs, at most `parallel` at a time; writes each log and command file. `on_tick`, when set,
 // is called about every few seconds with a line naming the running jobs and their elapsed time.

@@ -4,6 +4,7 @@
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
+#include <algorithm>
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -110,63 +111,122 @@ std::string resolve_commit(const std::string &repository, const std::string &com
     return trimmed(r.out);
 }
 
+namespace {
+
+// The user repositories a run's trees are worktrees of (each once).
+std::vector<std::string> user_repositories(const Experiment &experiment) {
+    std::vector<std::string> repositories;
+    for (const SourceSpec *source : {&experiment.baseline_source, &experiment.candidate_source})
+        if (source->kind == "git" &&
+            std::find(repositories.begin(), repositories.end(), source->repository) == repositories.end())
+            repositories.push_back(source->repository);
+    return repositories;
+}
+
+// An embedded source: the kernels/ shipped with sage2tp committed once into a fresh repository at
+// `tree`, with a fixed identity so that the same sources give the same commit id.
+std::string commit_embedded_kernels(const fs::path &tree, const std::function<fs::path()> &embedded_kernels) {
+    const fs::path kernels = embedded_kernels();
+    if (!fs::is_directory(kernels))
+        fail(ExitCode::usage, "embedded kernels directory '" + kernels.string() + "' is missing");
+    copy_tree(kernels, tree / "kernels");
+    git_or_fail({"init", "--quiet", "--initial-branch=embedded", tree.string()}, std::nullopt, "git init failed");
+    git_or_fail({"-C", tree.string(), "add", "--all"}, std::nullopt, "git add failed");
+    git_or_fail({"-C", tree.string(), "commit", "--quiet", "--no-gpg-sign", "-m", "sage2tp embedded kernels"},
+                std::nullopt, "git commit failed");
+    return trimmed(git_or_fail({"-C", tree.string(), "rev-parse", "HEAD"}, std::nullopt, "git rev-parse failed").out);
+}
+
+void require_sources(const fs::path &tree, const std::vector<std::string> &sources, const std::string &variant,
+                     const std::string &commit) {
+    for (const auto &source : sources)
+        if (!fs::is_regular_file(tree / source))
+            fail(ExitCode::usage, variant + " source '" + source + "' (from the manifest's kernel_sources) is not in the tree at " +
+                                      commit);
+}
+
+}  // namespace
+
 void remove_trees(const RunDirectory &run, const Experiment &experiment) {
+    std::vector<std::string> repositories = user_repositories(experiment);
     std::error_code ec;
+    for (const auto &repository : repositories) {
+        if (!fs::is_directory(repository, ec)) continue;  // a run copied to a host without the user's checkout
+        for (const char *variant : {"baseline", "candidate"})
+            if (fs::exists(run.tree(variant) / ".git", ec))
+                git({"-C", repository, "worktree", "remove", "--force", run.tree(variant).string()});
+    }
     fs::remove_all(run.trees(), ec);
     if (ec) fail(ExitCode::internal, "cannot remove '" + run.trees().string() + "': " + ec.message());
-    // A removed worktree stays registered in its repository until pruned.
-    if (experiment.source_kind == "git") git({"-C", experiment.repository, "worktree", "prune"});
+    // A worktree whose directory is gone (a run deleted by hand) stays registered until pruned.
+    for (const auto &repository : repositories)
+        if (fs::is_directory(repository, ec)) git({"-C", repository, "worktree", "prune"});
 }
 
 PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
                          const std::function<fs::path()> &embedded_kernels) {
     PreparedTrees trees;
     trees.git_version = git_version();
-    patch_paths(experiment.patch);  // refuse an escaping patch before touching anything
-    trees.patch_sha256 = sha256_file(experiment.patch);
+    const bool patched = !experiment.patch.empty();
+    if (patched) {
+        patch_paths(experiment.patch);  // refuse an escaping patch before touching anything
+        trees.patch_sha256 = sha256_file(experiment.patch);
+    }
 
     remove_trees(run, experiment);
     fs::create_directories(run.trees());
     const fs::path baseline = run.tree("baseline");
     const fs::path candidate = run.tree("candidate");
+    const SourceSpec &base = experiment.baseline_source;
+    const SourceSpec &cand = experiment.candidate_source;
 
-    std::string repository;
-    if (experiment.source_kind == "git") {
-        repository = experiment.repository;
-        trees.commit = resolve_commit(repository, experiment.commit);
-        git_or_fail({"-C", repository, "worktree", "add", "--detach", baseline.string(), trees.commit}, std::nullopt,
+    // The baseline's repository, for a candidate that is the same checkout (a patch on top).
+    std::string baseline_repository;
+    if (base.kind == "git") {
+        baseline_repository = base.repository;
+        trees.commit = resolve_commit(base.repository, base.commit);
+        git_or_fail({"-C", base.repository, "worktree", "add", "--detach", baseline.string(), trees.commit}, std::nullopt,
                     "git worktree add (baseline) failed");
     } else {
-        const fs::path kernels = embedded_kernels();
-        if (!fs::is_directory(kernels))
-            fail(ExitCode::usage, "embedded kernels directory '" + kernels.string() + "' is missing");
-        copy_tree(kernels, baseline / "kernels");
-        git_or_fail({"init", "--quiet", "--initial-branch=embedded", baseline.string()}, std::nullopt, "git init failed");
-        git_or_fail({"-C", baseline.string(), "add", "--all"}, std::nullopt, "git add failed");
-        git_or_fail({"-C", baseline.string(), "commit", "--quiet", "--no-gpg-sign", "-m", "sage2tp embedded kernels"},
-                    std::nullopt, "git commit failed");
-        repository = baseline.string();
-        trees.commit = trimmed(git_or_fail({"-C", repository, "rev-parse", "HEAD"}, std::nullopt, "git rev-parse failed").out);
+        trees.commit = commit_embedded_kernels(baseline, embedded_kernels);
+        baseline_repository = baseline.string();
     }
-    git_or_fail({"-C", repository, "worktree", "add", "--detach", candidate.string(), trees.commit}, std::nullopt,
-                "git worktree add (candidate) failed");
+    if (cand.same_checkout(base)) {
+        trees.candidate_commit = trees.commit;
+        git_or_fail({"-C", baseline_repository, "worktree", "add", "--detach", candidate.string(), trees.commit},
+                    std::nullopt, "git worktree add (candidate) failed");
+    } else if (cand.kind == "git") {
+        trees.candidate_commit = resolve_commit(cand.repository, cand.commit);
+        git_or_fail({"-C", cand.repository, "worktree", "add", "--detach", candidate.string(), trees.candidate_commit},
+                    std::nullopt, "git worktree add (candidate) failed");
+    } else {
+        trees.candidate_commit = commit_embedded_kernels(candidate, embedded_kernels);
+    }
     for (const fs::path &tree : {baseline, candidate}) {
         ProcessResult status = git_or_fail({"-C", tree.string(), "status", "--porcelain"}, std::nullopt, "git status failed");
         if (!trimmed(status.out).empty())
             fail(ExitCode::stop, "the checkout in '" + tree.string() + "' is not clean: " + first_line(status.out));
     }
-    for (const auto &source : experiment.kernel_sources)
-        if (!fs::is_regular_file(baseline / source))
-            fail(ExitCode::usage, "kernel source '" + source + "' (from [source] kernel_sources) is not in the tree at " + trees.commit);
+    require_sources(baseline, base.kernel_sources, "baseline", trees.commit);
+    require_sources(baseline, base.support_sources, "baseline", trees.commit);
 
-    ProcessResult check = git({"apply", "--check", fs::absolute(experiment.patch).string()}, candidate);
-    if (check.exit_code != 0) {
-        trees.patch_error = trimmed(check.err);
-        remove_trees(run, experiment);  // nothing half-made stays behind
-        return trees;
+    if (patched) {
+        ProcessResult check = git({"apply", "--check", fs::absolute(experiment.patch).string()}, candidate);
+        if (check.exit_code != 0) {
+            trees.patch_error = trimmed(check.err);
+            remove_trees(run, experiment);  // nothing half-made stays behind
+            return trees;
+        }
+        git_or_fail({"apply", fs::absolute(experiment.patch).string()}, candidate, "git apply failed");
     }
-    git_or_fail({"apply", fs::absolute(experiment.patch).string()}, candidate, "git apply failed");
     trees.patch_applied = true;
+    require_sources(candidate, cand.kernel_sources, "candidate", trees.candidate_commit);
+    require_sources(candidate, cand.support_sources, "candidate", trees.candidate_commit);
+    if (experiment.needs_support_tree()) {
+        // A plain copy: it is never patched or compared, only built for the quantization kernels.
+        copy_tree(embedded_kernels(), run.tree("support") / "kernels");
+        trees.support_digest = Fingerprint().add_tree("tree", run.tree("support")).hex();
+    }
     trees.baseline_digest = Fingerprint().add_tree("tree", baseline).hex();
     trees.candidate_digest = Fingerprint().add_tree("tree", candidate).hex();
     return trees;

@@ -1,10 +1,12 @@
-// The baseline and candidate source trees of a run, made by prepare:
-//   git source:      detached worktrees of the user's repository at the pinned commit;
+// The baseline and candidate source trees of a run, made by prepare. Each variant names its source:
+//   git source:      a detached worktree of the user's repository at the source's commit;
 //   embedded source: the kernels/ shipped with sage2tp, committed once into a fresh repository
-//                    (fixed author and date, so the same sources give the same commit id) in
-//                    trees/baseline, with trees/candidate a detached worktree of it.
-// The candidate then gets the patch (checked first with `git apply --check`; git apply is
-// all-or-nothing). git always runs with an argument vector, never through a shell.
+//                    (fixed author and date, so the same sources give the same commit id).
+// A candidate whose source is the baseline's checkout is a detached worktree of the same repository at
+// the same commit. The candidate then gets the patch, when there is one (checked first with
+// `git apply --check`; git apply is all-or-nothing). When the baseline lists no support_sources,
+// trees/support is a plain copy of the embedded kernels, for the quantization kernels.
+// git always runs with an argument vector, never through a shell.
 #pragma once
 
 #include "model/experiment_manifest.h"
@@ -18,10 +20,12 @@
 namespace s2tp {
 
 struct PreparedTrees {
-    std::string commit;            // the commit both trees were checked out at
-    std::string patch_sha256;
+    std::string commit;            // the commit the baseline tree was checked out at
+    std::string candidate_commit;  // the candidate's, before the patch (the same for a baseline + patch)
+    std::string patch_sha256;      // empty without a patch
     std::string baseline_digest;   // XXH3-128 over the tree's files
     std::string candidate_digest;
+    std::string support_digest;    // empty when there is no support tree
     std::string git_version;
     bool patch_applied = false;
     std::string patch_error;       // git apply's complaint when the patch does not apply
@@ -36,7 +40,9 @@ std::vector<std::string> patch_paths(const std::filesystem::path &patch);
 // The commit id `commit` names in `repository`; Error(usage) when it does not exist.
 std::string resolve_commit(const std::string &repository, const std::string &commit);
 
-// Removes trees/ (and the worktree registrations pointing into it).
+// Removes trees/: each worktree of a user repository with `git worktree remove --force`, then the
+// directory, then `git worktree prune` in each repository, which also drops registrations left by
+// runs deleted by hand.
 void remove_trees(const RunDirectory &run, const Experiment &experiment);
 
 // `embedded_kernels` is consulted only for an embedded source.

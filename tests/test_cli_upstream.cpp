@@ -1,0 +1,195 @@
+// Upstream SageAttention's real sm89 kernel through prepare, build and clean, with the real git and
+// nvcc (no GPU needed): a temporary git repository made from the snapshot of upstream's files beside
+// the checkout, the shipped manifests pointed at it with --repository and --commit, torch's headers
+// found the way a user's host finds them. Each upstream compile takes about two minutes on two
+// cores, so one prepared run serves several checks and only the one .cu the GPU stages use is built.
+// Skips when the snapshot is absent.
+#include "formats/checkpoint_store.h"
+#include "formats/ptxas_report.h"
+#include "support/process_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
+const fs::path source_root = S2TP_SOURCE_ROOT;
+const fs::path snapshot = source_root / ".." / "shared" / "sageattention-d1a57a5";
+const std::string launcher = "csrc/qattn/sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu";
+const std::string launcher_stem = "sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf";
+
+class Upstream : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        std::error_code ec;
+        if (!fs::is_directory(snapshot / "csrc", ec)) return;
+        dir_ = fs::temp_directory_path() / ("s2tp-upstream-" + std::to_string(::getpid()));
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        // The snapshot is a plain copy of upstream's files: give it a history, as a user's clone has.
+        fs::copy(snapshot, dir_ / "SageAttention", fs::copy_options::recursive);
+        for (std::vector<std::string> args : {std::vector<std::string>{"init", "-q"}, {"add", "--all"},
+                                              {"commit", "-q", "-m", "upstream d1a57a5"}})
+            git(args);
+    }
+    static void TearDownTestSuite() {
+        if (!dir_.empty()) fs::remove_all(dir_);
+    }
+    void SetUp() override {
+        if (dir_.empty()) GTEST_SKIP() << "no SageAttention snapshot at " << snapshot;
+        ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
+    }
+    static ProcessResult git(std::vector<std::string> args) {
+        args.insert(args.begin(), {"git", "-C", (dir_ / "SageAttention").string()});
+        ProcessOptions options;
+        options.extra_environment = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t"},
+                                     {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@t"}};
+        ProcessResult r = run_process(args, options);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return r;
+    }
+    static ProcessResult sage2tp(std::vector<std::string> args) {
+        args.insert(args.begin(), binary);
+        ProcessOptions options;
+        options.working_directory = dir_;
+        return run_process(args, options);
+    }
+    // prepare of `manifest` on the temporary repository; the pinned commit is upstream's, which a
+    // repository made from the snapshot does not have, so --commit HEAD names the snapshot's.
+    static ProcessResult prepare(const fs::path &manifest, const std::string &run) {
+        return sage2tp({"prepare", "--manifest", manifest.string(), "--repository", (dir_ / "SageAttention").string(),
+                        "--commit", "HEAD", "--run", run, "-q"});
+    }
+    static Checkpoint checkpoint(const std::string &run, const std::string &file) {
+        CheckpointRead read = read_checkpoint(dir_ / run / "checkpoints" / file);
+        EXPECT_TRUE(read.checkpoint) << read.problem;
+        return read.checkpoint ? *read.checkpoint : Checkpoint{};
+    }
+    static fs::path dir_;
+};
+fs::path Upstream::dir_;
+
+std::string slurp(const fs::path &p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The distinct qk_int_sv_f8_attn_kernel entries ptxas reported for `arch` in one compile log.
+std::set<std::string> attention_entries(const fs::path &log, const std::string &arch) {
+    std::set<std::string> names;
+    for (const auto &[key, resources] : parse_ptxas_report(slurp(log), log.string()))
+        if (key.arch == arch && key.name.find("qk_int_sv_f8_attn_kernel") != std::string::npos) names.insert(key.name);
+    return names;
+}
+
+}  // namespace
+
+// The user's own experiment, as shipped: upstream at the pinned commit against the same plus the
+// temporal-pair patch, which adds a trailing template option to the kernel.
+TEST_F(Upstream, TemporalPairBuildsForHopperAndSparkThenCleanRemovesTheWorktrees) {
+    ProcessResult r = prepare(source_root / "data/experiments/sageattention-temporal-pair.toml", "pair");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const Checkpoint prepared = checkpoint("pair", "01-prepare.toml");
+    const std::string head = git({"rev-parse", "HEAD"}).out.substr(0, 40);
+    EXPECT_EQ(prepared.figures["commit"].value_or(std::string()), head);
+    EXPECT_EQ(prepared.figures["candidate_commit"].value_or(std::string()), head);
+    EXPECT_NE(slurp(dir_ / "pair/trees/candidate/csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh").find("TemporalPair"),
+              std::string::npos);
+    EXPECT_EQ(slurp(dir_ / "pair/trees/baseline/csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh").find("TemporalPair"),
+              std::string::npos);
+    // No support_sources in the manifest: the quantization kernels come from sage2tp's own tree.
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "pair/trees/support/kernels/quantize.cu"));
+    // The user's checkout is untouched: its own work tree stays clean.
+    EXPECT_EQ(git({"status", "--porcelain"}).out, "");
+
+    for (const std::string arch : {"sm_90a", "sm_121a"}) {
+        r = sage2tp({"build", "--run", "pair", "--arch", arch});
+        std::cout << "---- sage2tp build --arch " << arch << "\n" << r.out << r.err << std::flush;
+        const Checkpoint built = checkpoint("pair", "02-build.toml");
+        for (const auto &reason : built.reasons)
+            EXPECT_EQ(reason.find("does not compile"), std::string::npos) << arch << ": " << reason;
+        EXPECT_EQ(built.figures["arch"].value_or(std::string()), arch);
+        // Where torch's headers came from is on record (this host: python3's torch or libtorch-dev).
+        EXPECT_FALSE(built.figures["torch_headers"]["found_by"].value_or(std::string()).empty());
+        for (const char *variant : {"baseline", "candidate"}) {
+            const std::string key = std::string(variant) + ":" + launcher;
+            EXPECT_FALSE(built.artifacts[key]["sha256"].value_or(std::string()).empty()) << arch << " " << key;
+            std::cout << "  " << arch << " " << key << ": " << built.artifacts[key]["seconds"].value_or(0.0) << " s\n";
+            const fs::path log = dir_ / "pair/builds" / variant / (launcher_stem + "." + arch + ".log");
+            // head dim 64/128 x causal x quant granularity 2/3 x LSE x f16/bf16
+            EXPECT_EQ(attention_entries(log, arch).size(), 32u) << arch << " " << variant << ": " << log;
+        }
+        EXPECT_FALSE(built.artifacts["support:kernels/quantize.cu"]["sha256"].value_or(std::string()).empty()) << arch;
+        // The command line that built upstream's launcher has torch's headers; the quantizer's has not.
+        const std::string command = slurp(dir_ / "pair/builds/baseline" / (launcher_stem + "." + arch + ".cmd"));
+        EXPECT_NE(command.find("-diag-suppress=174"), std::string::npos) << command;
+        for (const auto &dir : *built.figures["torch_headers"]["include_dirs"].as_array())
+            EXPECT_NE(command.find("-I" + dir.value_or(std::string())), std::string::npos) << command;
+        EXPECT_EQ(slurp(dir_ / "pair/builds/support" / ("quantize." + arch + ".cmd")).find("torch"), std::string::npos);
+    }
+
+    ProcessResult worktrees = git({"worktree", "list", "--porcelain"});
+    EXPECT_NE(worktrees.out.find((dir_ / "pair/trees/baseline").string()), std::string::npos) << worktrees.out;
+    r = sage2tp({"clean", "pair"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "pair"));
+    worktrees = git({"worktree", "list", "--porcelain"});
+    EXPECT_EQ(worktrees.out.find("pair/trees"), std::string::npos) << worktrees.out;
+    r = sage2tp({"clean", "pair"});
+    EXPECT_EQ(r.exit_code, 4) << "cleaning a run that is gone: " << r.out << r.err;
+}
+
+TEST_F(Upstream, PatchThatBreaksCompilationFailsBuildWithTheCompilerErrorQuoted) {
+    ProcessResult r = prepare(source_root / "tests/manifests/sageattention-syntax-error.toml", "broken");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = sage2tp({"build", "--run", "broken"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    const Checkpoint built = checkpoint("broken", "02-build.toml");
+    EXPECT_EQ(built.status, StageStatus::failed);
+    ASSERT_EQ(built.reasons.size(), 1u);
+    EXPECT_NE(built.reasons.front().find("candidate:" + launcher + " does not compile"), std::string::npos)
+        << built.reasons.front();
+    EXPECT_NE(built.reasons.front().find("sage2tp_test_undeclared_identifier"), std::string::npos)
+        << built.reasons.front();
+    EXPECT_NE(r.out.find("does not compile"), std::string::npos) << r.out;
+    ASSERT_EQ(sage2tp({"clean", "broken"}).exit_code, 0);
+}
+
+TEST_F(Upstream, MissingTorchHeadersExitThreeNamingBothWaysToInstallThem) {
+    // upstream-vs-embedded: upstream's kernel against the embedded one, each from its own source.
+    ProcessResult r = prepare(source_root / "data/experiments/upstream-vs-embedded.toml", "headers");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const Checkpoint prepared = checkpoint("headers", "01-prepare.toml");
+    EXPECT_EQ(prepared.figures["source"].value_or(std::string()), "git");
+    EXPECT_EQ(prepared.figures["candidate_source"].value_or(std::string()), "embedded");
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "headers/trees/baseline" / launcher));
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "headers/trees/candidate/kernels/attention_entry.cu"));
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "headers/trees/support/kernels/quantize.cu"));
+    EXPECT_FALSE(fs::exists(dir_ / "headers/inputs/candidate.patch"));
+
+    // Directories named explicitly are used or refused, never skipped for another search.
+    fs::create_directories(dir_ / "empty-include");
+    r = sage2tp({"build", "--run", "headers", "--torch-include", (dir_ / "empty-include").string()});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_NE(r.err.find("torch/extension.h"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pip install torch"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("apt install libtorch-dev python3-dev"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "headers/checkpoints/02-build.toml"));
+
+    // A run directory deleted by hand leaves registrations behind; the next prepare prunes them.
+    fs::remove_all(dir_ / "headers");
+    EXPECT_NE(git({"worktree", "list", "--porcelain"}).out.find("headers/trees/baseline"), std::string::npos);
+    r = prepare(source_root / "data/experiments/upstream-vs-embedded.toml", "again");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(git({"worktree", "list", "--porcelain"}).out.find("headers/trees"), std::string::npos);
+    ASSERT_EQ(sage2tp({"clean", "again"}).exit_code, 0);
+    EXPECT_EQ(git({"worktree", "list", "--porcelain"}).out.find("/trees/"), std::string::npos);
+}
