@@ -3,6 +3,7 @@
 //
 //   gpu_kernel_check golden    --baseline-cubin B --candidate-cubin C --quant-cubin Q [--golden DIR]
 //   gpu_kernel_check shapes    --quant-cubin Q [--baseline-cubin B] [--candidate-cubin C] [--variant V]
+//                              [--baseline-abi A] [--candidate-abi A]
 //   gpu_kernel_check sanitize  --tool memcheck|racecheck|synccheck|initcheck [shapes options]
 //   gpu_kernel_check bench     --baseline-cubin B --candidate-cubin C --quant-cubin Q [-n N] [--rounds R]
 //   gpu_kernel_check occupancy --baseline-cubin B --candidate-cubin C [--arch-limits FILE]
@@ -12,6 +13,8 @@
 // sage2tp cubins through `sage2tp`, upstream SageAttention's own cubin through `sageattention-sm89`.
 //
 // Common options: --device N (index within CUDA_VISIBLE_DEVICES), --out DIR (writes <mode>.json).
+// --baseline-abi and --candidate-abi (default sage2tp) name the kernel ABI adapter of each cubin in
+// shapes and sanitize, so that upstream SageAttention's own cubin can be either arm.
 // Exit status: 0 all checks passed; 1 a check failed; 77 skipped (no GPU, no compute-sanitizer, no golden
 // data), which meson reports as SKIP; otherwise sage2tp's exit codes (2 usage, 3 missing tool, 5 internal).
 #include "gpu/attention_launch.h"
@@ -74,6 +77,7 @@ struct Options {
         sanitizer;
     int device = 0;
     std::string variant = "both";
+    std::string baseline_abi = "sage2tp", candidate_abi = "sage2tp";
     std::string tool;
     std::int64_t n = 32760;
     int rounds = 30;
@@ -433,6 +437,8 @@ int run_shapes(const Options &options) {
     if (want_baseline) baseline_path = required(options.baseline_cubin, "baseline-cubin");
     if (want_candidate) candidate_path = required(options.candidate_cubin, "candidate-cubin");
     const std::uint64_t seed = options.seed.value_or(7);
+    const KernelAbi &baseline_abi = kernel_abi(options.baseline_abi, "--baseline-abi");
+    const KernelAbi &candidate_abi = kernel_abi(options.candidate_abi, "--candidate-abi");
 
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
@@ -453,8 +459,8 @@ int run_shapes(const Options &options) {
 
         std::vector<std::string> problems;
         std::vector<std::pair<std::string, KernelRun>> runs;
-        if (baseline) runs.emplace_back("baseline", run_attention(sage2tp_kernels(), *baseline, problem, inputs, "baseline"));
-        if (candidate) runs.emplace_back("candidate", run_attention(sage2tp_kernels(), *candidate, problem, inputs, "candidate"));
+        if (baseline) runs.emplace_back("baseline", run_attention(baseline_abi, *baseline, problem, inputs, "baseline"));
+        if (candidate) runs.emplace_back("candidate", run_attention(candidate_abi, *candidate, problem, inputs, "candidate"));
         std::string errors_text;
         for (const auto &[label, run] : runs) {
             for (const std::string &line :
@@ -537,7 +543,8 @@ int run_sanitize(const Options &options) {
     run.sanitizer = *sanitizer;
 
     std::vector<std::string> target = {current_executable().string(), "shapes", "--variant", options.variant,
-                                       "--device", std::to_string(options.device)};
+                                       "--device", std::to_string(options.device), "--baseline-abi",
+                                       options.baseline_abi, "--candidate-abi", options.candidate_abi};
     for (const auto &[option, path] : {std::pair{"--quant-cubin", options.quant_cubin},
                                        std::pair{"--baseline-cubin", options.baseline_cubin},
                                        std::pair{"--candidate-cubin", options.candidate_cubin}})
@@ -799,6 +806,10 @@ Options parse_options(int argc, char **argv) {
         ("out", "directory for <mode>.json and sanitizer logs", cxxopts::value<std::string>())
         ("device", "CUDA device index", cxxopts::value<int>()->default_value("0"))
         ("variant", "shapes/sanitize: baseline, candidate or both", cxxopts::value<std::string>()->default_value("both"))
+        ("baseline-abi", "shapes/sanitize: kernel ABI adapter of the baseline cubin",
+         cxxopts::value<std::string>()->default_value("sage2tp"))
+        ("candidate-abi", "shapes/sanitize: kernel ABI adapter of the candidate cubin",
+         cxxopts::value<std::string>()->default_value("sage2tp"))
         ("tool", "sanitize: memcheck, racecheck, synccheck or initcheck", cxxopts::value<std::string>())
         ("sanitizer", "sanitize: path of compute-sanitizer", cxxopts::value<std::string>())
         ("print-limit", "sanitize: records printed by compute-sanitizer", cxxopts::value<int>()->default_value("100"))
@@ -840,6 +851,8 @@ Options parse_options(int argc, char **argv) {
     o.sanitizer = path("sanitizer");
     o.device = result["device"].as<int>();
     o.variant = result["variant"].as<std::string>();
+    o.baseline_abi = result["baseline-abi"].as<std::string>();
+    o.candidate_abi = result["candidate-abi"].as<std::string>();
     if (o.variant != "baseline" && o.variant != "candidate" && o.variant != "both")
         fail(ExitCode::usage, "--variant must be baseline, candidate or both, got '" + o.variant + "'");
     if (result.count("tool")) o.tool = result["tool"].as<std::string>();
