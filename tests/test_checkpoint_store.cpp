@@ -109,3 +109,25 @@ TEST(CheckpointStore, AtomicWriteLeavesNoTemporaryFiles) {
     for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir)) ++entries;
     EXPECT_EQ(entries, 1);
 }
+
+// Inputs that made toml++ 3.3.0 abort (failed assertions in parse_key) or reach __builtin_unreachable
+// (a non-ASCII character after a value), and bytes that are not UTF-8: each is a reason, not a crash.
+TEST(CheckpointStore, UnparsableBytesAreNotTrustedWithTheReason) {
+    auto dir = scratch("unparsable");
+    const std::pair<std::string, std::string> cases[] = {
+        {"[/", "internal check"},
+        {"[)l)", "internal check"},
+        {"\xe0\x80\x80", "invalid UTF-8 at byte offset 0"},
+        {"stage = 'build'\n\xff", "invalid UTF-8 at byte offset 16"},
+        {"a = 1\xc3\xa9\n", "c.toml:1:6:"},
+        {"a = \"\"\"\\\n\xc3\xa9\"\"\"\n", "no [integrity] digest"},
+    };
+    for (const auto &[bytes, reason] : cases) {
+        std::ofstream(dir / "c.toml", std::ios::binary) << bytes;
+        CheckpointRead read = read_checkpoint(dir / "c.toml");
+        EXPECT_TRUE(read.exists);
+        EXPECT_FALSE(read.checkpoint) << bytes;
+        EXPECT_NE(read.problem.find(reason), std::string::npos) << read.problem;
+        if (reason != "no [integrity] digest") EXPECT_NE(read.problem.find("not valid TOML"), std::string::npos);
+    }
+}

@@ -107,6 +107,19 @@ TEST_F(ManifestErrors, SyntaxErrorNamesLineAndColumn) {
     EXPECT_NE(message.find("m.toml:12:"), std::string::npos) << message;
 }
 
+// Bytes that made toml++ 3.3.0 abort the binary, in the manifest and in a workload file it names:
+// each is Error(usage) (exit 2) naming the file.
+TEST_F(ManifestErrors, InputsThatAbortedTheParserAreUsageErrorsNamingTheFile) {
+    EXPECT_EQ(error_for("[build]\n", "[/\n").rfind((dir_ / "m.toml").string() + ": ", 0), 0u);
+    EXPECT_NE(error_for("len_q = 256\n", "len_q = 256\xc3\xa9\n").find("m.toml:12:12:"), std::string::npos);
+    std::string invalid = error_for("name = \"t\"", "name = \"t\xff\"");
+    EXPECT_NE(invalid.find("m.toml: invalid UTF-8 at byte offset 22 (line 2)"), std::string::npos) << invalid;
+
+    std::ofstream(dir_ / "w.toml", std::ios::binary) << "[workload]\nname = 'w'\n[)l)";
+    std::string workload = error_for("[workload]\nname = \"w\"\nlen_q = 256\n", "[workload]\nfile = \"w.toml\"\n");
+    EXPECT_EQ(workload.rfind((dir_ / "w.toml").string() + ": ", 0), 0u) << workload;
+}
+
 TEST_F(ManifestErrors, MissingPatchFileIsNamed) {
     std::string message = error_for("patch = \"c.patch\"", "patch = \"nowhere.patch\"");
     EXPECT_NE(message.find("m.toml:7:9:"), std::string::npos) << message;

@@ -262,6 +262,50 @@ TEST(PtxasReport, MalformedReportsAreRejected) {
     EXPECT_EQ(parse_error(entry + properties + stack + used), "");
 }
 
+// std::regex recursed once per character and overflowed the stack (SIGSEGV) on a 100 KB line.
+TEST(PtxasReport, HundredKilobyteLinesAreReadWithoutRecursion) {
+    const std::string long_name(200000, 'k');
+    const std::string log = std::string(150000, 'x') + "\n" + "ptxas info    : " + std::string(150000, ' ') + "\n" +
+                            "ptxas info    : Compiling entry function '" + long_name + "' for 'sm_90a'\n" +
+                            "ptxas info    : Function properties for " + long_name + "\n" +
+                            "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n" +
+                            "ptxas info    : Used 8 registers, used 0 barriers\n";
+    PtxasReport report = parse_ptxas_report(log, "long.log");
+    ASSERT_EQ(report.size(), 1u);
+    EXPECT_EQ(at(report, long_name, "sm_90a").registers, 8);
+
+    const std::string unknown = parse_error("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                                            "ptxas info    : Function properties for k\n"
+                                            "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                                            "ptxas info    : Used 8 registers, " + std::string(100000, '9') + " bytes lmem\n");
+    EXPECT_NE(unknown.find("inline.log:4: ptxas report: unknown item"), std::string::npos) << unknown.substr(0, 300);
+    EXPECT_LT(unknown.size(), 1000u);  // the item is quoted cut short, not 100 KB of it
+    EXPECT_TRUE(first_error_lines(std::string(100000, 'e') + " fatal" + std::string(100000, ' '), 3).size() == 1);
+}
+
+// std::stoi threw std::out_of_range, which ended the command as an internal error (exit 5).
+TEST(PtxasReport, NumbersOutOfRangeAreParseErrorsNamingTheLine) {
+    const std::string head = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                             "ptxas info    : Function properties for k\n";
+    const std::string stack = "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+    const std::string registers = parse_error(head + stack + "ptxas info    : Used 2147483648 registers, used 0 barriers\n");
+    EXPECT_NE(registers.find("inline.log:4: ptxas report: the number 2147483648 is out of range"), std::string::npos)
+        << registers;
+    EXPECT_EQ(parse_error(head + stack + "ptxas info    : Used 2147483647 registers\n"), "");
+    EXPECT_NE(parse_error(head + stack + "ptxas info    : Used 1 registers, 99999999999999999999 bytes smem\n")
+                  .find("inline.log:4:"),
+              std::string::npos);
+    EXPECT_NE(parse_error(head + "    99999999999999999999 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+                  .find("inline.log:3: ptxas report: the number 99999999999999999999 is out of range"),
+              std::string::npos);
+    EXPECT_NE(parse_error(head + stack + "ptxas info    : Used 1 registers, 4 bytes cmem[2147483648]\n").find("out of range"),
+              std::string::npos);
+    EXPECT_NE(parse_error("ptxas warning : Registers are spilled to local memory in function 'k', "
+                          "99999999999999999999 bytes spill stores, 0 bytes spill loads\n")
+                  .find("inline.log:1:"),
+              std::string::npos);
+}
+
 // Captured from nvcc 13.0.88: a front-end error, a ptxas error (whose report still follows) and an
 // nvcc fatal error.
 TEST(FirstErrorLines, PicksErrorAndFatalLinesInOrderUpToTheLimit) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 namespace s2tp {
@@ -244,6 +245,36 @@ TEST(SanitizerParse, KeepsAtMostTheRequestedNumberOfRecordLines) {
     auto r = parse_sanitizer_output(SanitizerTool::memcheck, text, 86, 5);
     EXPECT_EQ(r.first_error_lines.size(), 5u);
     EXPECT_EQ(r.errors, 50);
+}
+
+// parse_count multiplied without a check: a count of 19 or more digits was signed overflow (UB), and
+// a wrapped count could read as 0 errors. It saturates and the check fails.
+TEST(SanitizerParse, CountsTooLargeForInt64SaturateAndFail) {
+    auto r = parse_sanitizer_output(SanitizerTool::memcheck,
+                                    "========= ERROR SUMMARY: 18446744073709551616 errors\n", 0);
+    EXPECT_TRUE(r.summary_found);
+    EXPECT_EQ(r.errors, std::numeric_limits<std::int64_t>::max());
+    EXPECT_FALSE(r.passed);
+
+    auto sum = parse_sanitizer_output(SanitizerTool::racecheck,
+                                      "========= RACECHECK SUMMARY: 9,223,372,036,854,775,807 hazards displayed "
+                                      "(9223372036854775807 errors, 0 warnings)\n"
+                                      "========= RACECHECK SUMMARY: 5 hazards displayed (5 errors, 0 warnings)\n",
+                                      86);
+    EXPECT_EQ(sum.hazards, std::numeric_limits<std::int64_t>::max());
+    EXPECT_EQ(sum.errors, std::numeric_limits<std::int64_t>::max());
+    EXPECT_FALSE(sum.passed);
+}
+
+// The summaries were read with std::regex, which recurses per character of a line.
+TEST(SanitizerParse, LongLinesAreReadWithoutRecursion) {
+    const std::string text = "========= " + std::string(200000, 'x') + " ERROR SUMMARY: " + std::string(200000, '1') +
+                             "\n========= ERROR SUMMARY: 1 error\n";
+    auto r = parse_sanitizer_output(SanitizerTool::synccheck, text, 86);
+    EXPECT_TRUE(r.summary_found);
+    EXPECT_EQ(r.errors, 1);
+    EXPECT_EQ(parse_sanitizer_output(SanitizerTool::memcheck, "========= ERROR SUMMARY: 3 errorsome\n", 0).summary_found,
+              false);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include "support/errors.h"
 #include "formats/tensor.h"
 #include "formats/tensor_io.h"
+#include "model/experiment_manifest.h"
+#include "stages/gpu_stage.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;
@@ -572,4 +574,34 @@ TEST(Safetensors, SurvivesTruncationsAndByteCorruptions) {
                 EXPECT_EQ(error.code(), ExitCode::usage);
             }
         }
+}
+
+// A workload's q, k and v in one .safetensors file of U16 tensors: the GPU stages picked the tensor out
+// of read_safetensors' map and compared dtypes exactly, so "dtype is u16, expected bf16" refused what
+// tensor_io.h promises to accept.
+TEST(Safetensors, U16WorkloadTensorsInOneFileAreAcceptedAsBf16) {
+    WorkloadSpec workload;
+    workload.problem.dtype = DType::bf16;
+    workload.problem.shape.head_dim = 64;
+    workload.problem.sm_scale = default_sm_scale(64);
+    const std::size_t bytes = 64 * 2;
+    std::string header = "{", data;
+    for (const char *name : {"k", "q", "v"}) {
+        if (header.size() > 1) header += ",";
+        header += std::string("\"") + name + "\":{\"dtype\":\"U16\",\"shape\":[1,1,1,64],\"data_offsets\":[" +
+                  std::to_string(data.size()) + "," + std::to_string(data.size() + bytes) + "]}";
+        for (int i = 0; i < 64; ++i) {
+            const std::uint16_t bits = float_to_bf16(static_cast<float>(i) / 8);
+            data.append(reinterpret_cast<const char *>(&bits), 2);
+        }
+    }
+    header += "}";
+    TempDir dir;
+    write_file(dir / "qkv.safetensors", safetensors_with_header(header, data));
+    workload.q_file = workload.k_file = workload.v_file = (dir / "qkv.safetensors").string();
+
+    const GeneratedInputs inputs = workload_inputs(workload);
+    EXPECT_EQ(inputs.q.dtype, DType::bf16);
+    EXPECT_EQ(inputs.v.dtype, DType::bf16);
+    EXPECT_EQ(inputs.k.value_at(9), 9.0 / 8);
 }

@@ -1,5 +1,6 @@
 #include "formats/checkpoint_store.h"
 
+#include "formats/toml_schema.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "support/hashing.h"
@@ -71,12 +72,13 @@ CheckpointRead read_checkpoint(const std::filesystem::path &file) {
     if (!std::filesystem::exists(file, ec)) return result;
     result.exists = true;
 
+    // Whatever the file holds (a torn write, a hand edit, random bytes), it ends as a problem that
+    // status shows, never as an abort of the command.
     toml::table content;
     try {
-        content = toml::parse_file(file.string());
-    } catch (const toml::parse_error &e) {
-        result.problem = "not valid TOML (" + std::string(e.description()) + " at line " +
-                         std::to_string(e.source().begin.line) + "), probably truncated";
+        content = parse_toml_text(read_text_file(file), file.string());
+    } catch (const Error &e) {
+        result.problem = "not valid TOML (" + std::string(e.what()) + ")";
         return result;
     }
     auto recorded = content[integrity_key]["digest"].value<std::string>();

@@ -5,7 +5,7 @@
 #include "support/errors.h"
 
 #include <algorithm>
-#include <regex>
+#include <limits>
 
 namespace s2tp {
 namespace {
@@ -17,13 +17,86 @@ constexpr SanitizerTool kAllTools[] = {SanitizerTool::memcheck, SanitizerTool::r
 constexpr std::string_view kRecordPrefix = "=========";
 
 // Counts can be printed with thousands separators ("67,112,960 bytes"), so the summaries may be too.
-std::int64_t parse_count(const std::string &digits) {
+// A count too large for int64 saturates at its maximum: it still fails the check, with no overflow.
+std::int64_t parse_count(std::string_view digits) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     std::int64_t value = 0;
     for (char c : digits) {
         if (c == ',') continue;
-        value = value * 10 + (c - '0');
+        const int digit = c - '0';
+        if (value > (kMax - digit) / 10) return kMax;
+        value = value * 10 + digit;
     }
     return value;
+}
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    return a > kMax - b ? kMax : a + b;  // both are counts, never negative
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+bool consume(std::string_view &text, std::string_view prefix) {
+    if (text.substr(0, prefix.size()) != prefix) return false;
+    text.remove_prefix(prefix.size());
+    return true;
+}
+
+// A count as the tool prints it: a digit, then digits and commas. Empty when there is none.
+std::string_view consume_count(std::string_view &text) {
+    if (text.empty() || !is_digit(text.front())) return {};
+    std::size_t n = 1;
+    while (n < text.size() && (is_digit(text[n]) || text[n] == ',')) ++n;
+    std::string_view count = text.substr(0, n);
+    text.remove_prefix(n);
+    return count;
+}
+
+// `noun` or its plural with 's', e.g. "error" or "errors".
+bool consume_noun(std::string_view &text, std::string_view noun) {
+    if (!consume(text, noun)) return false;
+    consume(text, "s");
+    return true;
+}
+
+// The summaries are found with a hand-written scan, not std::regex, which recurses per character and
+// overflows the stack on a long line. Each tries every occurrence of its label in the line, as a
+// regex search would.
+//   "ERROR SUMMARY: N error(s)" followed by the end of a word.
+std::optional<std::int64_t> error_summary(std::string_view line) {
+    constexpr std::string_view label = "ERROR SUMMARY: ";
+    for (std::size_t at = line.find(label); at != std::string_view::npos; at = line.find(label, at + 1)) {
+        std::string_view rest = line.substr(at + label.size());
+        const std::string_view count = consume_count(rest);
+        if (count.empty() || !consume(rest, " error")) continue;
+        // "errors?\b": "error" or "errors", not the start of a longer word
+        if (!rest.empty() && rest.front() == 's' && (rest.size() == 1 || !is_word(rest[1]))) return parse_count(count);
+        if (rest.empty() || !is_word(rest.front())) return parse_count(count);
+    }
+    return std::nullopt;
+}
+
+struct RaceSummary {
+    std::int64_t hazards = 0, errors = 0, warnings = 0;
+};
+
+//   "RACECHECK SUMMARY: N hazard(s) displayed (N error(s), N warning(s))"
+std::optional<RaceSummary> race_summary(std::string_view line) {
+    constexpr std::string_view label = "RACECHECK SUMMARY: ";
+    for (std::size_t at = line.find(label); at != std::string_view::npos; at = line.find(label, at + 1)) {
+        std::string_view rest = line.substr(at + label.size());
+        const std::string_view hazards = consume_count(rest);
+        if (hazards.empty() || !consume(rest, " ") || !consume_noun(rest, "hazard") || !consume(rest, " displayed ("))
+            continue;
+        const std::string_view errors = consume_count(rest);
+        if (errors.empty() || !consume(rest, " ") || !consume_noun(rest, "error") || !consume(rest, ", ")) continue;
+        const std::string_view warnings = consume_count(rest);
+        if (warnings.empty() || !consume(rest, " ") || !consume_noun(rest, "warning") || !consume(rest, ")")) continue;
+        return RaceSummary{parse_count(hazards), parse_count(errors), parse_count(warnings)};
+    }
+    return std::nullopt;
 }
 
 std::string_view trim(std::string_view s) {
@@ -100,34 +173,29 @@ SanitizerReport parse_sanitizer_output(SanitizerTool tool, std::string_view outp
 
     // "1 error" and "2 errors", "1 hazard" and "0 hazards": a plural-only pattern reads a single
     // error as no summary at all (harness-facts §2).
-    static const std::regex error_summary(R"(ERROR SUMMARY: (\d[\d,]*) errors?\b)");
-    static const std::regex race_summary(
-        R"(RACECHECK SUMMARY: (\d[\d,]*) hazards? displayed \((\d[\d,]*) errors?, (\d[\d,]*) warnings?\))");
-
     bool race_summary_found = false, error_summary_found = false;
     std::int64_t race_errors = 0, summary_errors = 0;
     for (std::string_view line : split_lines(output)) {
-        std::smatch match;
-        std::string text(line);
-        if (text.find("SUMMARY:") != std::string::npos) {
+        std::string_view text = line;
+        if (text.find("SUMMARY:") != std::string_view::npos) {
             // Several summaries appear when several processes were tracked; each counts.
-            if (std::regex_search(text, match, race_summary)) {
+            if (std::optional<RaceSummary> race = race_summary(text)) {
                 race_summary_found = true;
-                report.hazards += parse_count(match[1]);
-                race_errors += parse_count(match[2]);
-                report.warnings += parse_count(match[3]);
-            } else if (std::regex_search(text, match, error_summary)) {
+                report.hazards = saturating_add(report.hazards, race->hazards);
+                race_errors = saturating_add(race_errors, race->errors);
+                report.warnings = saturating_add(report.warnings, race->warnings);
+            } else if (std::optional<std::int64_t> errors = error_summary(text)) {
                 error_summary_found = true;
-                summary_errors += parse_count(match[1]);
+                summary_errors = saturating_add(summary_errors, *errors);
             }
             continue;
         }
-        if (text.find("Target application returned an error") != std::string::npos) report.target_returned_error = true;
+        if (text.find("Target application returned an error") != std::string_view::npos) report.target_returned_error = true;
 
         std::optional<std::string_view> body = record_body(line);
         bool keep = false;
         if (body) keep = !is_noise_record(*body);
-        else if (text.find("Target application") != std::string::npos) keep = true;  // the tool could not run it
+        else if (text.find("Target application") != std::string_view::npos) keep = true;  // the tool could not run it
         if (keep && report.first_error_lines.size() < max_error_lines)
             report.first_error_lines.emplace_back(body ? *body : trim(line));
     }

@@ -63,11 +63,6 @@ std::string describe_bytes(const std::optional<std::size_t> &bytes) {
     return bytes ? std::to_string(*bytes) : std::string("more than 2^62");
 }
 
-// Applies "bf16 may arrive as u16 bit patterns" before the dtype check.
-void adopt_requested_dtype(Tensor &tensor, const TensorRequest &request) {
-    if (request.dtype == DType::bf16 && tensor.dtype == DType::u16) tensor.dtype = DType::bf16;
-}
-
 // ---------------------------------------------------------------------------------------------
 // .npy
 
@@ -599,6 +594,10 @@ std::size_t safetensors_buffer_start(const std::uint8_t *data) {
 bool is_safetensors_path(const std::filesystem::path &path) { return path.extension() == ".safetensors"; }
 
 }  // namespace
+
+void adopt_requested_dtype(Tensor &tensor, const TensorRequest &request) {
+    if (request.dtype == DType::bf16 && tensor.dtype == DType::u16) tensor.dtype = DType::bf16;
+}
 
 void check_tensor(const Tensor &tensor, const TensorRequest &request, const std::string &source) {
     if (request.dtype && *request.dtype != tensor.dtype)

@@ -65,6 +65,11 @@ std::map<std::string, Tensor> parse_safetensors(const std::uint8_t *data, std::s
 Tensor read_safetensors_tensor(const std::filesystem::path &path, const std::string &name,
                                const TensorRequest &request = {});
 
+// Relabels u16 bit patterns as bf16 when the request asks for bf16 (the "U16 is accepted as bf16"
+// rule above). The loaders apply it; code that picks a tensor out of read_safetensors' map applies it
+// before check_tensor, which compares dtypes exactly.
+void adopt_requested_dtype(Tensor &tensor, const TensorRequest &request);
+
 // Checks an already loaded tensor against a request (dtype, shape, finiteness); `source` names it in
 // messages. The loaders call this; callers that build tensors themselves may too.
 void check_tensor(const Tensor &tensor, const TensorRequest &request, const std::string &source);

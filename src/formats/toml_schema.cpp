@@ -1,6 +1,9 @@
 #include "formats/toml_schema.h"
 
+#include "formats/utf8.h"
 #include "support/errors.h"
+
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -23,17 +26,32 @@ const char *type_name(const toml::node &node) {
 
 }  // namespace
 
+toml::table parse_toml_text(std::string_view text, const std::string &source) {
+    if (std::optional<std::size_t> bad = first_invalid_utf8(text)) {
+        const std::string_view before = text.substr(0, *bad);
+        const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+        fail(ExitCode::usage, source + ": invalid UTF-8 at byte offset " + std::to_string(*bad) + " (line " +
+                                  std::to_string(line) + "); TOML files must be UTF-8");
+    }
+    try {
+        return toml::parse(text, std::string_view{source});
+    } catch (const toml::parse_error &e) {
+        const toml::source_position &at = e.source().begin;
+        // A failed internal check of toml++ (support/toml_config.h) comes without a position.
+        const std::string where = at ? ":" + std::to_string(at.line) + ":" + std::to_string(at.column) : "";
+        fail(ExitCode::usage, source + where + ": " + std::string(e.description()));
+    }
+}
+
 toml::table parse_toml_file(const std::string &path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) fail(ExitCode::usage, path + ": is a directory, not a TOML file");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(ExitCode::usage, path + ": cannot read file");
     std::stringstream buffer;
     buffer << in.rdbuf();
-    try {
-        return toml::parse(buffer.str(), std::string_view{path});
-    } catch (const toml::parse_error &e) {
-        fail(ExitCode::usage, path + ":" + std::to_string(e.source().begin.line) + ":" +
-                                  std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-    }
+    if (in.bad()) fail(ExitCode::usage, path + ": cannot read file");
+    return parse_toml_text(buffer.str(), path);
 }
 
 TableReader::TableReader(const toml::table &table, std::string file, std::string where)

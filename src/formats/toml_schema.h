@@ -9,11 +9,16 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace s2tp {
 
-// Parses a TOML file; a syntax error becomes Error(usage) "file:line:column: message".
+// Parses TOML text; `source` names it in messages. Invalid UTF-8 becomes Error(usage) "source: invalid
+// UTF-8 at byte offset N (line L)", a syntax error Error(usage) "source:line:column: message". No input
+// aborts (see support/toml_config.h for what that takes with toml++ 3.3.0).
+toml::table parse_toml_text(std::string_view text, const std::string &source);
+// The same for a file; one that cannot be read is Error(usage) naming it.
 toml::table parse_toml_file(const std::string &path);
 
 class TableReader {

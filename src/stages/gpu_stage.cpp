@@ -43,6 +43,7 @@ Tensor load_workload_tensor(const std::string &file, const std::string &role, co
     if (chosen == all.end())
         fail(ExitCode::usage, file + ": holds " + std::to_string(all.size()) + " tensors and none is named '" + role +
                                   "', so the workload's " + role + " tensor is ambiguous");
+    adopt_requested_dtype(chosen->second, request);
     check_tensor(chosen->second, request, file + " (" + chosen->first + ")");
     return std::move(chosen->second);
 }

@@ -1,11 +1,11 @@
 #include "stages/source_trees.h"
 
+#include "formats/unified_diff.h"
 #include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
 #include <algorithm>
-#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -46,11 +46,6 @@ ProcessResult git_or_fail(const std::vector<std::string> &args, const std::optio
     return r;
 }
 
-std::string strip_prefix(const std::string &path) {
-    if (path.rfind("a/", 0) == 0 || path.rfind("b/", 0) == 0) return path.substr(2);
-    return path;
-}
-
 void copy_tree(const fs::path &from, const fs::path &to) {
     fs::create_directories(to);
     fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
@@ -62,44 +57,6 @@ std::string git_version() {
     if (!find_program("git"))
         fail(ExitCode::missing_tool, "git is not installed; prepare needs it for the source trees (apt-get install git)");
     return trimmed(git({"--version"}).out);
-}
-
-std::vector<std::string> patch_paths(const fs::path &patch) {
-    std::ifstream in(patch);
-    if (!in) fail(ExitCode::usage, "cannot read patch '" + patch.string() + "'");
-    std::vector<std::string> paths;
-    std::string line;
-    int number = 0;
-    auto check = [&](std::string path) {
-        auto tab = path.find('\t');  // "--- a/x\t2026-..." from diff -u
-        if (tab != std::string::npos) path = path.substr(0, tab);
-        path = trimmed(path);
-        if (path == "/dev/null") return;
-        std::string stripped = strip_prefix(path);
-        fs::path p(stripped);
-        bool escapes = p.is_absolute() || stripped.empty();
-        for (const auto &part : p) escapes = escapes || part == ".." || part == ".git";
-        if (escapes)
-            fail(ExitCode::usage, patch.string() + ":" + std::to_string(number) + ": the patch touches '" + path +
-                                      "', which is outside the source tree; refusing to apply it");
-        paths.push_back(stripped);
-    };
-    while (std::getline(in, line)) {
-        ++number;
-        if (line.rfind("--- ", 0) == 0 || line.rfind("+++ ", 0) == 0) check(line.substr(4));
-        else if (line.rfind("rename from ", 0) == 0 || line.rfind("copy from ", 0) == 0) check(line.substr(line.find("from ") + 5));
-        else if (line.rfind("rename to ", 0) == 0 || line.rfind("copy to ", 0) == 0) check(line.substr(line.find("to ") + 3));
-        else if (line.rfind("diff --git ", 0) == 0) {
-            std::string rest = line.substr(11);
-            auto split = rest.find(" b/");
-            if (split == std::string::npos) split = rest.find(' ');
-            if (split == std::string::npos) fail(ExitCode::usage, patch.string() + ":" + std::to_string(number) + ": malformed 'diff --git' line");
-            check(rest.substr(0, split));
-            check(rest.substr(split + 1));
-        }
-    }
-    if (paths.empty()) fail(ExitCode::usage, patch.string() + ": not a unified diff (no ---/+++ file lines)");
-    return paths;
 }
 
 std::string resolve_commit(const std::string &repository, const std::string &commit) {

@@ -33,10 +33,6 @@ struct PreparedTrees {
 
 std::string git_version();  // throws Error(missing_tool) when git is not installed
 
-// Paths a unified diff touches (a/ and b/ prefixes removed). Throws Error(usage) naming the line
-// when a path is absolute, climbs out with "..", or reaches into .git.
-std::vector<std::string> patch_paths(const std::filesystem::path &patch);
-
 // The commit id `commit` names in `repository`; Error(usage) when it does not exist.
 std::string resolve_commit(const std::string &repository, const std::string &commit);
 
