@@ -5,7 +5,6 @@
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
-
 namespace fs = std::filesystem;
 
 namespace s2tp {
