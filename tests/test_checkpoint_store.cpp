@@ -120,6 +120,7 @@ TEST(CheckpointStore, UnparsableBytesAreNotTrustedWithTheReason) {
         {"\xe0\x80\x80", "invalid UTF-8 at byte offset 0"},
         {"stage = 'build'\n\xff", "invalid UTF-8 at byte offset 16"},
         {"a = 1\xc3\xa9\n", "c.toml:1:6:"},
+        {"\xc2\xa1", "c.toml:1:1:"},
         {"a = \"\"\"\\\n\xc3\xa9\"\"\"\n", "no [integrity] digest"},
     };
     for (const auto &[bytes, reason] : cases) {

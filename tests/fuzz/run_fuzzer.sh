@@ -8,5 +8,7 @@ fuzzer=$1 seeds=$2 runs=$3 max_len=$4 artifacts=$5
 work=$(mktemp -d "${TMPDIR:-/tmp}/s2tp-corpus-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$artifacts"
+# libFuzzer reports a crash with exit status 77 unless told otherwise, and meson reads 77 as "skipped".
 "$fuzzer" -seed=1 -runs="$runs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -error_exitcode=1 -timeout_exitcode=1 \
   -artifact_prefix="$artifacts/" "$work" "$seeds"
