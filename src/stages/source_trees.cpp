@@ -114,7 +114,8 @@ void remove_trees(const RunDirectory &run, const Experiment &experiment) {
     std::error_code ec;
     fs::remove_all(run.trees(), ec);
     if (ec) fail(ExitCode::internal, "cannot remove '" + run.trees().string() + "': " + ec.message());
-    // A removed worktree stays registered in its repository until pruned.
+    // A removed worktree stays registered in its repository until pruned. One whose `git worktree add`
+    // was killed stays locked ("initializing") and is not pruned: the adds below override that with -f -f.
     if (experiment.source_kind == "git") git({"-C", experiment.repository, "worktree", "prune"});
 }
 
@@ -134,7 +135,7 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
     if (experiment.source_kind == "git") {
         repository = experiment.repository;
         trees.commit = resolve_commit(repository, experiment.commit);
-        git_or_fail({"-C", repository, "worktree", "add", "--detach", baseline.string(), trees.commit}, std::nullopt,
+        git_or_fail({"-C", repository, "worktree", "add", "-f", "-f", "--detach", baseline.string(), trees.commit}, std::nullopt,
                     "git worktree add (baseline) failed");
     } else {
         const fs::path kernels = embedded_kernels();
@@ -148,7 +149,7 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
         repository = baseline.string();
         trees.commit = trimmed(git_or_fail({"-C", repository, "rev-parse", "HEAD"}, std::nullopt, "git rev-parse failed").out);
     }
-    git_or_fail({"-C", repository, "worktree", "add", "--detach", candidate.string(), trees.commit}, std::nullopt,
+    git_or_fail({"-C", repository, "worktree", "add", "-f", "-f", "--detach", candidate.string(), trees.commit}, std::nullopt,
                 "git worktree add (candidate) failed");
     for (const fs::path &tree : {baseline, candidate}) {
         ProcessResult status = git_or_fail({"-C", tree.string(), "status", "--porcelain"}, std::nullopt, "git status failed");

@@ -216,6 +216,7 @@ struct SpawnPlan {
     sigemptyset(&kill_group.sa_mask);
     ::sigaction(SIGUSR1, &kill_group, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (::getppid() != plan.parent) ::_exit(128 + SIGKILL);  // the parent is already gone
 
     pid_t self = ::getpid();
@@ -237,6 +238,14 @@ struct SpawnPlan {
     ::kill(-tool, SIGKILL);
     int status = 0;
     while (::waitpid(tool, &status, 0) < 0 && errno == EINTR) {}
+    // The group's last members (cicc, ptxas) were orphaned to this process, the subreaper: reap them
+    // until the group is empty, so that none is alive once run_process returns. A group id cannot be
+    // given to a new process while a member still holds it. Bounded, in case a member is stuck.
+    for (int round = 0; round < 1000 && ::kill(-tool, 0) == 0; ++round) {
+        while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+        struct timespec pause {0, 10 * 1000 * 1000};
+        ::nanosleep(&pause, nullptr);
+    }
     if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
     ::_exit(128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
 }

@@ -34,7 +34,8 @@ struct ProcessOptions {
 // leads its own process group (so nvcc's cicc and ptxas, or compute-sanitizer's target, can be
 // signalled together), and the supervisor
 //   * forwards SIGINT, SIGTERM and SIGHUP to that whole group;
-//   * when the tool ends, SIGKILLs whatever is left in its group, then exits with the tool's status;
+//   * when the tool ends, SIGKILLs whatever is left in its group and, as their subreaper, reaps them
+//     until the group is empty; then exits with the tool's status;
 //   * when this process dies, even by SIGKILL (PR_SET_PDEATHSIG), SIGKILLs the whole group;
 //   * keeps the run lock's descriptor (keep_open_in_children) until the group is gone, so the lock
 //     is never free while a child of the run can still write.
