@@ -22,6 +22,7 @@
 #include <iostream>
 #include <random>
 #include <set>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -184,6 +185,23 @@ protected:
     fs::path dir_;
 };
 
+// Waits (bounded) until the run's lock is free; returns the processes that were still running inside
+// the run at that moment, which must be none: the lock is released only after the children are gone.
+std::vector<LiveProcess> wait_for_lock(const fs::path &run, double seconds, bool *freed) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    *freed = false;
+    int fd = ::open((run / ".lock").c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        *freed = true;
+        return processes_inside(run);
+    }
+    while (!(*freed = ::flock(fd, LOCK_EX | LOCK_NB) == 0) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto left = processes_inside(run);
+    ::close(fd);
+    return left;
+}
+
 // Waits (bounded) until a process named one of `wanted` runs inside `dir`; false when `pid` ended first.
 bool wait_for_child(pid_t pid, const fs::path &dir, const std::set<std::string> &wanted) {
     for (int i = 0; i < 3000; ++i) {
@@ -317,11 +335,14 @@ TEST_F(Reliability, SigkillOfSage2tpTakesNvccAndItsChildrenAlong) {
         int status = 0;
         ::waitpid(pid, &status, 0);
         auto started = std::chrono::steady_clock::now();
-        const auto left = wait_until_gone(run, 5.0);
-        std::cout << "SIGKILL with " << names(alive) << " running: the last child was gone after "
+        bool freed = false;
+        const auto at_release = wait_for_lock(run, 5.0, &freed);
+        std::cout << "SIGKILL with " << names(alive) << " running: the lock was free after "
                   << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
-                  << " s; left: " << names(left) << "\n";
-        EXPECT_TRUE(left.empty()) << names(left);
+                  << " s; running then: " << names(at_release) << "\n";
+        EXPECT_TRUE(freed) << "the lock is still held";
+        EXPECT_TRUE(at_release.empty()) << "the lock was free while these still ran: " << names(at_release);
+        EXPECT_TRUE(wait_until_gone(run, 5.0).empty());
     }
     EXPECT_GE(caught, 1) << "never caught nvcc's children running";
     ProcessResult r = sage2tp({"build", "--run", "run"});
@@ -371,7 +392,11 @@ TEST_F(Reliability, KilledAtSeededRandomMomentsPrepareAndBuildAreRedoneAndNeverT
         t.killed_mid_way += mid_way;
         t.with_children += mid_way && had_children;
 
-        // No child of the killed command survives it for long, nor writes into the run afterwards.
+        // No child of the killed command survives it: none runs once the lock is free again.
+        bool freed = false;
+        const auto at_release = wait_for_lock(run, 5.0, &freed);
+        EXPECT_TRUE(freed) << context << ": the lock is still held";
+        EXPECT_TRUE(at_release.empty()) << context << ": running when the lock was freed: " << names(at_release);
         const auto left = wait_until_gone(run, 5.0);
         EXPECT_TRUE(left.empty()) << context << ": left alive: " << names(left);
 

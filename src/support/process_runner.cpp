@@ -141,12 +141,12 @@ void supervisor_forward(int signo) {
     if (supervised_tool > 0) ::kill(-supervised_tool, signo);
 }
 
+// On a timeout, or when the parent died: SIGKILL the group. The supervisor's main path then sees
+// the tool end and reaps the group as usual.
 void supervisor_kill_group(int) {
-    if (supervised_tool > 0) {
-        ::kill(-supervised_tool, SIGKILL);
-        ::kill(supervised_tool, SIGKILL);
-    }
-    ::_exit(128 + SIGKILL);
+    if (supervised_tool <= 0) ::_exit(128 + SIGKILL);  // no tool yet: it is never started
+    ::kill(-supervised_tool, SIGKILL);
+    ::kill(supervised_tool, SIGKILL);
 }
 
 void close_all_but(int lowest, const int *kept, int kept_count) {
@@ -241,9 +241,10 @@ struct SpawnPlan {
     // The group's last members (cicc, ptxas) were orphaned to this process, the subreaper: reap them
     // until the group is empty, so that none is alive once run_process returns. A group id cannot be
     // given to a new process while a member still holds it. Bounded, in case a member is stuck.
-    for (int round = 0; round < 1000 && ::kill(-tool, 0) == 0; ++round) {
+    for (int round = 0; round < 10000 && ::kill(-tool, 0) == 0; ++round) {
         while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
-        struct timespec pause {0, 10 * 1000 * 1000};
+        if (::kill(-tool, 0) != 0) break;
+        struct timespec pause {0, 1000 * 1000};
         ::nanosleep(&pause, nullptr);
     }
     if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
