@@ -81,7 +81,11 @@ std::vector<StageState> inspect_run(const RunDirectory &run) {
         } else if (state.read.checkpoint->stage != stage_name(stage)) {
             state.read.checkpoint.reset();
             state.stale_reason = "not trusted: the file holds another stage's checkpoint";
-        } else if (std::string damaged = damaged_artifact(run, state.read.checkpoint->artifacts); !damaged.empty()) {
+        } else if (std::string damaged = stage == Stage::prepare ? std::string()
+                                                                   : damaged_artifact(run, state.read.checkpoint->artifacts);
+                   !damaged.empty()) {
+            // Not prepare's: `time --pin` rewrites experiment.toml on purpose, and prepare checks its
+            // trees and manifest itself (verify_outputs).
             state.read.checkpoint.reset();
             state.stale_reason = "not trusted: " + damaged;
         } else if (stage == Stage::prepare) {
