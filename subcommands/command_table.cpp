@@ -34,7 +34,8 @@ void print_usage(std::ostream &out) {
     for (const auto &entry : command_table())
         if (!entry.internal) out << "  " << entry.name << std::string(10 - entry.name.size(), ' ') << entry.summary << "\n";
     out << "\nglobal options: --run DIR, --run-id ID, --root DIR, --json, -q, -v (see 'sage2tp help <command>')\n"
-           "exit status: 0 passed, 1 stop condition, 2 usage, 3 missing tool or device, 4 precondition, 5 internal\n"
+           "exit status: 0 passed, 1 stop condition, 2 usage, 3 missing tool or device, 4 precondition, 5 internal,\n"
+           "             128+N interrupted by signal N (130 for Ctrl-C)\n"
            "see sage2tp(1) and sage2tp-harness(7)\n";
 }
 

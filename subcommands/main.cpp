@@ -3,7 +3,9 @@
 #include "pipeline/cli.h"
 #include "support/errors.h"
 #include "command_table.h"
+#include "support/process_runner.h"
 
+#include <filesystem>
 #include <iostream>
 
 namespace {
@@ -14,9 +16,23 @@ bool wants_json(const s2tp::Args &args) {
     return false;
 }
 
+// Under --json, stdout carries exactly one object, failures included.
+int report_error(const std::string &command, s2tp::ExitCode code, const std::string &message, bool json) {
+    int status = static_cast<int>(code);
+    // An interrupted command exits as a shell reports a command killed by that signal.
+    if (code == s2tp::ExitCode::interrupted || s2tp::interrupt_signal()) status = 128 + s2tp::interrupt_signal();
+    std::cerr << "sage2tp" << (command.empty() ? "" : " " + command) << ": error: " << message << std::endl;
+    if (json) {
+        toml::table result{{"command", command}, {"status", "error"}, {"exit_code", status}, {"error", message}};
+        std::cout << toml::json_formatter{result} << std::endl;
+    }
+    return status;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+    s2tp::install_interrupt_handlers();
     s2tp::Args words(argv + 1, argv + argc);
     std::string command;
     s2tp::Args rest;
@@ -34,6 +50,7 @@ int main(int argc, char **argv) {
         }
         rest.push_back(words[i]);
     }
+    const bool json = wants_json(rest);
     if (command.empty()) {
         if (rest.size() == 1 && rest[0] == "--version") {
             std::cout << "sage2tp " << s2tp::sage2tp_version() << std::endl;
@@ -43,23 +60,30 @@ int main(int argc, char **argv) {
             s2tp::print_usage(std::cout);
             return 0;
         }
-        std::cerr << "sage2tp: " << (rest.empty() ? "no command given" : "unknown command or option '" + rest[0] + "'")
-                  << "\n\n";
+        std::string unknown;
+        for (const auto &word : rest)
+            if (word != "--json") {
+                unknown = word;
+                break;
+            }
+        int status = report_error("", s2tp::ExitCode::usage,
+                                  unknown.empty() ? "no command given" : "unknown command or option '" + unknown + "'", json);
+        std::cerr << "\n";
         s2tp::print_usage(std::cerr);
-        return static_cast<int>(s2tp::ExitCode::usage);
+        return status;
     }
+    int status = 0;
     try {
-        return s2tp::find_command(command)->run(rest);
+        status = s2tp::find_command(command)->run(rest);
     } catch (const s2tp::Error &e) {
-        std::cerr << "sage2tp " << command << ": error: " << e.what() << std::endl;
-        if (wants_json(rest)) {
-            toml::table result{{"command", command}, {"status", "error"}, {"exit_code", static_cast<int>(e.code())},
-                               {"error", e.what()}};
-            std::cout << toml::json_formatter{result} << std::endl;
-        }
-        return static_cast<int>(e.code());
+        return report_error(command, e.code(), e.what(), json);
+    } catch (const std::filesystem::filesystem_error &e) {
+        // A file system refusal (not a directory, permission, name too long) is the user's setup to fix.
+        std::string where = e.path1().empty() ? "" : " at '" + e.path1().string() + "'";
+        return report_error(command, s2tp::ExitCode::usage, "file system error" + where + ": " + e.code().message(), json);
     } catch (const std::exception &e) {
-        std::cerr << "sage2tp " << command << ": internal error: " << e.what() << std::endl;
-        return static_cast<int>(s2tp::ExitCode::internal);
+        return report_error(command, s2tp::ExitCode::internal, std::string("internal error: ") + e.what(), json);
     }
+    if (int signo = s2tp::interrupt_signal()) return 128 + signo;
+    return status;
 }

@@ -111,7 +111,7 @@ int prepare_command(const Args &args) {
     if (!experiment.patch.empty()) recorded.patch = "inputs/candidate.patch";
     const std::string resolved = experiment_to_toml(recorded);
 
-    if (cl.has("new")) selection.run_id = new_run_id(experiment.name);
+    if (cl.has("new")) selection.run_id = new_run_id(experiment.name, selection.runs_root);
     RunDirectory run(existing ? *existing : run_for_prepare(selection, experiment.name));
     run.lock();
     mark_latest(selection, run.root());

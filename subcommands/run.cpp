@@ -3,6 +3,8 @@
 // (each stage's exit code) goes to stdout.
 #include "command_table.h"
 
+#include "support/process_runner.h"
+
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 
@@ -59,7 +61,7 @@ int run_command(const Args &args) {
             try {
                 code = entry.run(stage_args);
             } catch (const Error &e) {
-                code = static_cast<int>(e.code());
+                code = e.code() == ExitCode::interrupted ? 128 + interrupt_signal() : static_cast<int>(e.code());
                 error = e.what();
                 std::cerr << "sage2tp " << stage_name(stage) << ": error: " << error << std::endl;
             }

@@ -54,3 +54,29 @@ TEST(RunDirectory, RecordedPathsCannotEscape) {
     EXPECT_THROW(run.resolve("../../etc/passwd"), Error);
     EXPECT_EQ(run.resolve("logs/x.log"), run.root() / "logs/x.log");
 }
+
+TEST(RunIds, OnlyTheSafeSetIsAccepted) {
+    for (const std::string id : {"tp1", "temporal-pair-20261129T135954Z", "a.b_c-D9"}) EXPECT_NO_THROW(check_run_id(id)) << id;
+    for (const std::string id : {"", "-x", ".x", "latest", "a/b", "a b", "a$(x)", "a`x`", "a\"b", "a%b", "a\\b", "a\nb"}) {
+        try {
+            check_run_id(id);
+            ADD_FAILURE() << "accepted '" << id << "'";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage) << id;
+            EXPECT_NE(std::string(e.what()).find("invalid run id"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(RunIds, NewIdsAreClaimedAndSafe) {
+    const std::filesystem::path root = std::filesystem::temp_directory_path() / ("s2tp-ids-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root);
+    const std::string first = new_run_id("exp", root), second = new_run_id("exp", root);
+    EXPECT_NE(first, second);
+    EXPECT_TRUE(std::filesystem::is_directory(root / first));
+    EXPECT_TRUE(std::filesystem::is_directory(root / second));
+    const std::string odd = new_run_id("-my exp$(x)", root);
+    EXPECT_NO_THROW(check_run_id(odd)) << odd;
+    EXPECT_EQ(odd.rfind("my_exp__x_-", 0), 0u) << odd;
+    std::filesystem::remove_all(root);
+}

@@ -122,3 +122,34 @@ TEST_F(Pipeline, EditedCheckpointIsNotTrustedAndBlocksLaterStages) {
     EXPECT_EQ(runs_, before + 1);
     EXPECT_TRUE(fresh(Stage::build));
 }
+
+TEST_F(Pipeline, AnArtifactNoLongerAsRecordedMakesItsCheckpointUntrusted) {
+    ASSERT_EQ(stage(Stage::prepare, "a"), ExitCode::ok);
+    fs::create_directories(root_ / "builds");
+    std::ofstream(root_ / "builds/k.cubin") << "cubin";
+    StageWork work;
+    work.stage = Stage::build;
+    work.add_inputs = [](Fingerprint &f) { f.add("input", "b"); };
+    work.run = [&] {
+        StageResult r;
+        r.artifacts.insert("baseline:k.cu", toml::table{{"path", "builds/k.cubin"}, {"sha256", sha256_file(root_ / "builds/k.cubin")}});
+        return r;
+    };
+    ASSERT_EQ(execute_stage(*run_, work, false, quiet_), ExitCode::ok);
+    EXPECT_TRUE(fresh(Stage::build));
+
+    std::ofstream(root_ / "builds/k.cubin") << "changed";
+    auto states = inspect_run(*run_);
+    EXPECT_FALSE(states[1].read.checkpoint);
+    EXPECT_NE(states[1].stale_reason.find("artifact builds/k.cubin no longer has the sha256"), std::string::npos)
+        << states[1].stale_reason;
+    fs::remove(root_ / "builds/k.cubin");
+    states = inspect_run(*run_);
+    EXPECT_NE(states[1].stale_reason.find("artifact builds/k.cubin is missing"), std::string::npos) << states[1].stale_reason;
+    try {
+        stage(Stage::sanitize, "c");
+        FAIL() << "sanitize trusted a build whose cubin is gone";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::precondition);
+    }
+}

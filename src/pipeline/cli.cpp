@@ -36,8 +36,9 @@ CommandLine::CommandLine(std::string command, std::string summary, std::vector<s
     : command_(std::move(command)), args_(std::move(args)), options_("sage2tp " + command_, summary) {
     options_.add_options("Global")
         ("run", "the run directory to work on", cxxopts::value<std::string>(), "DIR")
-        ("run-id", "name of the run under --root (default: $SAGE2_TEMPORAL_RUN_ID, else the latest run, "
-                   "else <experiment>-<UTC time> for prepare)", cxxopts::value<std::string>(), "ID")
+        ("run-id", "name of the run under --root: letters, digits, '.', '_', '-', not starting with '.' or '-' "
+                   "(default: $SAGE2_TEMPORAL_RUN_ID, else the latest run, else <experiment>-<UTC time> for prepare)",
+         cxxopts::value<std::string>(), "ID")
         ("root", "where runs live", cxxopts::value<std::string>()->default_value("sage2tp-runs"), "DIR")
         ("json", "print one JSON object describing the result on stdout")
         ("q,quiet", "print only results and errors")
@@ -62,9 +63,16 @@ bool CommandLine::parse() {
         std::cout << options_.help({"", "Global"}) << std::endl;
         return false;
     }
-    if (result_.count("run")) selection_.run_dir = result_["run"].as<std::string>();
-    if (result_.count("run-id")) selection_.run_id = result_["run-id"].as<std::string>();
+    if (result_.count("run")) {
+        selection_.run_dir = result_["run"].as<std::string>();
+        if (selection_.run_dir->empty()) fail(ExitCode::usage, "--run '' is an empty path; give it a directory");
+    }
+    if (result_.count("run-id")) {
+        selection_.run_id = result_["run-id"].as<std::string>();
+        check_run_id(*selection_.run_id);
+    }
     selection_.runs_root = result_["root"].as<std::string>();
+    if (selection_.runs_root.empty()) fail(ExitCode::usage, "--root '' is an empty path; give it a directory");
     int verbosity = 1;
     if (result_.count("quiet")) verbosity = 0;
     if (result_.count("verbose")) verbosity = 2;

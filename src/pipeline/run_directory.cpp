@@ -2,12 +2,15 @@
 #include "support/file_io.h"
 
 #include "support/errors.h"
+#include "support/process_runner.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,21 +21,44 @@ namespace fs = std::filesystem;
 
 namespace s2tp {
 
-RunDirectory::RunDirectory(fs::path root) : root_(fs::absolute(std::move(root)).lexically_normal()) {}
+namespace {
+
+fs::path absolute_run_path(const fs::path &root) {
+    if (root.empty()) fail(ExitCode::usage, "the run directory is an empty path; give --run a directory");
+    std::error_code ec;
+    fs::path absolute = fs::absolute(root, ec);
+    if (ec) fail(ExitCode::usage, "run directory '" + root.string() + "': " + ec.message());
+    return absolute.lexically_normal();
+}
+
+}  // namespace
+
+RunDirectory::RunDirectory(fs::path root) : root_(absolute_run_path(root)) {}
 
 RunDirectory::~RunDirectory() {
-    if (lock_fd_ >= 0) ::close(lock_fd_);  // closing releases the flock
+    if (lock_fd_ >= 0) {
+        stop_keeping_open(lock_fd_);
+        ::close(lock_fd_);  // closing releases the flock
+    }
 }
 
 void RunDirectory::lock() {
-    fs::create_directories(root_);
+    std::error_code ec;
+    fs::create_directories(root_, ec);
+    if (ec || !fs::is_directory(root_))
+        fail(ExitCode::usage, "cannot use '" + root_.string() + "' as a run directory: " +
+                                  (ec ? ec.message() : std::string("it exists and is not a directory")));
     auto lock_file = root_ / ".lock";
     lock_fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock_fd_ < 0) fail(ExitCode::usage, "cannot open lock file '" + lock_file.string() + "': " + std::strerror(errno));
+    // The supervisors of this run's children hold the lock too, until their child's process group is
+    // gone: even when this process is SIGKILLed, the lock is not free while a child can still write.
+    keep_open_in_children(lock_fd_);
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
         std::ifstream in(lock_file);
         std::string holder;
         std::getline(in, holder);
+        stop_keeping_open(lock_fd_);
         ::close(lock_fd_);
         lock_fd_ = -1;
         fail(ExitCode::usage, "run directory '" + root_.string() + "' is in use by another sage2tp process (pid " +
@@ -40,7 +66,7 @@ void RunDirectory::lock() {
     }
     std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
-        fail(ExitCode::internal, "cannot record pid in '" + lock_file.string() + "'");
+        fail(ExitCode::usage, "cannot record pid in '" + lock_file.string() + "': " + std::strerror(errno));
 }
 
 bool stays_inside(const fs::path &relative_path) {
@@ -78,12 +104,26 @@ std::optional<std::string> effective_run_id(const RunSelection &selection) {
     return std::nullopt;
 }
 
-void check_run_id(const std::string &id) {
-    if (id.empty() || id == "." || id == ".." || id == "latest" || id.find('/') != std::string::npos)
-        fail(ExitCode::usage, "invalid run id '" + id + "': use a plain name without '/'");
+bool run_id_character(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 }  // namespace
+
+void check_run_id(const std::string &id) {
+    const std::string rule = ": a run id is letters, digits, '.', '_' and '-', not starting with '.' or '-'";
+    if (id.empty()) fail(ExitCode::usage, "invalid run id '': it is empty" + rule);
+    for (char c : id)
+        if (!run_id_character(c)) {
+            char shown[8];
+            if (std::isprint(static_cast<unsigned char>(c))) std::snprintf(shown, sizeof shown, "%c", c);
+            else std::snprintf(shown, sizeof shown, "\\x%02x", static_cast<unsigned char>(c));
+            fail(ExitCode::usage, "invalid run id '" + id + "': character '" + std::string(shown) + "' is not allowed" + rule);
+        }
+    if (id.front() == '.' || id.front() == '-')
+        fail(ExitCode::usage, "invalid run id '" + id + "': it starts with '" + id.substr(0, 1) + "'" + rule);
+    if (id == "latest") fail(ExitCode::usage, "invalid run id 'latest': the name is taken by the link to the latest run");
+}
 
 std::optional<fs::path> existing_run(const RunSelection &selection) {
     if (selection.run_dir) return selection.run_dir;
@@ -100,10 +140,27 @@ std::optional<fs::path> existing_run(const RunSelection &selection) {
 
 fs::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name) {
     if (auto run = existing_run(selection)) return *run;
-    return selection.runs_root / new_run_id(experiment_name);
+    return selection.runs_root / new_run_id(experiment_name, selection.runs_root);
 }
 
-std::string new_run_id(const std::string &experiment_name) { return experiment_name + "-" + utc_now("%Y%m%dT%H%M%SZ"); }
+std::string new_run_id(const std::string &experiment_name, const fs::path &runs_root) {
+    // The experiment name comes from a manifest: keep only what a run id may hold.
+    std::string name;
+    for (char c : experiment_name) name += run_id_character(c) ? c : '_';
+    while (!name.empty() && (name.front() == '.' || name.front() == '-')) name.erase(0, 1);
+    if (name.empty()) name = "run";
+    const std::string stamp = name + "-" + utc_now("%Y%m%dT%H%M%SZ");
+    std::error_code ec;
+    fs::create_directories(runs_root, ec);
+    if (ec) fail(ExitCode::usage, "cannot create the runs root '" + runs_root.string() + "': " + ec.message());
+    // mkdir claims the name atomically: two prepares in the same second (or at the same time) get two runs.
+    for (int n = 1; n < 1000; ++n) {
+        std::string id = n == 1 ? stamp : stamp + "-" + std::to_string(n);
+        if (fs::create_directory(runs_root / id, ec)) return id;
+        if (ec) fail(ExitCode::usage, "cannot create run directory '" + (runs_root / id).string() + "': " + ec.message());
+    }
+    fail(ExitCode::usage, "more than 999 runs named '" + stamp + "' under '" + runs_root.string() + "'");
+}
 
 fs::path require_existing_run(const RunSelection &selection) {
     auto run = existing_run(selection);
@@ -119,13 +176,14 @@ void mark_latest(const RunSelection &selection, const fs::path &run) {
     fs::path root = fs::absolute(selection.runs_root).lexically_normal();
     fs::path target = fs::absolute(run).lexically_normal().lexically_relative(root);
     if (!stays_inside(target)) return;  // a run outside the runs root is not "the latest run" of that root
-    fs::create_directories(root);
     fs::path link = root / "latest";
     fs::path temporary = root / (".latest.tmp-" + std::to_string(::getpid()));
     std::error_code ec;
+    fs::create_directories(root, ec);
     fs::remove(temporary, ec);
-    fs::create_directory_symlink(target, temporary);
-    fs::rename(temporary, link);
+    if (!ec) fs::create_directory_symlink(target, temporary, ec);
+    if (!ec) fs::rename(temporary, link, ec);
+    if (ec) fail(ExitCode::usage, "cannot point '" + link.string() + "' at '" + run.string() + "': " + ec.message());
 }
 
 }  // namespace s2tp

@@ -59,11 +59,16 @@ struct RunSelection {
 std::optional<std::filesystem::path> existing_run(const RunSelection &selection);
 // existing_run, for the stages after prepare: Error(precondition) naming 'sage2tp prepare' when none exists.
 std::filesystem::path require_existing_run(const RunSelection &selection);
-// The run directory prepare should use, creating nothing: as existing_run, else a new
-// <root>/<experiment>-<UTC timestamp>.
+// The run directory prepare should use: as existing_run, else a new <root>/<experiment>-<UTC timestamp>
+// (claimed by new_run_id).
 std::filesystem::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name);
-// A run id for a new run: <experiment>-<UTC timestamp>, e.g. temporal-pair-20261129T135954Z.
-std::string new_run_id(const std::string &experiment_name);
+// A run id for a new run, <experiment>-<UTC timestamp>, e.g. temporal-pair-20261129T135954Z, with -2,
+// -3, ... when that run exists. Its directory under `runs_root` is created here, which claims the id
+// atomically. Characters of the name that a run id may not hold become '_'.
+std::string new_run_id(const std::string &experiment_name, const std::filesystem::path &runs_root);
+// Throws Error(usage) naming the character unless `id` is a safe run id: only [A-Za-z0-9._-], not
+// starting with '.' or '-', not "latest". Run ids end up in paths that nvcc hands to its own shell.
+void check_run_id(const std::string &id);
 // Points <root>/latest at `run` (a relative symlink, replaced atomically).
 void mark_latest(const RunSelection &selection, const std::filesystem::path &run);
 

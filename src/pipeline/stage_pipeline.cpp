@@ -2,6 +2,7 @@
 #include "support/file_io.h"
 
 #include "support/errors.h"
+#include "support/process_runner.h"
 
 #include <unistd.h>
 
@@ -35,6 +36,34 @@ std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage) {
     return run.checkpoints() / name.str();
 }
 
+namespace {
+
+// Why a recorded artifact ({ path, sha256 } anywhere in the artifacts table) is not as recorded, or "".
+std::string damaged_artifact(const RunDirectory &run, const toml::table &artifacts) {
+    for (const auto &[key, node] : artifacts) {
+        const toml::table *entry = node.as_table();
+        if (!entry) continue;
+        auto path = (*entry)["path"].value<std::string>();
+        auto sha = (*entry)["sha256"].value<std::string>();
+        if (path && sha) {
+            std::filesystem::path file;
+            try {
+                file = run.resolve(*path);
+            } catch (const Error &e) {
+                return e.what();
+            }
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(file, ec)) return "artifact " + *path + " is missing";
+            if (sha256_file(file) != *sha) return "artifact " + *path + " no longer has the sha256 its checkpoint records";
+        } else if (std::string nested = damaged_artifact(run, *entry); !nested.empty()) {
+            return nested;
+        }
+    }
+    return "";
+}
+
+}  // namespace
+
 std::vector<StageState> inspect_run(const RunDirectory &run) {
     std::vector<StageState> states;
     for (Stage stage : all_stages()) {
@@ -46,13 +75,21 @@ std::vector<StageState> inspect_run(const RunDirectory &run) {
         } else if (state.read.checkpoint->stage != stage_name(stage)) {
             state.read.checkpoint.reset();
             state.stale_reason = "not trusted: the file holds another stage's checkpoint";
+        } else if (std::string damaged = stage == Stage::prepare ? std::string()
+                                                                   : damaged_artifact(run, state.read.checkpoint->artifacts);
+                   !damaged.empty()) {
+            // Not prepare's: `time --pin` rewrites experiment.toml on purpose, and prepare checks its
+            // trees and manifest itself (verify_outputs).
+            state.read.checkpoint.reset();
+            state.stale_reason = "not trusted: " + damaged;
         } else if (stage == Stage::prepare) {
             state.fresh = true;
         } else {
             const StageState &previous = states.back();
             const auto &recorded = state.read.checkpoint->previous_digest;
             if (!previous.read.checkpoint)
-                state.stale_reason = "stale: the " + stage_name(previous.stage) + " checkpoint it built on is gone";
+                state.stale_reason = "stale: the " + stage_name(previous.stage) + " checkpoint it built on is " +
+                                     (previous.read.exists ? "not trusted" : "gone");
             else if (previous.read.checkpoint->digest != recorded)
                 state.stale_reason = "stale: " + stage_name(previous.stage) + " has been re-run since";
             else if (!previous.fresh)
@@ -137,6 +174,7 @@ std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWor
 
 ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter) {
     const std::string name = stage_name(work.stage);
+    throw_if_interrupted(name);
     auto states = inspect_run(run);
     const Checkpoint *previous = require_previous(states, work.stage);
 
@@ -176,6 +214,8 @@ ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, con
         result.status = StageStatus::failed;
         result.reasons.push_back(e.what());
     }
+    // An interrupted body may have stopped anywhere, even where its result looks complete.
+    throw_if_interrupted(name);
     checkpoint.finished_utc = utc_now();
     checkpoint.status = result.status;
     checkpoint.input_fingerprint = inputs;

@@ -6,6 +6,8 @@
 #include "support/process_runner.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -76,31 +78,82 @@ bool needs_torch_headers(const Experiment &experiment) {
     return experiment.baseline_source.needs_torch_headers || experiment.candidate_source.needs_torch_headers;
 }
 
+namespace {
+
+// The characters that sh still expands inside double quotes.
+constexpr const char *shell_active_in_quotes = "$`\"\\";
+
+std::string shown_character(char c) {
+    char text[8];
+    if (std::isprint(static_cast<unsigned char>(c))) std::snprintf(text, sizeof text, "%c", c);
+    else std::snprintf(text, sizeof text, "\\x%02x", static_cast<unsigned char>(c));
+    return text;
+}
+
+void refuse_shell_active(const std::string &path, const std::string &what, const std::string &fix) {
+    std::size_t at = path.find_first_of(shell_active_in_quotes);
+    if (at != std::string::npos)
+        fail(ExitCode::usage, what + " '" + path + "' contains '" + shown_character(path[at]) +
+                                  "', which nvcc would pass to its own shell (sh -c), where it could run commands; " + fix);
+}
+
+void refuse_unsafe_manifest_path(const std::string &path, const std::string &key) {
+    for (char c : path) {
+        bool safe = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '/' || c == '-';
+        if (!safe)
+            fail(ExitCode::usage, "[source] " + key + " '" + path + "' contains '" + shown_character(c) +
+                                      "': nvcc passes paths to its own shell and splits option values at ',', so "
+                                      "source paths and include dirs may hold only letters, digits and . _ + / -");
+    }
+}
+
+}  // namespace
+
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
                                       const fs::path &nvcc, const std::vector<std::string> &torch_include_dirs) {
+    std::error_code ec;
+    const fs::path real_root = fs::weakly_canonical(run.root(), ec);
+    refuse_shell_active(ec ? run.root().string() : real_root.string(), "the run directory",
+                        "use a --run or --root path without $ ` \" \\");
+    if (const char *tmp = std::getenv("TMPDIR"); tmp && *tmp)
+        refuse_shell_active(tmp, "TMPDIR", "set TMPDIR to a path without $ ` \" \\");
+    for (const auto &dir : torch_include_dirs)
+        refuse_shell_active(dir, "the torch include directory", "point --torch-include at a path without $ ` \" \\");
+    for (const char *variant : {"baseline", "candidate"}) {
+        const SourceSpec &spec = experiment.source(variant);
+        for (const auto &source : spec.kernel_sources) refuse_unsafe_manifest_path(source, "kernel_sources");
+        for (const auto &source : spec.support_sources) refuse_unsafe_manifest_path(source, "support_sources");
+        for (const auto &dir : spec.include_dirs) refuse_unsafe_manifest_path(dir, "include_dirs");
+    }
+
     // sm_90a -> compute_90a,code=sm_90a: the "a" feature set needs the -gencode form (HOPPER.md).
     const std::string gencode = "-gencode=arch=compute_" + arch.substr(3) + ",code=" + arch;
     std::vector<CompileJob> jobs;
     auto add = [&](const std::string &variant, const std::string &source, bool compared,
                    const std::vector<std::string> &include_dirs, bool with_torch) {
-        const fs::path tree = run.tree(variant);
-        const fs::path out_dir = run.builds() / variant;
+        // Relative to the run directory, nvcc's working directory: built from the run layout, the
+        // variant, the checked arch and the checked manifest paths only.
+        const fs::path tree = fs::path("trees") / variant;
+        const fs::path out_dir = fs::path("builds") / variant;
         CompileJob job;
         job.variant = variant;
         job.source = source;
         job.compared = compared;
+        job.working_directory = run.root();
         std::string stem = fs::path(source).stem().string() + "." + arch;
-        job.cubin = out_dir / (stem + ".cubin");
-        job.log = out_dir / (stem + ".log");
-        job.command_file = out_dir / (stem + ".cmd");
-        job.argv = {nvcc.string(), "-cubin", gencode};
+        const fs::path cubin = out_dir / (stem + ".cubin");
+        job.cubin = run.root() / cubin;
+        job.log = run.root() / out_dir / (stem + ".log");
+        job.command_file = run.root() / out_dir / (stem + ".cmd");
+        // Absolute: a relative --nvcc names a file relative to where sage2tp was started.
+        job.argv = {nvcc.has_parent_path() ? fs::absolute(nvcc).string() : nvcc.string(), "-cubin", gencode};
         job.argv.insert(job.argv.end(), experiment.nvcc_flags.begin(), experiment.nvcc_flags.end());
         job.argv.insert(job.argv.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
         job.argv.insert(job.argv.end(), {"-Xptxas", "-v"});
         for (const auto &dir : include_dirs) job.argv.push_back("-I" + (tree / dir).string());
         if (with_torch)
             for (const auto &dir : torch_include_dirs) job.argv.push_back("-I" + dir);
-        job.argv.insert(job.argv.end(), {"-o", job.cubin.string(), (tree / source).string()});
+        job.argv.insert(job.argv.end(), {"-o", cubin.string(), (tree / source).string()});
         jobs.push_back(std::move(job));
     };
     for (const char *variant : {"baseline", "candidate"}) {
@@ -146,7 +199,7 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
     for (const auto &job : jobs) {
         fs::create_directories(job.cubin.parent_path());
         fs::remove(job.cubin);  // a stale cubin must never be mistaken for this build's output
-        write_file_atomically(job.command_file, quoted_command(job.argv));
+        write_file_atomically(job.command_file, "# run in the run directory\n" + quoted_command(job.argv));
     }
     auto worker = [&] {
         for (;;) {
@@ -159,7 +212,9 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
                 started[index] = std::chrono::steady_clock::now();
             }
             try {
-                ProcessResult r = run_process(jobs[index].argv);
+                ProcessOptions options;
+                options.working_directory = jobs[index].working_directory;
+                ProcessResult r = run_process(jobs[index].argv, options);
                 outcomes[index] = {r.exit_code, r.seconds, r.err + r.out};
                 write_file_atomically(jobs[index].log, outcomes[index].output);
             } catch (...) {

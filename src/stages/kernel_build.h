@@ -29,6 +29,8 @@ struct CompileJob {
     std::string source;   // relative to the tree, e.g. kernels/attention_entry.cu
     bool compared = true; // a kernel source of the A/B, not a support source
     std::filesystem::path cubin, log, command_file;
+    // nvcc runs in the run directory with paths relative to it (see plan_compiles).
+    std::filesystem::path working_directory;
     std::vector<std::string> argv;
 };
 
@@ -41,6 +43,14 @@ struct CompileOutcome {
 // One job per kernel and support source of each variant's own source, from its own tree, plus the
 // embedded quantize.cu from trees/support when the experiment needs it. Sources with
 // needs_torch_headers get `torch_include_dirs` after their own include directories.
+//
+// nvcc 13 hands paths to its own shell (sh -c "cicc ... \"<path>\""), among them the absolute path
+// of every source, which it derives from the working directory. So nvcc runs in the run directory,
+// with relative paths, and Error(usage) naming the character refuses
+//   * a run directory whose real path holds a character the shell expands inside double quotes
+//     ($ ` " \), and the same for $TMPDIR, where nvcc keeps its intermediate files, and for the torch
+//     include directories;
+//   * a manifest source or include dir outside [A-Za-z0-9._+/-] (nvcc also splits option values at ',').
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
                                       const std::filesystem::path &nvcc,
                                       const std::vector<std::string> &torch_include_dirs);

@@ -115,7 +115,9 @@ void remove_trees(const RunDirectory &run, const Experiment &experiment) {
     }
     fs::remove_all(run.trees(), ec);
     if (ec) fail(ExitCode::internal, "cannot remove '" + run.trees().string() + "': " + ec.message());
-    // A worktree whose directory is gone (a run deleted by hand) stays registered until pruned.
+    // A removed worktree stays registered in its repository until pruned (so does one whose directory is
+    // gone: a run deleted by hand). One whose `git worktree add` was killed stays locked
+    // ("initializing") and is not pruned: the adds in make_trees override that with -f -f.
     for (const auto &repository : repositories)
         if (fs::is_directory(repository, ec)) git({"-C", repository, "worktree", "prune"});
 }
@@ -142,7 +144,7 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
     if (base.kind == "git") {
         baseline_repository = base.repository;
         trees.commit = resolve_commit(base.repository, base.commit);
-        git_or_fail({"-C", base.repository, "worktree", "add", "--detach", baseline.string(), trees.commit}, std::nullopt,
+        git_or_fail({"-C", base.repository, "worktree", "add", "-f", "-f", "--detach", baseline.string(), trees.commit}, std::nullopt,
                     "git worktree add (baseline) failed");
     } else {
         trees.commit = commit_embedded_kernels(baseline, embedded_kernels);
@@ -150,11 +152,12 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
     }
     if (cand.same_checkout(base)) {
         trees.candidate_commit = trees.commit;
-        git_or_fail({"-C", baseline_repository, "worktree", "add", "--detach", candidate.string(), trees.commit},
+        git_or_fail({"-C", baseline_repository, "worktree", "add", "-f", "-f", "--detach", candidate.string(), trees.commit},
                     std::nullopt, "git worktree add (candidate) failed");
     } else if (cand.kind == "git") {
         trees.candidate_commit = resolve_commit(cand.repository, cand.commit);
-        git_or_fail({"-C", cand.repository, "worktree", "add", "--detach", candidate.string(), trees.candidate_commit},
+        git_or_fail({"-C", cand.repository, "worktree", "add", "-f", "-f", "--detach", candidate.string(),
+                     trees.candidate_commit},
                     std::nullopt, "git worktree add (candidate) failed");
     } else {
         trees.candidate_commit = commit_embedded_kernels(candidate, embedded_kernels);

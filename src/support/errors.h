@@ -14,6 +14,7 @@ enum class ExitCode : int {
     missing_tool = 3,  // a required tool or device is missing (nvcc, git, compute-sanitizer, GPU)
     precondition = 4,  // the previous stage's checkpoint is missing, failed or stale
     internal = 5,      // a bug or an unexpected system failure
+    interrupted = 128, // SIGINT, SIGTERM or SIGHUP arrived: the command exits 128 + the signal's number
 };
 
 // Thrown for every failure that should end the command with a message and a documented exit code.

@@ -36,10 +36,14 @@ std::string utc_now(const char *strftime_format) {
 
 void write_file_atomically(const std::filesystem::path &file, const std::string &content) {
     auto directory = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
-    std::filesystem::create_directories(directory);
+    // A refusal of the file system (a file where a directory should be, permissions, a full disk) is
+    // the user's setup to fix: exit 2, naming the path.
+    std::error_code ec;
+    std::filesystem::create_directories(directory, ec);
+    if (ec) fail(ExitCode::usage, "cannot create directory '" + directory.string() + "': " + ec.message());
     auto temporary = directory / ("." + file.filename().string() + ".tmp-" + std::to_string(::getpid()));
     int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail(ExitCode::internal, "cannot create '" + temporary.string() + "': " + std::strerror(errno));
+    if (fd < 0) fail(ExitCode::usage, "cannot create '" + temporary.string() + "': " + std::strerror(errno));
     std::size_t written = 0;
     while (written < content.size()) {
         ssize_t n = ::write(fd, content.data() + written, content.size() - written);
@@ -48,18 +52,18 @@ void write_file_atomically(const std::filesystem::path &file, const std::string 
             int saved = errno;
             ::close(fd);
             ::unlink(temporary.c_str());
-            fail(ExitCode::internal, "cannot write '" + temporary.string() + "': " + std::strerror(saved));
+            fail(ExitCode::usage, "cannot write '" + temporary.string() + "': " + std::strerror(saved));
         }
         written += static_cast<std::size_t>(n);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
         ::unlink(temporary.c_str());
-        fail(ExitCode::internal, "cannot flush '" + temporary.string() + "': " + std::strerror(errno));
+        fail(ExitCode::usage, "cannot flush '" + temporary.string() + "': " + std::strerror(errno));
     }
     if (::rename(temporary.c_str(), file.c_str()) != 0) {
         int saved = errno;
         ::unlink(temporary.c_str());
-        fail(ExitCode::internal, "cannot rename onto '" + file.string() + "': " + std::strerror(saved));
+        fail(ExitCode::usage, "cannot rename onto '" + file.string() + "': " + std::strerror(saved));
     }
     fsync_path(directory, O_RDONLY | O_DIRECTORY);
 }

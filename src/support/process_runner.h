@@ -27,8 +27,35 @@ struct ProcessOptions {
 };
 
 // Runs argv[0] (looked up in PATH when it has no slash) and waits for it, capturing both streams.
-// Throws Error(missing_tool) when the program cannot be started at all.
+// Throws Error(missing_tool) when the program cannot be started at all, and Error(interrupted) when
+// an interrupt arrived (before the start, or while the child ran: it has then been stopped).
+//
+// Every child runs under a small supervisor, a fork of this process that execs nothing: the tool
+// leads its own process group (so nvcc's cicc and ptxas, or compute-sanitizer's target, can be
+// signalled together), and the supervisor
+//   * forwards SIGINT, SIGTERM and SIGHUP to that whole group;
+//   * when the tool ends, SIGKILLs whatever is left in its group and, as their subreaper, reaps them
+//     until the group is empty; then exits with the tool's status;
+//   * when this process dies, even by SIGKILL (PR_SET_PDEATHSIG), SIGKILLs the whole group;
+//   * keeps the run lock's descriptor (keep_open_in_children) until the group is gone, so the lock
+//     is never free while a child of the run can still write.
+// A tool that leaves its process group (setsid) is out of reach of this.
 ProcessResult run_process(const std::vector<std::string> &argv, const ProcessOptions &options = {});
+
+// Installs the SIGINT, SIGTERM and SIGHUP handlers of the sage2tp command. The first signal is
+// forwarded to every running child's process group; run_process then waits for the child and throws
+// Error(interrupted), and the stage framework writes no checkpoint. With no child running the command
+// ends at once with status 128 + the signal. A second signal SIGKILLs every child group and ends the
+// command at once.
+void install_interrupt_handlers();
+// The first interrupting signal received, or 0.
+int interrupt_signal();
+// Throws Error(interrupted) naming the signal and `what` was stopped, when an interrupt arrived.
+void throw_if_interrupted(const std::string &what);
+
+// A descriptor (the run's lock) that the supervisors keep open until their child's group is gone.
+void keep_open_in_children(int fd);
+void stop_keeping_open(int fd);
 
 // The absolute path of a program found in PATH (or given with a slash and executable), if any.
 std::optional<std::filesystem::path> find_program(const std::string &name);

@@ -1,0 +1,93 @@
+// run_process and its supervisor: exit statuses, a working directory, a program that cannot start,
+// and a tool's process group ended with the tool (what it leaves behind, and on a timeout).
+// /bin/sh is the tool here only to have a process that starts others, as nvcc does.
+#include "support/errors.h"
+#include "support/process_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+// True while `pid` exists and is not a zombie.
+bool running(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    std::size_t close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST(ProcessRunner, ExitStatusesAndOutputs) {
+    ProcessResult r = run_process({"sh", "-c", "echo out; echo err >&2; exit 7"});
+    EXPECT_EQ(r.exit_code, 7);
+    EXPECT_EQ(r.out, "out\n");
+    EXPECT_EQ(r.err, "err\n");
+    EXPECT_FALSE(r.timed_out);
+    r = run_process({"sh", "-c", "kill -TERM $$"});
+    EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+    ProcessOptions options;
+    options.stdin_text = "fed\n";
+    EXPECT_EQ(run_process({"cat"}, options).out, "fed\n");
+}
+
+TEST(ProcessRunner, WorkingDirectoryAndStartFailures) {
+    const fs::path dir = fs::temp_directory_path() / ("s2tp-pr-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    ProcessOptions options;
+    options.working_directory = dir;
+    EXPECT_EQ(run_process({"pwd"}, options).out, dir.string() + "\n");
+    options.working_directory = dir / "missing";
+    try {
+        run_process({"pwd"}, options);
+        ADD_FAILURE() << "a missing working directory started the program";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::missing_tool);
+        EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+    }
+    try {
+        run_process({"/nonexistent/tool"});
+        ADD_FAILURE() << "a missing program started";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::missing_tool);
+    }
+    fs::remove_all(dir);
+}
+
+TEST(ProcessRunner, WhatTheToolLeavesInItsGroupEndsWithIt) {
+    // The tool exits at once and leaves a background child in its process group.
+    ProcessResult r = run_process({"sh", "-c", "sleep 60 & echo $!"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const pid_t left = static_cast<pid_t>(std::stol(r.out));
+    EXPECT_FALSE(running(left)) << "the tool's background child " << left << " outlived it";
+    if (running(left)) ::kill(left, SIGKILL);
+}
+
+TEST(ProcessRunner, TimeoutKillsTheWholeGroup) {
+    const fs::path pid_file = fs::temp_directory_path() / ("s2tp-pr-timeout-" + std::to_string(::getpid()));
+    ProcessOptions options;
+    options.timeout = std::chrono::seconds(1);
+    ProcessResult r = run_process({"sh", "-c", "sleep 60 & echo $! > " + pid_file.string() + "; wait"}, options);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+    std::ifstream in(pid_file);
+    pid_t grandchild = 0;
+    in >> grandchild;
+    ASSERT_GT(grandchild, 0);
+    EXPECT_FALSE(running(grandchild)) << "the grandchild " << grandchild << " survived the timeout";
+    if (running(grandchild)) ::kill(grandchild, SIGKILL);
+    fs::remove(pid_file);
+}
+
+TEST(ProcessRunner, NoInterruptWithoutASignal) {
+    EXPECT_EQ(interrupt_signal(), 0);
+    EXPECT_NO_THROW(throw_if_interrupted("nothing"));
+}
