@@ -175,6 +175,9 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
                 fail(ExitCode::usage, r.position() + ": --candidate-commit names a commit, but the candidate is not a git source");
             e.candidate_source.commit = *overrides.candidate_commit;
         }
+        if (overrides.repository && e.baseline_source.kind != "git" && e.candidate_source.kind != "git")
+            fail(ExitCode::usage, file + ":1:1: --repository names a repository, but neither [source] nor "
+                                         "[candidate.source] is a git source");
         if (e.patch.empty() && e.candidate_source.same_checkout(e.baseline_source))
             fail(ExitCode::usage, r.position() + ": the candidate is the baseline itself: give [candidate] patch, "
                                                  "a [candidate.source] of its own, or both");
