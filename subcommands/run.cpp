@@ -31,6 +31,9 @@ int run_command(const Args &args) {
     CommandLine cl("run", "Run every stage in order, resuming, stopping at the first failure.", args);
     cl.add_options()
         ("manifest", "experiment manifest for prepare", cxxopts::value<std::string>(), "FILE")
+        ("repository", "for prepare: the git repository of the manifest's git sources", cxxopts::value<std::string>(), "DIR")
+        ("commit", "for prepare: the baseline's commit", cxxopts::value<std::string>(), "REV")
+        ("candidate-commit", "for prepare: the candidate's commit", cxxopts::value<std::string>(), "REV")
         ("arch", "target architecture for build", cxxopts::value<std::string>(), "ARCH")
         ("force", "re-run every stage even when up to date");
     if (!cl.parse()) return 0;
@@ -52,8 +55,10 @@ int run_command(const Args &args) {
             if (!entry.stage) continue;
             const Stage stage = *entry.stage;
             Args stage_args = common;
-            if (stage == Stage::prepare && cl.has("manifest"))
-                stage_args.insert(stage_args.end(), {"--manifest", cl.result()["manifest"].as<std::string>()});
+            if (stage == Stage::prepare)
+                for (const char *option : {"manifest", "repository", "commit", "candidate-commit"})
+                    if (cl.has(option))
+                        stage_args.insert(stage_args.end(), {std::string("--") + option, cl.result()[option].as<std::string>()});
             if (stage == Stage::build && cl.has("arch"))
                 stage_args.insert(stage_args.end(), {"--arch", cl.result()["arch"].as<std::string>()});
             cl.reporter().progress("== " + stage_name(stage));

@@ -267,3 +267,43 @@ TEST_F(Cli, CopiedRunStaysCompleteWithoutTheOriginalManifestAndPatch) {
     EXPECT_EQ(r.exit_code, 2) << r.out;
     EXPECT_NE(r.err.find("pass --manifest"), std::string::npos) << r.err;
 }
+
+TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
+    // Two commits of one repository: the baseline at the first, the candidate at the second, no patch.
+    const std::string first = make_repository(dir_ / "repo");
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 1;\n";
+    git(dir_ / "repo", {"commit", "-q", "-a", "-m", "schedule 1"});
+    std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"branch\"\n[source]\nkind = \"git\"\ncommit = \"" << first
+                                   << "\"\nkernel_sources = [\"kernels/k.cu\"]\n[candidate.source]\ncommit = \"HEAD\"\n"
+                                      "[workload]\nname = \"w\"\nlen_q = 128\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--repository"), std::string::npos) << r.err;
+
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--repository", "repo"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    Checkpoint c = prepare_checkpoint(run);
+    EXPECT_EQ(c.figures["commit"].value_or(std::string()), first);
+    EXPECT_NE(c.figures["candidate_commit"].value_or(std::string()), first);
+    EXPECT_EQ(c.figures["patch"].value_or(std::string("x")), "");
+    EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 1"), std::string::npos);
+    // No support_sources: the embedded quantization kernels get a tree of their own.
+    EXPECT_TRUE(fs::is_regular_file(run / "trees/support/kernels/quantize.cu"));
+
+    // Without options, the run is prepared again from the same manifest and repository.
+    r = sage2tp({"prepare"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << r.out;
+
+    ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list"});
+    EXPECT_NE(worktrees.out.find("trees/candidate"), std::string::npos) << worktrees.out;
+    r = sage2tp({"clean"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run));
+    EXPECT_FALSE(fs::is_symlink(dir_ / "sage2tp-runs/latest"));
+    worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
+    EXPECT_EQ(worktrees.out.find("trees/"), std::string::npos) << worktrees.out;
+    EXPECT_EQ(sage2tp({"clean"}).exit_code, 4);
+}

@@ -70,9 +70,11 @@ WorkloadSpec read_workload_table(const toml::table &table, const std::string &fi
 }
 
 // A source table's keys on top of `inherited` (the baseline's, for [candidate.source]). Changing the
-// kind starts the repository and commit afresh; `repository_override` replaces a git repository.
+// kind starts the repository and commit afresh. The overrides (prepare's --repository and --commit or
+// --candidate-commit, named by `commit_option`) replace a git source's values.
 SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherited, const fs::path &base_dir,
-                       const std::optional<std::string> &repository_override) {
+                       const std::optional<std::string> &repository_override,
+                       const std::optional<std::string> &commit_override, const std::string &commit_option) {
     SourceSpec s = inherited.value_or(SourceSpec{});
     s.kind = r.choice("kind", {"embedded", "git"}, inherited ? inherited->kind : "");
     if (inherited && s.kind != inherited->kind) s.repository = s.commit = "";
@@ -82,9 +84,12 @@ SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherite
         if (s.repository.empty())
             fail(ExitCode::usage, r.position() + ": a git source needs its repository: set 'repository' in the "
                                                  "manifest or pass --repository DIR to prepare");
-        s.commit = r.string_or("commit", s.commit);
-        if (s.commit.empty()) fail(ExitCode::usage, r.position() + ": a git source needs 'commit' (or --commit REV)");
+        s.commit = commit_override.value_or(r.string_or("commit", s.commit));
+        if (s.commit.empty())
+            fail(ExitCode::usage, r.position() + ": a git source needs 'commit' (or " + commit_option + " REV)");
     } else {
+        if (commit_override)
+            fail(ExitCode::usage, r.position() + ": " + commit_option + " names a commit, but this source is embedded");
         for (const char *key : {"repository", "commit"})
             if (r.optional_string(key))
                 fail(ExitCode::usage, r.position() + ": '" + key + "' is for git sources; this one is embedded");
@@ -140,14 +145,9 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
     if (!source) fail(ExitCode::usage, file + ":1:1: the manifest needs a [source] table");
     {
         TableReader r(*source, file, "[source]");
-        e.baseline_source = read_source(r, std::nullopt, base_dir, overrides.repository);
+        e.baseline_source = read_source(r, std::nullopt, base_dir, overrides.repository, overrides.commit, "--commit");
         e.baseline_abi = r.string_or("abi", e.baseline_abi);
         r.finish();
-        if (overrides.commit) {
-            if (e.baseline_source.kind != "git")
-                fail(ExitCode::usage, r.position() + ": --commit names a commit, but [source] is not a git source");
-            e.baseline_source.commit = *overrides.commit;
-        }
     }
 
     const toml::table *candidate = top.optional_table("candidate");
@@ -158,9 +158,11 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         if (candidate->contains("patch")) e.patch = r.existing_file("patch", base_dir.string());
         std::optional<std::string> abi = r.optional_string("abi");
         e.candidate_source = e.baseline_source;
-        if (const toml::table *own = r.optional_table("source")) {
+        const toml::table *own = r.optional_table("source");
+        if (own) {
             TableReader s(*own, file, "[candidate.source]");
-            e.candidate_source = read_source(s, e.baseline_source, base_dir, overrides.repository);
+            e.candidate_source = read_source(s, e.baseline_source, base_dir, overrides.repository,
+                                             overrides.candidate_commit, "--candidate-commit");
             if (auto own_abi = s.optional_string("abi")) {
                 if (abi) fail(ExitCode::usage, s.position() + ": the candidate's abi is given twice, in [candidate] "
                                                               "and [candidate.source]; keep one");
@@ -170,11 +172,14 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         }
         e.candidate_abi = abi.value_or(e.baseline_abi);
         r.finish();
-        if (overrides.candidate_commit) {
+        if (overrides.candidate_commit && !own) {
             if (e.candidate_source.kind != "git")
                 fail(ExitCode::usage, r.position() + ": --candidate-commit names a commit, but the candidate is not a git source");
             e.candidate_source.commit = *overrides.candidate_commit;
         }
+        if (overrides.repository && e.baseline_source.kind != "git" && e.candidate_source.kind != "git")
+            fail(ExitCode::usage, file + ":1:1: --repository names a repository, but neither [source] nor "
+                                         "[candidate.source] is a git source");
         if (e.patch.empty() && e.candidate_source.same_checkout(e.baseline_source))
             fail(ExitCode::usage, r.position() + ": the candidate is the baseline itself: give [candidate] patch, "
                                                  "a [candidate.source] of its own, or both");
