@@ -108,6 +108,34 @@ TEST(SassListing, NvdisasmLabelsAndLoopRule) {
     EXPECT_THROW(parse_sass_listing("Function : f\n  /*0000*/ BRA `(.L_x_9) ;\n", "inline"), Error);
 }
 
+// One cubin through both tools (tests/data/sass/README): the same instructions, the same branch
+// targets, the same loop, whether the targets are addresses or labels. 304 instructions, 29 MUFU and
+// 11 BRA as grep -cE counts them in either file; the widest backward branch is "/*09d0*/ @P1 BRA
+// `(.L_x_4)" with .L_x_4 before /*0180*/.
+TEST(SassListing, CuobjdumpAndNvdisasmAgree) {
+    const fs::path dir = source_root / "tests/data/sass";
+    const auto cuobjdump = parse_sass_listing(read_text_file(dir / "loopk.cuobjdump"), "loopk.cuobjdump");
+    const auto nvdisasm = parse_sass_listing(read_text_file(dir / "loopk.nvdisasm"), "loopk.nvdisasm");
+    ASSERT_EQ(cuobjdump.size(), 1u);
+    ASSERT_EQ(nvdisasm.size(), 1u);
+    EXPECT_EQ(cuobjdump[0].name, "loopk");
+    EXPECT_EQ(nvdisasm[0].name, "loopk");
+    ASSERT_EQ(cuobjdump[0].instructions.size(), 304u);
+    ASSERT_EQ(nvdisasm[0].instructions.size(), 304u);
+    for (std::size_t i = 0; i < 304; ++i) {
+        EXPECT_EQ(cuobjdump[0].instructions[i].address, nvdisasm[0].instructions[i].address) << i;
+        EXPECT_EQ(cuobjdump[0].instructions[i].opcode, nvdisasm[0].instructions[i].opcode) << i;
+        EXPECT_EQ(cuobjdump[0].instructions[i].branch_target, nvdisasm[0].instructions[i].branch_target) << i;
+    }
+    const SassHistogram h = opcode_histogram(nvdisasm[0].instructions);
+    EXPECT_EQ(h.families.at("MUFU"), 29);
+    EXPECT_EQ(h.families.at("BRA"), 11);
+    const auto loop = find_main_loop(nvdisasm[0]);
+    ASSERT_TRUE(loop);
+    EXPECT_EQ(loop->start, 0x180u);
+    EXPECT_EQ(loop->end, 0x9d0u);
+}
+
 TEST(SassHistogram, ComparisonFiguresRoundTrip) {
     SassComparison c = compare_sass(recorded("baseline"), recorded("candidate"), nullptr);
     c.tool = "cuobjdump";

@@ -75,6 +75,7 @@ std::vector<SassFunction> parse_sass_listing(std::string_view text, const std::s
         labels_waiting.clear();
     };
     int line_number = 0;
+    bool in_function = false;
     for (std::string_view raw : split_lines(text)) {
         ++line_number;
         const std::string_view line = trim(raw);
@@ -84,9 +85,16 @@ std::vector<SassFunction> parse_sass_listing(std::string_view text, const std::s
         if (!name.empty()) {
             resolve_pending();
             functions.push_back(SassFunction{name, {}});
+            in_function = true;
             continue;
         }
-        if (functions.empty()) continue;
+        // nvdisasm prints the ELF's other sections after the code, with addresses of their own.
+        if (line.rfind(".section", 0) == 0) {
+            resolve_pending();
+            in_function = false;
+            continue;
+        }
+        if (!in_function) continue;
         if (line.size() > 1 && line[0] == '.' && line.back() == ':' && line.find(' ') == std::string_view::npos) {
             labels_waiting.emplace_back(line.substr(0, line.size() - 1));
             continue;
