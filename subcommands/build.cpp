@@ -262,8 +262,9 @@ int build_command(const Args &args) {
     // A build that was up to date (here or, without nvcc, kept as built elsewhere) gets its histogram
     // from the cubins on disk.
     const auto with_sass = [&](ExitCode code) {
+        if (!want_sass || code != ExitCode::ok) return static_cast<int>(code);
         const CheckpointRead done = read_checkpoint(checkpoint_path(run, Stage::build));
-        if (want_sass && code == ExitCode::ok && done.checkpoint && !done.checkpoint->figures.contains("sass"))
+        if (done.checkpoint && !done.checkpoint->figures.contains("sass"))
             if (auto sass = write_sass_report(run, jobs, cl.reporter())) cl.reporter().say(sass->table_text());
         return static_cast<int>(code);
     };

@@ -107,7 +107,11 @@ void print_time(const Checkpoint &c, const Reporter &reporter) {
         reporter.say("  output sha256 baseline " + base + (cand == base ? " = candidate" : ", candidate " + cand) +
                      (expected.empty() ? " (none pinned)" : expected == base ? " = pinned" : ", pinned " + expected));
     }
-    if (!f["ratio"].as_table()) return;
+    const auto print_ncu = [&] {
+        if (const toml::table *metrics = f["ncu"]["metrics"].as_table())
+            reporter.say("  Nsight Compute, one launch each:\n" + NcuComparison::from_toml(*metrics).table_text());
+    };
+    if (!f["ratio"].as_table()) return print_ncu();
     std::ostringstream table;
     table << std::left << std::setw(11) << "  VARIANT" << std::right << std::setw(10) << "P10 ms" << std::setw(10)
           << "P50 ms" << std::setw(10) << "P90 ms" << std::setw(10) << "MEAN ms" << std::setw(10) << "STDEV ms"
@@ -132,8 +136,7 @@ void print_time(const Checkpoint &c, const Reporter &reporter) {
                  fixed(f["sm_clock_mhz"]["median"].value_or(0.0), 0) + "); stopped by " +
                  f["stopped_by"].value_or(std::string()) +
                  (f["l2_flushed"].value_or(false) ? "; L2 flushed before each launch" : ""));
-    if (const toml::table *metrics = f["ncu"]["metrics"].as_table())
-        reporter.say("  Nsight Compute, one launch each:\n" + NcuComparison::from_toml(*metrics).table_text());
+    print_ncu();
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ std::string format_value(const std::optional<double> &value) {
     if (!value) return "n/a";
     std::ostringstream s;
     const double magnitude = std::fabs(*value);
-    if (magnitude != 0 && (magnitude >= 1e6 || magnitude < 1e-3)) s << std::setprecision(4) << *value;
+    if (magnitude != 0 && magnitude < 1e-3) s << std::setprecision(4) << *value;
     else s << std::fixed << std::setprecision(magnitude >= 1000 ? 0 : 3) << *value;
     return s.str();
 }

@@ -181,8 +181,14 @@ std::optional<SassComparison> sass_of_build(const std::vector<CompileJob> &jobs,
     for (const CompileJob &job : jobs) {
         if (!job.compared) continue;
         const int v = job.variant == "baseline" ? 0 : 1;
-        std::vector<SassFunction> functions = parse_sass_listing(disassemble(*tool, job.cubin), job.cubin.string());
-        listings[v].insert(listings[v].end(), functions.begin(), functions.end());
+        try {
+            std::vector<SassFunction> functions = parse_sass_listing(disassemble(*tool, job.cubin), job.cubin.string());
+            listings[v].insert(listings[v].end(), functions.begin(), functions.end());
+        } catch (const Error &e) {
+            // The histogram explains a result; it is no condition of the build.
+            reporter.warn(std::string("build --sass: ") + e.what() + "; no SASS histogram");
+            return std::nullopt;
+        }
     }
     SassComparison comparison =
         compare_sass(listings[0], listings[1], [](const std::string &name) { return entry_launch(name).has_value(); });

@@ -54,7 +54,7 @@ std::optional<Disassembler> find_disassembler();
 std::string disassemble(const Disassembler &tool, const std::filesystem::path &cubin);
 
 // The comparison of the compared sources' cubins of a build (its kernel ABI entries only); nothing,
-// with a warning that says so, when neither disassembler is installed.
+// with a warning that says so, when neither disassembler is installed or one fails.
 std::optional<SassComparison> sass_of_build(const std::vector<CompileJob> &jobs, const Reporter &reporter);
 
 // sass_of_build, also written to <run>/reports/sass.toml with the SHA-256 of every cubin it read, so
