@@ -70,15 +70,21 @@ TEST(NcuCsv, RejectsWhatIsNoRawPage) {
     EXPECT_EQ(page.number(0, "m.sum"), 1.5);
 }
 
-// Every default metric name is one ncu really prints, except the bank conflicts, which the recorded
-// profile (made with sections, not --metrics) did not collect; a renamed or mistyped default fails here.
-TEST(NcuMetrics, DefaultListNamesRecordedMetrics) {
+// ncu accepted the whole default list as --metrics and printed a number for each
+// (tests/data/ncu/probe_metrics_raw.csv): a renamed or mistyped default fails here. The sections
+// profile has them all but the bank conflicts, which no section named there collects.
+TEST(NcuMetrics, DefaultListIsWhatNcuPrints) {
+    const NcuRawPage probe = parse_ncu_raw_csv(read_text_file(source_root / "tests/data/ncu/probe_metrics_raw.csv"),
+                                               "probe_metrics_raw.csv");
+    ASSERT_EQ(probe.rows.size(), 1u);
+    EXPECT_EQ(probe.text(0, "Kernel Name"), "s2tp_attn_probe");
     for (const std::string &metric : default_ncu_metrics()) {
-        if (metric == "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") continue;
-        EXPECT_TRUE(recorded().column(metric)) << metric;
-        EXPECT_TRUE(recorded().number(0, metric)) << metric;
+        EXPECT_TRUE(probe.number(0, metric)) << metric;
         EXPECT_FALSE(ncu_metric_label(metric).empty()) << metric;
+        if (metric != "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") EXPECT_TRUE(recorded().number(0, metric)) << metric;
     }
+    EXPECT_DOUBLE_EQ(*probe.number(0, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"), 43256867.0);  // "43,256,867"
+    EXPECT_DOUBLE_EQ(*probe.number(0, "gpu__time_duration.sum"), 1.023296);
 }
 
 TEST(NcuMetrics, TableOfTheRecordedLaunches) {
