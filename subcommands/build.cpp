@@ -11,6 +11,7 @@
 #include "gpu/kernel_abi.h"
 #include "stages/kernel_build.h"
 #include "stages/torch_headers.h"
+#include "stages/sass_histogram.h"
 #include "model/occupancy.h"
 #include "support/process_runner.h"
 #include "formats/ptxas_report.h"
@@ -101,6 +102,7 @@ void print_table(const Checkpoint &c, const Reporter &reporter) {
     }
     reporter.say("  " + c.figures["arch"].value_or(std::string()) + ", " + c.figures["nvcc_version"].value_or(std::string()));
     reporter.say(out.str());
+    if (const toml::table *sass = c.figures["sass"].as_table()) reporter.say(SassComparison::from_toml(*sass).table_text());
 }
 
 }  // namespace
@@ -117,8 +119,11 @@ int build_command(const Args &args) {
         ("torch-include", "a directory with torch's headers for sources that need them (repeatable; default: "
                           "[build] torch_include_dirs, then the python3 on PATH, then libtorch-dev)",
          cxxopts::value<std::vector<std::string>>(), "DIR")
+        ("sass", "also count the SASS opcodes of every entry and variant (cuobjdump or nvdisasm); on an up-to-date "
+                 "build, of the cubins already built")
         ("force", "compile even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
+    const bool want_sass = cl.has("sass");
 
     RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
@@ -290,15 +295,26 @@ int build_command(const Args &args) {
                 << ", spill growth <= " << max_spill_growth << " B, smem " << base_smem << "->" << cand_smem
                 << (any_fell ? ", warps/scheduler FELL" : "");
         result.figures.insert("summary", summary.str());
+        if (want_sass)
+            if (auto sass = write_sass_report(run, jobs, baseline_abi, candidate_abi, cl.reporter())) result.figures.insert("sass", sass->to_toml());
         return result;
     };
     work.summarize = print_table;
+    // A build that was up to date (here or, without nvcc, kept as built elsewhere) gets its histogram
+    // from the cubins on disk.
+    const auto with_sass = [&](ExitCode code) {
+        if (!want_sass || code != ExitCode::ok) return static_cast<int>(code);
+        const CheckpointRead done = read_checkpoint(checkpoint_path(run, Stage::build));
+        if (done.checkpoint && !done.checkpoint->figures.contains("sass"))
+            if (auto sass = write_sass_report(run, jobs, baseline_abi, candidate_abi, cl.reporter())) cl.reporter().say(sass->table_text());
+        return static_cast<int>(code);
+    };
     if (!nvcc) {
         if (auto kept = keep_intact_checkpoint(run, work, "no nvcc on this host; using the cubins built before", cl.reporter()))
-            return static_cast<int>(*kept);
+            return with_sass(*kept);
         throw *no_nvcc;
     }
-    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+    return with_sass(execute_stage(run, work, cl.has("force"), cl.reporter()));
 }
 
 }  // namespace s2tp

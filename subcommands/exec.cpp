@@ -27,6 +27,8 @@ int exec_command(const Args &args) {
         ("workload", "the run's real workload instead of a sanitizer shape")
         ("seed", "generator seed (default: 1 for sanitizer shapes, the workload's own for --workload)",
          cxxopts::value<std::uint64_t>(), "N")
+        ("seq-len", "with --workload: len_q = len_kv = N instead of the workload's (a generated workload only)",
+         cxxopts::value<std::int64_t>(), "N")
         ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
     if (!cl.parse()) return 0;
 
@@ -47,6 +49,13 @@ int exec_command(const Args &args) {
             if (workload->q_file)
                 fail(ExitCode::usage, "--seed does not apply: the workload '" + workload->name + "' reads tensor files");
             workload->seed = cl.result()["seed"].as<std::uint64_t>();
+        }
+        if (cl.has("seq-len")) {
+            const std::int64_t len = cl.result()["seq-len"].as<std::int64_t>();
+            if (workload->q_file)
+                fail(ExitCode::usage, "--seq-len does not apply: the workload '" + workload->name + "' reads tensor files");
+            if (len < 1) fail(ExitCode::usage, "--seq-len must be at least 1, got " + std::to_string(len));
+            workload->problem.shape.len_q = workload->problem.shape.len_kv = len;
         }
         problem = workload->problem;
     } else {

@@ -107,7 +107,11 @@ void print_time(const Checkpoint &c, const Reporter &reporter) {
         reporter.say("  output sha256 baseline " + base + (cand == base ? " = candidate" : ", candidate " + cand) +
                      (expected.empty() ? " (none pinned)" : expected == base ? " = pinned" : ", pinned " + expected));
     }
-    if (!f["ratio"].as_table()) return;
+    const auto print_ncu = [&] {
+        if (const toml::table *metrics = f["ncu"]["metrics"].as_table())
+            reporter.say("  Nsight Compute, one launch each:\n" + NcuComparison::from_toml(*metrics).table_text());
+    };
+    if (!f["ratio"].as_table()) return print_ncu();
     std::ostringstream table;
     table << std::left << std::setw(11) << "  VARIANT" << std::right << std::setw(10) << "P10 ms" << std::setw(10)
           << "P50 ms" << std::setw(10) << "P90 ms" << std::setw(10) << "MEAN ms" << std::setw(10) << "STDEV ms"
@@ -132,6 +136,7 @@ void print_time(const Checkpoint &c, const Reporter &reporter) {
                  fixed(f["sm_clock_mhz"]["median"].value_or(0.0), 0) + "); stopped by " +
                  f["stopped_by"].value_or(std::string()) +
                  (f["l2_flushed"].value_or(false) ? "; L2 flushed before each launch" : ""));
+    print_ncu();
 }
 
 }  // namespace
@@ -209,6 +214,10 @@ int time_command(const Args &args) {
         f.add("resamples", static_cast<std::int64_t>(settings.bootstrap.resamples));
         f.add("device_name", device->name).add("device_uuid", device->uuid);
         f.add("ncu", std::int64_t{ncu_requested});
+        if (ncu_requested) {
+            for (const std::string &metric : experiment.ncu_metrics) f.add("ncu_metric", metric);
+            f.add("ncu_seq_len", experiment.ncu_seq_len);
+        }
     };
     work.verify_outputs = [&](const Checkpoint &c) -> std::string {
         for (const auto &[name, node] : c.artifacts) {
@@ -432,10 +441,15 @@ int time_command(const Args &args) {
         result.artifacts.insert("time_json", toml::table{{"path", run.relative(json)}, {"sha256", sha256_file(json)}});
 
         if (ncu_requested) {
-            NcuProfiles profiles = profile_with_ncu(run, device_index, {baseline.name(), candidate.name()}, reporter);
+            NcuProfiles profiles = profile_with_ncu(
+                run, {baseline.name(), candidate.name(), experiment.ncu_metrics, experiment.ncu_seq_len, device_index},
+                reporter);
             if (profiles.version) result.tools.insert("ncu", *profiles.version);
             for (auto &&[name, artifact] : profiles.artifacts) result.artifacts.insert(name, artifact);
             result.figures.insert("ncu", profiles.figures);
+            if (profiles.comparison && !profiles.comparison->largest_changes.empty())
+                result.figures.insert_or_assign("summary", result.figures["summary"].value_or(std::string()) +
+                                                               "; ncu: " + profiles.comparison->largest_changes_text());
         }
 
         result.status = result.reasons.empty() ? StageStatus::passed : StageStatus::failed;

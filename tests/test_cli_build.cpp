@@ -107,6 +107,19 @@ TEST_F(Build, EmbeddedDefaultForEverySupportedArch) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("build: up to date"), std::string::npos) << r.out;
     EXPECT_EQ(build_checkpoint(dir_ / "default").finished_utc, finished);
+
+    // --sass on an up-to-date build counts the cubins on disk and leaves the checkpoint alone; without a
+    // disassembler it says so and still passes.
+    r = sage2tp({"build", "--run", "default", "--sass"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("build: up to date"), std::string::npos) << r.out;
+    EXPECT_EQ(build_checkpoint(dir_ / "default").finished_utc, finished);
+    if (r.err.find("neither cuobjdump nor nvdisasm was found") == std::string::npos) {
+        EXPECT_TRUE(fs::is_regular_file(dir_ / "default/reports/sass.toml")) << r.err;
+        EXPECT_NE(r.out.find("s2tp_attn_hd128_bf16_nomask; main loop"), std::string::npos) << r.out;
+    } else {
+        EXPECT_FALSE(fs::exists(dir_ / "default/reports/sass.toml"));
+    }
 }
 
 TEST_F(Build, UsageAndMissingToolErrors) {

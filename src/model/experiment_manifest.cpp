@@ -123,6 +123,33 @@ WorkloadSpec load_workload(const fs::path &file) {
     return read_workload_table(*table, file.string(), file.parent_path());
 }
 
+const std::vector<std::string> &default_ncu_metrics() {
+    // Names as `ncu --query-metrics` (2025.3, sm_90) lists them, each with the rollup and suffix the
+    // raw page prints: per-SM averages, so a partly idle last wave does not hide in a sum.
+    static const std::vector<std::string> metrics = {
+        "gpu__time_duration.sum",
+        "sm__cycles_active.avg",
+        "sm__warps_active.avg.pct_of_peak_sustained_active",  // achieved occupancy
+        "smsp__warps_active.avg.per_cycle_active",             // resident warps per scheduler
+        "smsp__warps_eligible.avg.per_cycle_active",
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",  // MUFU and conversions
+        "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+        "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+        "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+        "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+        "lts__t_sector_hit_rate.pct",
+    };
+    return metrics;
+}
+
 Experiment load_experiment(const fs::path &manifest, const SourceOverrides &overrides) {
     const std::string file = manifest.string();
     const fs::path base_dir = fs::absolute(manifest).parent_path();
@@ -246,6 +273,15 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         e.bootstrap_seed = static_cast<std::uint64_t>(r.integer_or("bootstrap_seed", 20261129, 0, INT64_MAX));
         e.bootstrap_resamples = r.integer_or("bootstrap_resamples", e.bootstrap_resamples, 100, 1000000);
         e.throttle_fraction = r.number_or("throttle_fraction", e.throttle_fraction, 0.0, 1.0);
+        e.ncu_metrics = r.strings_or("ncu_metrics", e.ncu_metrics);
+        for (const std::string &metric : e.ncu_metrics)
+            if (metric.empty() || metric.find_first_of(", \t") != std::string::npos)
+                fail(ExitCode::usage, r.position() + ": [time] ncu_metrics: '" + metric +
+                                          "' is not one raw ncu metric name (no commas or spaces)");
+        e.ncu_seq_len = r.integer_or("ncu_seq_len", e.ncu_seq_len, 0, 1 << 24);
+        if (e.ncu_seq_len > 0 && e.workload.q_file)
+            fail(ExitCode::usage, r.position() + ": [time] ncu_seq_len does not apply: the workload '" +
+                                      e.workload.name + "' reads tensor files of a fixed shape");
         r.finish();
     }
 
@@ -356,7 +392,9 @@ std::string experiment_to_toml(const Experiment &e) {
                                    {"warmup_launches", e.warmup_launches},
                                    {"bootstrap_seed", static_cast<std::int64_t>(e.bootstrap_seed)},
                                    {"bootstrap_resamples", e.bootstrap_resamples},
-                                   {"throttle_fraction", e.throttle_fraction}});
+                                   {"throttle_fraction", e.throttle_fraction},
+                                   {"ncu_metrics", to_array(e.ncu_metrics)},
+                                   {"ncu_seq_len", e.ncu_seq_len}});
     toml::table gate{{"max_candidate_p50_ms", e.max_candidate_p50_ms},
                      {"max_spill_growth_bytes", e.max_spill_growth_bytes},
                      {"require_sanitizer", e.require_sanitizer}};

@@ -46,6 +46,10 @@ struct SourceOverrides {
     std::optional<std::string> commit;            // [source] commit (the candidate inherits it)
     std::optional<std::string> candidate_commit;  // the candidate's commit alone
 };
+// The metrics `time --ncu` compares unless [time] ncu_metrics names others: duration and SM cycles,
+// occupancy, pipe and issue utilisation, the main warp-stall reasons, shared-memory bank conflicts,
+// DRAM and L2 throughput and the L2 hit rate.
+const std::vector<std::string> &default_ncu_metrics();
 
 struct Experiment {
     std::string name;
@@ -95,6 +99,11 @@ struct Experiment {
     std::uint64_t bootstrap_seed = 20261129;
     std::int64_t bootstrap_resamples = 10000;
     double throttle_fraction = 0.75;
+    // time --ncu: the raw Nsight Compute metrics profiled and compared (exact `ncu --page raw` names)
+    // and the sequence length of the profiled shape (0: the workload's own; else len_q = len_kv = N of
+    // the same generated workload, so that a long workload profiles in bounded time).
+    std::vector<std::string> ncu_metrics = default_ncu_metrics();
+    std::int64_t ncu_seq_len = 0;
 
     // [gate]
     double max_candidate_p50_ms = 220.0;

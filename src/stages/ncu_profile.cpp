@@ -1,7 +1,9 @@
 #include "stages/ncu_profile.h"
 #include "support/file_io.h"
 
+#include "formats/ncu_csv.h"
 #include "stages/gpu_stage.h"
+#include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
@@ -21,53 +23,103 @@ std::string first_line(const std::string &text) {
     return "";
 }
 
+std::string joined(const std::vector<std::string> &metrics) {
+    std::string list;
+    for (const std::string &metric : metrics) list += (list.empty() ? "" : ",") + metric;
+    return list;
+}
+
+toml::table artifact(const RunDirectory &run, const fs::path &file) {
+    return toml::table{{"path", run.relative(file)}, {"sha256", sha256_file(file)}};
+}
+
 }  // namespace
 
-NcuProfiles profile_with_ncu(const RunDirectory &run, int device_index, const NcuEntries &entries,
-                             const Reporter &reporter) {
+NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request, const Reporter &reporter) {
     NcuProfiles profiles;
     profiles.figures.insert("requested", true);
     const std::optional<fs::path> ncu = find_cuda_tool("ncu");
     profiles.figures.insert("found", ncu.has_value());
     if (!ncu) {
         reporter.warn("time: ncu was not found (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin); "
-                      "timed without Nsight Compute reports");
+                      "timed without Nsight Compute metrics");
         return profiles;
     }
     ProcessOptions version_options;
     version_options.timeout = std::chrono::seconds(60);
     const ProcessResult version = run_process({ncu->string(), "--version"}, version_options);
     profiles.version = first_line(version.out + version.err);
+    if (request.seq_len > 0) profiles.figures.insert("seq_len", request.seq_len);
     fs::create_directories(run.logs());
-    for (const char *variant : {"baseline", "candidate"}) {
-        const std::string &kernel = std::string(variant) == "baseline" ? entries.baseline : entries.candidate;
-        reporter.progress(std::string("time: profiling one ") + variant + " launch with ncu");
-        const fs::path report_base = run.reports() / (std::string("ncu-") + variant);
+    fs::create_directories(run.reports());
+    std::optional<NcuRawPage> pages[2];
+    double seconds = 0;
+    const char *variants[2] = {"baseline", "candidate"};
+    for (int v = 0; v < 2; ++v) {
+        const std::string variant = variants[v];
+        const std::string &kernel = v == 0 ? request.baseline_entry : request.candidate_entry;
+        reporter.progress("time: profiling one " + variant + " launch with ncu (" +
+                          std::to_string(request.metrics.size()) + " metrics)");
+        const fs::path report_base = run.reports() / ("ncu-" + variant);
         const fs::path report_file = report_base.string() + ".ncu-rep";
-        const fs::path log = run.logs() / (std::string("ncu-") + variant + ".log");
+        const fs::path csv_file = report_base.string() + ".csv";
+        const fs::path log = run.logs() / ("ncu-" + variant + ".log");
         // Matched by the mangled name: a template entry's plain function name is the same for all of them.
-        const std::vector<std::string> argv{ncu->string(), "--clock-control", "none", "--force-overwrite",
-                                            "--kernel-name-base", "mangled", "--kernel-name", kernel,
-                                            "--launch-count", "1",
-                                            "-o", report_base.string(), current_executable().string(),
-                                            "exec", "--run", run.root().string(), "--variant", variant,
-                                            "--workload", "--device", std::to_string(device_index)};
+        std::vector<std::string> argv{ncu->string(), "--clock-control", "none", "--force-overwrite",
+                                      "--kernel-name-base", "mangled", "--kernel-name", kernel, "--launch-count", "1",
+                                      "--metrics", joined(request.metrics), "-o", report_base.string(),
+                                      current_executable().string(), "exec", "--run", run.root().string(),
+                                      "--variant", variant, "--workload", "--device",
+                                      std::to_string(request.device_index)};
+        if (request.seq_len > 0) {
+            argv.push_back("--seq-len");
+            argv.push_back(std::to_string(request.seq_len));
+        }
         ProcessOptions options;
         options.timeout = std::chrono::seconds(1800);
         const ProcessResult ran = run_process(argv, options);
-        write_file_atomically(log, ran.out + ran.err);
+        seconds += ran.seconds;
+        std::string log_text = ran.out + ran.err;
         std::error_code ec;
         const bool made = ran.exit_code == 0 && fs::is_regular_file(report_file, ec);
         toml::table entry{{"exit_code", ran.exit_code}, {"log", run.relative(log)}, {"seconds", ran.seconds}};
         if (made) {
             entry.insert("report", run.relative(report_file));
-            profiles.artifacts.insert(std::string("ncu_") + variant,
-                                      toml::table{{"path", run.relative(report_file)}, {"sha256", sha256_file(report_file)}});
+            profiles.artifacts.insert("ncu_" + variant, artifact(run, report_file));
+            const ProcessResult imported =
+                run_process({ncu->string(), "--import", report_file.string(), "--csv", "--page", "raw"}, version_options);
+            log_text += "\n$ ncu --import " + run.relative(report_file) + " --csv --page raw\n" + imported.err;
+            if (imported.exit_code == 0) {
+                write_file_atomically(csv_file, imported.out);
+                profiles.artifacts.insert("ncu_" + variant + "_csv", artifact(run, csv_file));
+                try {
+                    NcuRawPage page = parse_ncu_raw_csv(imported.out, run.relative(csv_file));
+                    if (page.rows.empty()) reporter.warn("time: " + run.relative(csv_file) + " holds no launch");
+                    else pages[v] = std::move(page);
+                } catch (const Error &e) {
+                    reporter.warn(std::string("time: ") + e.what());
+                }
+            } else {
+                reporter.warn("time: ncu --import " + run.relative(report_file) + " failed (exit " +
+                              std::to_string(imported.exit_code) + "); see " + run.relative(log));
+            }
         } else {
-            reporter.warn("time: ncu did not profile the " + std::string(variant) + (ran.timed_out ? " (timed out)" : "") +
+            reporter.warn("time: ncu did not profile the " + variant + (ran.timed_out ? " (timed out)" : "") +
                           " (exit " + std::to_string(ran.exit_code) + "); see " + run.relative(log));
         }
+        write_file_atomically(log, log_text);
         profiles.figures.insert(variant, entry);
+    }
+    profiles.figures.insert("seconds", seconds);
+    if (pages[0] && pages[1]) {
+        NcuComparison comparison = compare_ncu_metrics(request.metrics, *pages[0], 0, *pages[1], 0);
+        std::vector<std::string> absent;
+        for (const NcuMetricFigure &figure : comparison.metrics)
+            if (!figure.baseline || !figure.candidate) absent.push_back(figure.name);
+        if (!absent.empty())
+            reporter.warn("time: ncu gave no number for " + joined(absent) + " (see the raw pages in reports/)");
+        profiles.figures.insert("metrics", comparison.to_toml());
+        profiles.comparison = std::move(comparison);
     }
     return profiles;
 }
