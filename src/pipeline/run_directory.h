@@ -1,6 +1,7 @@
 // The run directory: everything one experiment run owns, and the lock that keeps it to one process.
 //
 //   <run>/experiment.toml          the manifest as resolved at prepare time
+//   <run>/pins.toml                output SHA-256 pins made by time --pin
 //   <run>/checkpoints/NN-<stage>.toml
 //   <run>/trees/{baseline,candidate}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
@@ -28,6 +29,7 @@ public:
 
     const std::filesystem::path &root() const { return root_; }
     std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
+    std::filesystem::path pins() const { return root_ / "pins.toml"; }  // time --pin's output SHA-256 pins
     std::filesystem::path checkpoints() const { return root_ / "checkpoints"; }
     std::filesystem::path trees() const { return root_ / "trees"; }
     std::filesystem::path tree(const std::string &variant) const { return trees() / variant; }

@@ -140,11 +140,17 @@ Fingerprint &Fingerprint::add_tree(std::string_view name, const std::filesystem:
             if (it->is_directory()) it.disable_recursion_pending();
             continue;
         }
-        if (it->is_regular_file()) files.push_back(relative);
+        // A symbolic link is hashed as a link (its target's text) and never followed: its target may
+        // lie outside the tree.
+        if (it->is_symlink() || it->is_regular_file()) files.push_back(relative);
     }
     std::sort(files.begin(), files.end());
     Fingerprint tree;
-    for (const auto &relative : files) tree.add_file(relative, root / relative);
+    for (const auto &relative : files) {
+        const fs::path path = root / relative;
+        if (fs::is_symlink(path)) tree.add("symlink " + relative, fs::read_symlink(path).string());
+        else tree.add_file(relative, path);
+    }
     return add(name, tree.hex());
 }
 
