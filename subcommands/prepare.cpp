@@ -185,7 +185,6 @@ int prepare_command(const Args &args) {
         if (uses_embedded) f.add_tree("embedded_kernels", embedded_kernels());
     };
     work.run = [&] {
-        discard_leftovers(run, experiment);
         const fs::path staging = staging_directory(run);
         StageResult result;
         PreparedTrees trees;
@@ -273,6 +272,9 @@ int prepare_command(const Args &args) {
     ExitCode code;
     try {
         run.lock();
+        // Also when the run turns out up to date: a prepare killed before its swap left the old state
+        // intact, and its staging behind.
+        discard_leftovers(run, experiment);
         code = execute_stage(run, work, cl.has("force"), cl.reporter());
     } catch (...) {
         forget_new_run();
