@@ -59,9 +59,11 @@ fs::path retired_trees(const RunDirectory &run) { return run.root() / ".prepare-
 const char *const workload_copies = "inputs/workload";
 
 void discard_leftovers(const RunDirectory &run, const Experiment &experiment) {
+    // First, while git still has their registrations: trees a killed swap moved but did not re-link.
+    std::error_code ec;
+    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), staging_directory(run) / "trees");
     remove_trees(staging_directory(run) / "trees", experiment);
     remove_trees(retired_trees(run), experiment);
-    std::error_code ec;
     fs::remove_all(staging_directory(run), ec);
     if (ec) fail(ExitCode::usage, "cannot remove '" + staging_directory(run).string() + "': " + ec.message());
 }

@@ -146,21 +146,26 @@ void remove_trees(const fs::path &trees, const Experiment &experiment) {
 
 void remove_trees(const RunDirectory &run, const Experiment &experiment) { remove_trees(run.trees(), experiment); }
 
+void relink_trees(const fs::path &trees, const fs::path &moved_from) {
+    // Worktrees are registered by absolute path in both directions. A main repository that moved along
+    // (an embedded baseline whose candidate is its worktree) is found under `trees`.
+    for (const char *variant : tree_variants) {
+        fs::path admin = worktree_admin_directory(trees / variant);
+        if (admin.empty()) continue;
+        const fs::path inside = admin.lexically_relative(moved_from);
+        if (!inside.empty() && *inside.begin() != "..") admin = trees / inside;
+        std::error_code ec;
+        if (!fs::is_directory(admin, ec)) continue;  // pruned, or a run copied to a host without the repository
+        git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair", (trees / variant).string()},
+                    std::nullopt, "git worktree repair failed");
+    }
+}
+
 void move_trees(const fs::path &from, const fs::path &to) {
     std::error_code ec;
     fs::rename(from, to, ec);
     if (ec) fail(ExitCode::usage, "cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
-    // Worktrees are registered by absolute path in both directions. A main repository that moved along
-    // (an embedded baseline whose candidate is its worktree) is found under `to`.
-    for (const char *variant : tree_variants) {
-        fs::path admin = worktree_admin_directory(to / variant);
-        if (admin.empty()) continue;
-        const fs::path inside = admin.lexically_relative(from);
-        if (!inside.empty() && *inside.begin() != "..") admin = to / inside;
-        git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair",
-                     (to / variant).string()},
-                    std::nullopt, "git worktree repair failed");
-    }
+    relink_trees(to, from);
 }
 
 PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &experiment,

@@ -45,6 +45,9 @@ void remove_trees(const RunDirectory &run, const Experiment &experiment);
 // Renames the trees directory `from` to `to` (which must not exist) and re-links every worktree in it
 // with `git worktree repair`, since git records worktrees by absolute path.
 void move_trees(const std::filesystem::path &from, const std::filesystem::path &to);
+// The re-linking step of move_trees alone, for trees that were moved from `moved_from` by a process
+// killed before it re-linked them. Harmless on trees whose links are intact.
+void relink_trees(const std::filesystem::path &trees, const std::filesystem::path &moved_from);
 
 // Makes baseline/, candidate/ and, when needed, support/ in `trees` (replacing what is there).
 // `embedded_kernels` is consulted only for an embedded source.

@@ -134,7 +134,8 @@ Fingerprint &Fingerprint::add_tree(std::string_view name, const std::filesystem:
     if (ec) fail(ExitCode::usage, "cannot read directory '" + root.string() + "': " + ec.message());
     for (; it != end; it.increment(ec)) {
         if (ec) fail(ExitCode::usage, "cannot read directory '" + root.string() + "': " + ec.message());
-        std::string relative = fs::relative(it->path(), root).generic_string();
+        // lexically: fs::relative would resolve a symbolic link to wherever it points.
+        std::string relative = it->path().lexically_relative(root).generic_string();
         // A git worktree's ".git" (file or directory) is git's bookkeeping, not tree content.
         if (relative == ".git" || relative.rfind(".git/", 0) == 0) {
             if (it->is_directory()) it.disable_recursion_pending();
