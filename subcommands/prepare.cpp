@@ -52,9 +52,8 @@ std::string describe(const SourceSpec &source, const std::string &commit) {
 // written by the stage framework. Every file and tree is recorded in that checkpoint with its digest,
 // and every stage checks them before trusting prepare (inspect_run), so a kill during the swap leaves
 // a state that no checkpoint describes: untrusted, and the next prepare cleans it up.
-fs::path staging_directory(const RunDirectory &run) { return run.root() / ".prepare-new"; }
-// Where the old trees go during the swap, to be deleted (worktree registrations pruned).
-fs::path retired_trees(const RunDirectory &run) { return run.root() / ".prepare-old"; }
+fs::path staging_directory(const RunDirectory &run) { return run.prepare_staging(); }
+fs::path retired_trees(const RunDirectory &run) { return run.prepare_retired(); }
 // The workload tensors prepare copies into the run.
 const char *const workload_copies = "inputs/workload";
 

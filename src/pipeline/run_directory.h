@@ -5,6 +5,7 @@
 //   <run>/checkpoints/NN-<stage>.toml
 //   <run>/trees/{baseline,candidate}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
+//   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
 // Every path recorded inside a run is relative to the run directory, so a run prepared and built on a
@@ -37,6 +38,10 @@ public:
     std::filesystem::path logs() const { return root_ / "logs"; }
     std::filesystem::path reports() const { return root_ / "reports"; }
     std::filesystem::path inputs() const { return root_ / "inputs"; }
+    // prepare builds its new state here and swaps it in (see sage2tp-prepare(1)); the old trees are
+    // moved to prepare_retired() to be deleted.
+    std::filesystem::path prepare_staging() const { return root_ / ".prepare-new"; }
+    std::filesystem::path prepare_retired() const { return root_ / ".prepare-old"; }
 
     // A path relative to the run root for recording; throws if `path` is outside the run.
     std::string relative(const std::filesystem::path &path) const;

@@ -4,6 +4,7 @@
 #include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
+#include "support/text_lines.h"
 
 #include <algorithm>
 #include <fstream>
@@ -135,11 +136,22 @@ void remove_trees(const fs::path &trees, const Experiment &experiment) {
         if (std::find(repositories.begin(), repositories.end(), git_directory) == repositories.end())
             repositories.push_back(git_directory);
     }
+    // A worktree whose `git worktree add` was killed stays locked ("initializing") and would survive the
+    // prune: unlock those registered under `trees`.
+    const std::string inside = (fs::absolute(trees).lexically_normal() / "").string();
+    for (const auto &repository : repositories) {
+        if (!fs::is_directory(repository, ec)) continue;
+        std::string path;
+        for (std::string_view line : split_lines(git({"-C", repository, "worktree", "list", "--porcelain"}).out)) {
+            if (line.rfind("worktree ", 0) == 0) path = std::string(line.substr(9));
+            else if (line.rfind("locked", 0) == 0 && path.rfind(inside, 0) == 0)
+                git({"-C", repository, "worktree", "unlock", path});
+        }
+    }
     fs::remove_all(trees, ec);
     if (ec) fail(ExitCode::usage, "cannot remove '" + trees.string() + "': " + ec.message());
     // A worktree whose directory is gone stays registered in its repository until pruned (so does one
-    // of a run deleted by hand). One whose `git worktree add` was killed stays locked ("initializing")
-    // and is not pruned: the adds in make_trees override that with -f -f.
+    // of a run deleted by hand).
     for (const auto &repository : repositories)
         if (fs::is_directory(repository, ec)) git({"-C", repository, "worktree", "prune"});
 }
