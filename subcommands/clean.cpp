@@ -34,13 +34,10 @@ int clean_command(const Args &args) {
         RunDirectory run(root);
         run.lock();
         std::error_code ec;
-        if (fs::is_regular_file(run.manifest(), ec)) {
-            remove_trees(run, load_experiment(run.manifest()));
-        } else if (fs::exists(run.trees(), ec)) {
-            // Without its experiment.toml the run does not say which repositories its trees belong to.
-            cl.reporter().warn("warning: " + run.relative(run.manifest()) + " is missing; removing trees/ without "
-                               "unregistering worktrees (run 'git worktree prune' in your repository)");
-        }
+        // Without its experiment.toml, the trees' own .git files still name their repositories.
+        const Experiment experiment = fs::is_regular_file(run.manifest(), ec) ? load_experiment(run.manifest()) : Experiment{};
+        for (const fs::path &trees : {run.trees(), run.prepare_staging() / "trees", run.prepare_retired()})
+            remove_trees(trees, experiment);
         fs::remove_all(root, ec);
         if (ec) fail(ExitCode::internal, "cannot remove '" + root.string() + "': " + ec.message());
     }

@@ -9,6 +9,7 @@
 #include "model/experiment_manifest.h"
 #include "support/hashing.h"
 #include "pipeline/run_directory.h"
+#include "stages/gpu_stage.h"
 #include "stages/source_trees.h"
 #include "pipeline/stage_pipeline.h"
 
@@ -46,17 +47,72 @@ std::string describe(const SourceSpec &source, const std::string &commit) {
     return source.kind + " @ " + commit.substr(0, 12);
 }
 
-// The trees on disk are still the ones the checkpoint describes; "" when intact.
-std::string damaged_trees(const RunDirectory &run, const Checkpoint &c) {
-    for (const char *variant : {"baseline", "candidate", "support"}) {
-        const std::string recorded = c.figures[std::string(variant) + "_tree_xxh3"].value_or(std::string());
-        if (recorded.empty() && std::string(variant) == "support") continue;
-        std::error_code ec;
-        if (!fs::is_directory(run.tree(variant), ec)) return std::string("trees/") + variant + " is missing";
-        if (Fingerprint().add_tree("tree", run.tree(variant)).hex() != recorded)
-            return std::string("trees/") + variant + " was modified";
+// prepare is transactional. It makes the new experiment.toml, input copies and trees in
+// <run>/.prepare-new and swaps them in only once all of them are complete; the new checkpoint is then
+// written by the stage framework. Every file and tree is recorded in that checkpoint with its digest,
+// and every stage checks them before trusting prepare (inspect_run), so a kill during the swap leaves
+// a state that no checkpoint describes: untrusted, and the next prepare cleans it up.
+fs::path staging_directory(const RunDirectory &run) { return run.prepare_staging(); }
+fs::path retired_trees(const RunDirectory &run) { return run.prepare_retired(); }
+// The workload tensors prepare copies into the run.
+const char *const workload_copies = "inputs/workload";
+
+void discard_leftovers(const RunDirectory &run, const Experiment &experiment) {
+    // First, while git still has their registrations: trees a killed swap moved but did not re-link.
+    std::error_code ec;
+    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), staging_directory(run) / "trees");
+    remove_trees(staging_directory(run) / "trees", experiment);
+    remove_trees(retired_trees(run), experiment);
+    fs::remove_all(staging_directory(run), ec);
+    if (ec) fail(ExitCode::usage, "cannot remove '" + staging_directory(run).string() + "': " + ec.message());
+}
+
+void rename_or_fail(const fs::path &from, const fs::path &to) {
+    std::error_code ec;
+    fs::rename(from, to, ec);
+    if (ec) fail(ExitCode::usage, "cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
+}
+
+// Replaces the run's prepare outputs with the staged ones. Only renames and deletions of the old.
+void swap_in(const RunDirectory &run, const Experiment &experiment) {
+    const fs::path staging = staging_directory(run);
+    std::error_code ec;
+    if (fs::exists(run.trees(), ec)) {
+        rename_or_fail(run.trees(), retired_trees(run));
+        // Pruned before the new trees take the old paths: git would otherwise still see the old
+        // registrations as alive.
+        remove_trees(retired_trees(run), experiment);
     }
-    return "";
+    move_trees(staging / "trees", run.trees());
+    fs::create_directories(run.inputs(), ec);
+    if (ec) fail(ExitCode::usage, "cannot create '" + run.inputs().string() + "': " + ec.message());
+    for (const fs::path relative : {fs::path("inputs/candidate.patch"), fs::path(workload_copies)}) {
+        fs::remove_all(run.root() / relative, ec);
+        if (fs::exists(staging / relative, ec)) rename_or_fail(staging / relative, run.root() / relative);
+    }
+    rename_or_fail(staging / "experiment.toml", run.manifest());
+    fs::remove_all(staging, ec);
+}
+
+// Checks the workload's captured tensors against its problem (header, dtype, shape, finite) and copies
+// them into the staging directory; returns the experiment with the paths of the copies, relative to
+// the run.
+Experiment stage_workload_tensors(const Experiment &experiment, const fs::path &staging) {
+    Experiment recorded = experiment;
+    WorkloadSpec &workload = recorded.workload;
+    if (!workload.q_file) return recorded;
+    workload_inputs(experiment.workload);  // refuses a bad file, naming it
+    std::error_code ec;
+    fs::create_directories(staging / workload_copies, ec);
+    if (ec) fail(ExitCode::usage, "cannot create '" + (staging / workload_copies).string() + "': " + ec.message());
+    for (auto [name, file] : {std::pair<const char *, std::optional<std::string> *>{"q", &workload.q_file},
+                              {"k", &workload.k_file},
+                              {"v", &workload.v_file}}) {
+        const std::string relative = std::string(workload_copies) + "/" + name + fs::path(**file).extension().string();
+        write_file_atomically(staging / relative, read_text_file(**file));
+        *file = relative;
+    }
+    return recorded;
 }
 
 void print_summary(const Checkpoint &c, const Reporter &reporter) {
@@ -95,8 +151,7 @@ int prepare_command(const Args &args) {
         // A run copied from another host: its experiment.toml and trees are the record now.
         RunDirectory run(*existing);
         run.lock();
-        StageWork kept{Stage::prepare, nullptr, nullptr,
-                       [&](const Checkpoint &c) { return damaged_trees(run, c); }, print_summary};
+        StageWork kept{Stage::prepare, nullptr, nullptr, nullptr, print_summary};
         if (auto code = keep_intact_checkpoint(run, kept, "prepared from " + manifest.string() + ", which is not on this host",
                                                cl.reporter()))
             return static_cast<int>(*code);
@@ -106,22 +161,23 @@ int prepare_command(const Args &args) {
     }
     const SourceOverrides overrides = source_overrides(cl, prepared);
     const Experiment experiment = load_experiment(manifest, overrides);
-    // The run keeps its own copy of the patch, so that it stays complete when copied to another host.
-    Experiment recorded = experiment;
-    if (!experiment.patch.empty()) recorded.patch = "inputs/candidate.patch";
-    const std::string resolved = experiment_to_toml(recorded);
 
     if (cl.has("new")) selection.run_id = new_run_id(experiment.name, selection.runs_root);
+    // Made by this prepare (a run id or --run DIR that did not exist yet): removed again if it fails.
+    std::error_code ec;
+    const bool new_run = !existing || !fs::exists(*existing, ec);
     RunDirectory run(existing ? *existing : run_for_prepare(selection, experiment.name));
-    run.lock();
-    mark_latest(selection, run.root());
     cl.reporter().progress("run directory: " + run.root().string());
 
+    // Filled in by the body once the staged copies exist: what experiment.toml will say.
+    std::string resolved;
     StageWork work;
     work.stage = Stage::prepare;
     work.add_inputs = [&](Fingerprint &f) {
-        f.add("experiment", resolved);
+        f.add("experiment", experiment_to_toml(experiment));
         if (!experiment.patch.empty()) f.add_file("patch", experiment.patch);
+        if (experiment.workload.q_file)
+            f.add_file("q", *experiment.workload.q_file).add_file("k", *experiment.workload.k_file).add_file("v", *experiment.workload.v_file);
         bool uses_embedded = experiment.needs_support_tree();
         for (const SourceSpec *source : {&experiment.baseline_source, &experiment.candidate_source}) {
             if (source->kind == "git") f.add("commit", resolve_commit(source->repository, source->commit));
@@ -130,16 +186,60 @@ int prepare_command(const Args &args) {
         if (uses_embedded) f.add_tree("embedded_kernels", embedded_kernels());
     };
     work.run = [&] {
-        std::error_code ec;
-        fs::remove(run.inputs() / "candidate.patch", ec);
-        if (!experiment.patch.empty())
-            write_file_atomically(run.inputs() / "candidate.patch", read_text_file(experiment.patch));
-        write_file_atomically(run.manifest(), resolved);
-        PreparedTrees trees = make_trees(run, experiment, embedded_kernels);
+        const fs::path staging = staging_directory(run);
         StageResult result;
+        PreparedTrees trees;
+        Experiment recorded;
+        try {
+            recorded = stage_workload_tensors(experiment, staging);
+            // The run keeps its own copy of the patch, so that it stays complete when copied to another host.
+            if (!experiment.patch.empty()) {
+                recorded.patch = "inputs/candidate.patch";
+                write_file_atomically(staging / recorded.patch, read_text_file(experiment.patch));
+            }
+            resolved = experiment_to_toml(recorded);
+            write_file_atomically(staging / "experiment.toml", resolved);
+            trees = make_trees(staging / "trees", experiment, embedded_kernels);
+            if (!trees.patch_applied) {
+                discard_leftovers(run, experiment);
+                result.status = StageStatus::failed;
+                result.keep_previous_checkpoint = true;
+                result.reasons.push_back("the candidate patch " + experiment.patch + " does not apply at " +
+                                         trees.candidate_commit + ": " + trees.patch_error);
+                return result;
+            }
+        } catch (const Error &e) {
+            discard_leftovers(run, experiment);
+            if (e.code() != ExitCode::stop) throw;
+            // git itself failed: nothing was changed, so the previous checkpoint still describes the run.
+            result.status = StageStatus::failed;
+            result.keep_previous_checkpoint = true;
+            result.reasons.push_back(e.what());
+            return result;
+        } catch (...) {
+            discard_leftovers(run, experiment);
+            throw;
+        }
+        swap_in(run, experiment);
+
         result.tools.insert("git", trees.git_version);
         result.artifacts.insert("experiment", toml::table{{"path", run.relative(run.manifest())},
                                                           {"sha256", sha256_hex(resolved)}});
+        if (!experiment.patch.empty())
+            result.artifacts.insert("patch", toml::table{{"path", recorded.patch}, {"sha256", trees.patch_sha256}});
+        if (recorded.workload.q_file) {
+            toml::table tensors;
+            for (auto [name, file] : {std::pair<const char *, const std::optional<std::string> *>{"q", &recorded.workload.q_file},
+                                      {"k", &recorded.workload.k_file},
+                                      {"v", &recorded.workload.v_file}})
+                tensors.insert(name, toml::table{{"path", **file}, {"sha256", sha256_file(run.resolve(**file))}});
+            result.artifacts.insert("workload_tensors", tensors);
+        }
+        toml::table tree_artifacts{{"baseline", toml::table{{"path", "trees/baseline"}, {"xxh3", trees.baseline_digest}}},
+                                   {"candidate", toml::table{{"path", "trees/candidate"}, {"xxh3", trees.candidate_digest}}}};
+        if (!trees.support_digest.empty())
+            tree_artifacts.insert("support", toml::table{{"path", "trees/support"}, {"xxh3", trees.support_digest}});
+        result.artifacts.insert("trees", tree_artifacts);
         toml::table recorded_overrides;
         if (overrides.repository) recorded_overrides.insert("repository", *overrides.repository);
         if (overrides.commit) recorded_overrides.insert("commit", *overrides.commit);
@@ -153,12 +253,6 @@ int prepare_command(const Args &args) {
                                      {"patch", experiment.patch},
                                      {"patch_sha256", trees.patch_sha256},
                                      {"arch", experiment.arch}};
-        if (!trees.patch_applied) {
-            result.status = StageStatus::failed;
-            result.reasons.push_back("the candidate patch " + experiment.patch + " does not apply at " + trees.candidate_commit +
-                                     ": " + trees.patch_error);
-            return result;
-        }
         result.figures.insert("baseline_tree_xxh3", trees.baseline_digest);
         result.figures.insert("candidate_tree_xxh3", trees.candidate_digest);
         if (!trees.support_digest.empty()) result.figures.insert("support_tree_xxh3", trees.support_digest);
@@ -169,9 +263,27 @@ int prepare_command(const Args &args) {
         result.figures.insert("summary", summary);
         return result;
     };
-    work.verify_outputs = [&](const Checkpoint &c) { return damaged_trees(run, c); };
     work.summarize = print_summary;
-    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+    // A prepare that fails in a run directory it made leaves nothing: no directory, `latest` unmoved.
+    auto forget_new_run = [&] {
+        if (!new_run) return;
+        std::error_code ec;
+        fs::remove_all(run.root(), ec);
+    };
+    ExitCode code;
+    try {
+        run.lock();
+        // Also when the run turns out up to date: a prepare killed before its swap left the old state
+        // intact, and its staging behind.
+        discard_leftovers(run, experiment);
+        code = execute_stage(run, work, cl.has("force"), cl.reporter());
+    } catch (...) {
+        forget_new_run();
+        throw;
+    }
+    if (code != ExitCode::ok) forget_new_run();
+    else mark_latest(selection, run.root());
+    return static_cast<int>(code);
 }
 
 }  // namespace s2tp

@@ -180,7 +180,8 @@ int time_command(const Args &args) {
     require_previous(states, Stage::time);
     const BuiltKernels kernels = built_kernels(run, states);
 
-    const Experiment experiment = load_experiment(run.manifest());
+    Experiment experiment = load_experiment(run.manifest());
+    apply_run_pins(experiment.workload, run.pins());
     const WorkloadSpec &workload = experiment.workload;
     const AttentionProblem &problem = workload.problem;
     const std::optional<std::string> expected_sha = expected_output_sha256(workload, kernels.arch);
@@ -338,11 +339,11 @@ int time_command(const Args &args) {
         const bool stable = result.reasons.empty();
         std::optional<std::string> expected = expected_sha, replaced_pin;
         if (pin && stable) {
-            replaced_pin = pin_expected_output_sha256(run.manifest(), kernels.arch, base_sha);
+            replaced_pin = pin_expected_output_sha256(run.pins(), workload, kernels.arch, base_sha);
             if (replaced_pin)
                 reporter.warn("time: --pin replaced the earlier pin " + *replaced_pin + " for " + kernels.arch);
             reporter.progress("time: pinned the baseline's output sha256 " + base_sha + " for " + kernels.arch + " in " +
-                              run.relative(run.manifest()));
+                              run.relative(run.pins()));
             expected = base_sha;
         } else if (pin) {
             result.reasons.push_back("nothing pinned: the outputs changed while being timed");

@@ -1,6 +1,10 @@
 // End-to-end tests of the sage2tp binary: the CLI contract (exit codes, messages, --json) and the
 // prepare stage on the embedded default and on real temporary git repositories.
 #include "formats/checkpoint_store.h"
+#include "formats/tensor_io.h"
+#include "model/experiment_manifest.h"
+#include "model/input_generator.h"
+#include "support/hashing.h"
 #include "support/process_runner.h"
 
 #include <gtest/gtest.h>
@@ -162,8 +166,10 @@ TEST_F(Cli, PatchThatDoesNotApplyFailsAndLeavesNoTree) {
     ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_NE(r.out.find("does not apply"), std::string::npos) << r.out;
-    EXPECT_EQ(prepare_checkpoint(dir_ / "run").status, StageStatus::failed);
-    EXPECT_FALSE(fs::exists(dir_ / "run/trees"));
+    // The run directory was new: a failed prepare leaves none, and no worktree registered.
+    EXPECT_FALSE(fs::exists(dir_ / "run"));
+    ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
+    EXPECT_EQ(worktrees.out.find("run/"), std::string::npos) << worktrees.out;
 }
 
 TEST_F(Cli, PatchThatEscapesTheTreeIsRefused) {
@@ -306,4 +312,150 @@ TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
     worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
     EXPECT_EQ(worktrees.out.find("trees/"), std::string::npos) << worktrees.out;
     EXPECT_EQ(sage2tp({"clean"}).exit_code, 4);
+}
+
+namespace {
+
+// Everything a prepare owns in a run, by digest: a failed prepare must leave all of it as it was.
+std::map<std::string, std::string> prepare_state(const fs::path &run, const fs::path &repository) {
+    std::map<std::string, std::string> state;
+    for (const char *file : {"experiment.toml", "inputs/candidate.patch", "checkpoints/01-prepare.toml"})
+        state[file] = fs::exists(run / file) ? sha256_file(run / file) : "absent";
+    for (const char *tree : {"trees/baseline", "trees/candidate", "trees/support"})
+        state[tree] = fs::exists(run / tree) ? Fingerprint().add_tree("tree", run / tree).hex() : "absent";
+    state["worktrees"] = run_process({"git", "-C", repository.string(), "worktree", "list", "--porcelain"}).out;
+    std::error_code ec;
+    for (const char *leftover : {".prepare-new", ".prepare-old"})
+        if (fs::exists(run / leftover, ec)) state[leftover] = "present";
+    return state;
+}
+
+}  // namespace
+
+TEST_F(Cli, FailedPrepareOnAnExistingRunChangesNothing) {
+    std::string commit = make_repository(dir_ / "repo");
+    const std::string source = "kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n";
+    write_manifest(source, good_patch());
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    const auto before = prepare_state(dir_ / "run", dir_ / "repo");
+    ASSERT_EQ(before.at("inputs/candidate.patch"), sha256_hex(good_patch()));
+
+    struct Attempt {
+        std::string what, manifest_tail, patch;
+        int exit_code;
+        std::string message;
+    };
+    const std::string workload = "[workload]\nname = \"w\"\nlen_q = 128\n";
+    const std::vector<Attempt> attempts = {
+        {"a typo in kernel_sources and a changed gate threshold",
+         "kernel_sources = [\"kernels/kk.cu\"]\n[candidate]\npatch = \"c.patch\"\n" + workload +
+             "[gate]\nmax_candidate_p50_ms = 1.0\n",
+         good_patch(), 2, "kernels/kk.cu"},
+        {"a patch that escapes the tree", "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n" + workload,
+         "--- a/x\n+++ \"b/\\056\\056/x\"\n", 2, "outside the source tree"},
+        {"a patch that does not apply", "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n" + workload,
+         "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n-int schedule = 7;\n+int schedule = 1;\n", 1,
+         "does not apply"},
+        {"a missing patch file", "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"gone.patch\"\n" + workload,
+         good_patch(), 2, "gone.patch"},
+    };
+    for (const Attempt &attempt : attempts) {
+        std::ofstream(dir_ / "c.patch") << attempt.patch;
+        std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\n" << source << attempt.manifest_tail;
+        ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "--force"});
+        EXPECT_EQ(r.exit_code, attempt.exit_code) << attempt.what << ": " << r.out << r.err;
+        EXPECT_NE((r.out + r.err).find(attempt.message), std::string::npos) << attempt.what << ": " << r.out << r.err;
+        EXPECT_EQ(prepare_state(dir_ / "run", dir_ / "repo"), before) << attempt.what;
+        r = sage2tp({"status", "--run", "run"});
+        EXPECT_NE(r.out.find("passed"), std::string::npos) << attempt.what << ": " << r.out;
+        EXPECT_EQ(r.out.find("not trusted"), std::string::npos) << attempt.what << ": " << r.out;
+    }
+}
+
+TEST_F(Cli, AnEditByHandToThePreparedRunIsNotTrusted) {
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    std::string manifest = slurp(dir_ / "run/experiment.toml");
+    const auto at = manifest.find("max_candidate_p50_ms = ");
+    ASSERT_NE(at, std::string::npos) << manifest;
+    manifest.replace(at, std::string("max_candidate_p50_ms = ").size(), "max_candidate_p50_ms = 9");
+    std::ofstream(dir_ / "run/experiment.toml") << manifest;
+
+    ProcessResult r = sage2tp({"status", "--run", "run"});
+    EXPECT_NE(r.out.find("not trusted: artifact experiment.toml no longer has the sha256"), std::string::npos) << r.out;
+    r = sage2tp({"build", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+    EXPECT_NE(r.err.find("experiment.toml"), std::string::npos) << r.err;
+
+    // Same for the patch copy and a tree; prepare then redoes the run.
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    std::ofstream(dir_ / "run/inputs/candidate.patch", std::ios::app) << "\n";
+    r = sage2tp({"status", "--run", "run"});
+    EXPECT_NE(r.out.find("artifact inputs/candidate.patch no longer has the sha256"), std::string::npos) << r.out;
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    std::ofstream(dir_ / "run/trees/support/kernels/quantize.cu", std::ios::app) << "// edited\n";
+    r = sage2tp({"build", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+    EXPECT_NE(r.err.find("trees/support was modified"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, FailedPrepareInANewRunLeavesNothingAndKeepsLatest) {
+    std::string commit = make_repository(dir_ / "repo");
+    const std::string source = "kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n";
+    write_manifest(source, good_patch());
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "-q"}).exit_code, 0);
+    const fs::path latest = fs::read_symlink(dir_ / "sage2tp-runs/latest");
+    std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\n" << source
+                                   << "kernel_sources = [\"kernels/typo.cu\"]\n[workload]\nname = \"w\"\nlen_q = 128\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--new"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(fs::read_symlink(dir_ / "sage2tp-runs/latest"), latest);
+    std::vector<std::string> entries;
+    for (const auto &entry : fs::directory_iterator(dir_ / "sage2tp-runs")) entries.push_back(entry.path().filename().string());
+    std::sort(entries.begin(), entries.end());
+    EXPECT_EQ(entries, (std::vector<std::string>{latest.filename().string(), "latest"}));
+    ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
+    EXPECT_EQ(worktrees.out.find(".prepare-new"), std::string::npos) << worktrees.out;
+}
+
+TEST_F(Cli, WorkloadTensorsAreCheckedAndCopiedIntoTheRun) {
+    std::string commit = make_repository(dir_ / "repo");
+    const std::string source = "kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n";
+    write_manifest(source, good_patch());
+    const Experiment experiment = load_experiment(dir_ / "m.toml");
+    const AttentionProblem &problem = experiment.workload.problem;
+    GeneratedInputs inputs = generate_inputs(problem.shape, problem.dtype, 7);
+    save_npy(dir_ / "q.npy", inputs.q);
+    save_npy(dir_ / "k.npy", inputs.k);
+    save_npy(dir_ / "v.npy", inputs.v);
+    AttentionShape shorter = problem.shape;
+    shorter.len_q /= 2;
+    save_npy(dir_ / "short.npy", generate_inputs(shorter, problem.dtype, 7).q);
+    auto manifest_with = [&](const std::string &q) {
+        std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\n" << source
+                                       << "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
+                                          "[workload]\nname = \"w\"\nlen_q = 128\n[workload.tensors]\nq = \""
+                                       << q << "\"\nk = \"k.npy\"\nv = \"v.npy\"\n";
+    };
+    manifest_with("short.npy");
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "bad"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("short.npy"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "bad"));
+
+    manifest_with("q.npy");
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(sha256_file(dir_ / "run/inputs/workload/q.npy"), sha256_file(dir_ / "q.npy"));
+    const Experiment recorded = load_experiment(dir_ / "run/experiment.toml");
+    ASSERT_TRUE(recorded.workload.q_file);
+    EXPECT_EQ(fs::path(*recorded.workload.q_file), dir_ / "run/inputs/workload/q.npy");
+    Checkpoint c = prepare_checkpoint(dir_ / "run");
+    EXPECT_EQ(c.artifacts["workload_tensors"]["v"]["path"].value_or(std::string()), "inputs/workload/v.npy");
+    // The run is complete without the originals; a changed copy is not trusted.
+    fs::remove(dir_ / "q.npy");
+    std::ofstream(dir_ / "run/inputs/workload/k.npy", std::ios::app) << "x";
+    r = sage2tp({"status", "--run", "run"});
+    EXPECT_NE(r.out.find("artifact inputs/workload/k.npy no longer has the sha256"), std::string::npos) << r.out;
 }

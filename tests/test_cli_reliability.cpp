@@ -425,6 +425,13 @@ TEST_F(Reliability, KilledAtSeededRandomMomentsPrepareAndBuildAreRedoneAndNeverT
         if (!build) {
             EXPECT_EQ(slurp(run / "trees/candidate/kernels/k.cu"), patched) << context << ": candidate tree not patched";
             EXPECT_EQ(slurp(run / "trees/baseline/kernels/k.cu"), kernel_line(1)) << context << ": baseline tree wrong";
+            // Nothing of the killed prepare's staging is left, on disk or registered in the repository.
+            EXPECT_FALSE(fs::exists(run / ".prepare-new")) << context;
+            EXPECT_FALSE(fs::exists(run / ".prepare-old")) << context;
+            const std::string worktrees =
+                run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"}).out;
+            EXPECT_EQ(worktrees.find(".prepare-"), std::string::npos) << context << ": " << worktrees;
+            EXPECT_NE(worktrees.find("run/trees/candidate"), std::string::npos) << context << ": " << worktrees;
             r = sage2tp({"build", "--run", "run"});
             EXPECT_EQ(r.exit_code, 0) << context << ": build after the rerun: " << r.out << r.err;
         }

@@ -210,3 +210,29 @@ TEST_F(ManifestErrors, RepositoryIsOnlyForGitSources) {
     std::string message = error_for("kind = \"embedded\"\n", "kind = \"embedded\"\nrepository = \"r\"\n");
     EXPECT_NE(message.find("'repository' is for git sources"), std::string::npos) << message;
 }
+
+TEST_F(ManifestErrors, RunPinsOverrideTheManifestsAndLeaveItAlone) {
+    WorkloadSpec workload;
+    const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
+    workload.expected_sha256 = {{"sm_90a", a}};
+    const fs::path pins = dir_ / "pins.toml";
+    // The manifest's pin is the one replaced first; the second pin replaces the run's own.
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_90a", b), a);
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_90a", c), b);
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_121a", a), std::nullopt);
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_121a", a), std::nullopt);  // the same pin again
+    WorkloadSpec applied = workload;
+    apply_run_pins(applied, pins);
+    EXPECT_EQ(expected_output_sha256(applied, "sm_90a"), c);
+    EXPECT_EQ(expected_output_sha256(applied, "sm_121a"), a);
+    EXPECT_EQ(expected_output_sha256(workload, "sm_90a"), a);
+
+    std::ofstream(pins) << "[expected_sha256]\nsm_90a = \"XYZ\"\n";
+    try {
+        apply_run_pins(applied, pins);
+        FAIL() << "a malformed pin was accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("pins.toml:2: [expected_sha256] 'sm_90a'"), std::string::npos) << e.what();
+    }
+}

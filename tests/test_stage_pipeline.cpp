@@ -153,3 +153,20 @@ TEST_F(Pipeline, AnArtifactNoLongerAsRecordedMakesItsCheckpointUntrusted) {
         EXPECT_EQ(e.code(), ExitCode::precondition);
     }
 }
+
+TEST(TreeDigest, ASymbolicLinkIsHashedAsALinkNeverFollowed) {
+    const fs::path root = fs::temp_directory_path() / ("s2tp-tree-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "tree/sub");
+    std::ofstream(root / "outside.txt") << "secret";
+    std::ofstream(root / "tree/sub/a.cu") << "a";
+    fs::create_symlink(root / "outside.txt", root / "tree/link");
+    fs::create_directory_symlink(root, root / "tree/sub/loop");
+    const std::string before = Fingerprint().add_tree("t", root / "tree").hex();
+    std::ofstream(root / "outside.txt") << "changed";
+    EXPECT_EQ(Fingerprint().add_tree("t", root / "tree").hex(), before) << "the digest followed a link out of the tree";
+    fs::remove(root / "tree/link");
+    fs::create_symlink(root / "elsewhere.txt", root / "tree/link");
+    EXPECT_NE(Fingerprint().add_tree("t", root / "tree").hex(), before) << "a changed link target went unnoticed";
+    fs::remove_all(root);
+}

@@ -337,19 +337,59 @@ std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, 
     return std::nullopt;
 }
 
-std::optional<std::string> pin_expected_output_sha256(const fs::path &file, const std::string &arch,
-                                                      const std::string &sha) {
-    Experiment experiment = load_experiment(file);
-    std::optional<std::string> replaced;
-    bool found = false;
-    for (auto &[pinned_arch, pinned] : experiment.workload.expected_sha256) {
-        if (pinned_arch != arch) continue;
-        if (pinned != sha) replaced = pinned;
-        pinned = sha;
-        found = true;
-    }
-    if (!found) experiment.workload.expected_sha256.emplace_back(arch, sha);
-    write_file_atomically(file, experiment_to_toml(experiment));
+namespace {
+
+std::vector<std::pair<std::string, std::string>> read_pins(const fs::path &pins) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    std::error_code ec;
+    if (!fs::exists(pins, ec)) return entries;
+    const toml::table doc = parse_toml_file(pins.string());
+    for (const auto &[key, node] : doc)
+        if (key.str() != "expected_sha256")
+            fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) + ": unknown key '" +
+                                      std::string(key.str()) + "'; a pins file holds only [expected_sha256]");
+    if (const toml::table *expected = doc["expected_sha256"].as_table())
+        for (const auto &[arch, node] : *expected) {
+            auto value = node.value<std::string>();
+            if (!value || value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)
+                fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) +
+                                          ": [expected_sha256] '" + std::string(arch.str()) +
+                                          "' must be a 64-digit lower-case hex SHA-256 string");
+            entries.emplace_back(std::string(arch.str()), *value);
+        }
+    return entries;
+}
+
+void set_pin(std::vector<std::pair<std::string, std::string>> &pins, const std::string &arch, const std::string &sha) {
+    for (auto &[pinned_arch, pinned] : pins)
+        if (pinned_arch == arch) {
+            pinned = sha;
+            return;
+        }
+    pins.emplace_back(arch, sha);
+}
+
+}  // namespace
+
+void apply_run_pins(WorkloadSpec &workload, const fs::path &pins) {
+    for (const auto &[arch, sha] : read_pins(pins)) set_pin(workload.expected_sha256, arch, sha);
+}
+
+std::optional<std::string> pin_expected_output_sha256(const fs::path &pins, const WorkloadSpec &workload,
+                                                      const std::string &arch, const std::string &sha) {
+    WorkloadSpec pinned = workload;
+    apply_run_pins(pinned, pins);
+    std::optional<std::string> replaced = expected_output_sha256(pinned, arch);
+    if (replaced == sha) replaced.reset();
+    auto entries = read_pins(pins);
+    set_pin(entries, arch, sha);
+    toml::table expected;
+    for (const auto &[pinned_arch, pinned_sha] : entries) expected.insert(pinned_arch, pinned_sha);
+    std::ostringstream text;
+    text << "# Output SHA-256 pins made by 'sage2tp time --pin' in this run; they override the manifest's\n"
+            "# [workload.expected_sha256].\n"
+         << toml::table{{"expected_sha256", expected}} << "\n";
+    write_file_atomically(pins, text.str());
     return replaced;
 }
 

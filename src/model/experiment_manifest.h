@@ -127,10 +127,14 @@ WorkloadSpec load_workload(const std::filesystem::path &file);
 // The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
 std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
 
-// Records `sha` as the workload's expected output for `arch` in the resolved manifest `file`,
-// replacing an earlier pin for that arch (returned); the file is rewritten atomically.
-std::optional<std::string> pin_expected_output_sha256(const std::filesystem::path &file, const std::string &arch,
-                                                      const std::string &sha);
+// A run's own pins live in <run>/pins.toml ([expected_sha256] arch = "sha"), written by `time --pin`,
+// not in experiment.toml: that file is prepare's, recorded by digest, and no later stage changes it.
+// apply_run_pins overlays the pins file (when it exists) on the manifest's pins.
+void apply_run_pins(WorkloadSpec &workload, const std::filesystem::path &pins);
+// Records `sha` as the expected output for `arch` in the pins file, rewritten atomically; returns the
+// pin it replaces (the run's or the manifest's), if that differed.
+std::optional<std::string> pin_expected_output_sha256(const std::filesystem::path &pins, const WorkloadSpec &workload,
+                                                      const std::string &arch, const std::string &sha);
 
 // Serialises a resolved experiment as TOML (what prepare writes to <run>/experiment.toml); loading
 // that file again gives the same Experiment.

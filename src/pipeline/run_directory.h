@@ -1,9 +1,11 @@
 // The run directory: everything one experiment run owns, and the lock that keeps it to one process.
 //
 //   <run>/experiment.toml          the manifest as resolved at prepare time
+//   <run>/pins.toml                output SHA-256 pins made by time --pin
 //   <run>/checkpoints/NN-<stage>.toml
 //   <run>/trees/{baseline,candidate}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
+//   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
 // Every path recorded inside a run is relative to the run directory, so a run prepared and built on a
@@ -28,6 +30,7 @@ public:
 
     const std::filesystem::path &root() const { return root_; }
     std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
+    std::filesystem::path pins() const { return root_ / "pins.toml"; }  // time --pin's output SHA-256 pins
     std::filesystem::path checkpoints() const { return root_ / "checkpoints"; }
     std::filesystem::path trees() const { return root_ / "trees"; }
     std::filesystem::path tree(const std::string &variant) const { return trees() / variant; }
@@ -35,6 +38,10 @@ public:
     std::filesystem::path logs() const { return root_ / "logs"; }
     std::filesystem::path reports() const { return root_ / "reports"; }
     std::filesystem::path inputs() const { return root_ / "inputs"; }
+    // prepare builds its new state here and swaps it in (see sage2tp-prepare(1)); the old trees are
+    // moved to prepare_retired() to be deleted.
+    std::filesystem::path prepare_staging() const { return root_ / ".prepare-new"; }
+    std::filesystem::path prepare_retired() const { return root_ / ".prepare-old"; }
 
     // A path relative to the run root for recording; throws if `path` is outside the run.
     std::string relative(const std::filesystem::path &path) const;

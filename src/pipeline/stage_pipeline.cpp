@@ -38,14 +38,27 @@ std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage) {
 
 namespace {
 
-// Why a recorded artifact ({ path, sha256 } anywhere in the artifacts table) is not as recorded, or "".
+// Why a recorded artifact ({ path, sha256 } for a file, { path, xxh3 } for a directory tree, anywhere
+// in the artifacts table) is not as recorded, or "".
 std::string damaged_artifact(const RunDirectory &run, const toml::table &artifacts) {
     for (const auto &[key, node] : artifacts) {
         const toml::table *entry = node.as_table();
         if (!entry) continue;
         auto path = (*entry)["path"].value<std::string>();
         auto sha = (*entry)["sha256"].value<std::string>();
-        if (path && sha) {
+        auto tree_digest = (*entry)["xxh3"].value<std::string>();
+        if (path && tree_digest) {
+            std::filesystem::path directory;
+            try {
+                directory = run.resolve(*path);
+            } catch (const Error &e) {
+                return e.what();
+            }
+            std::error_code ec;
+            if (!std::filesystem::is_directory(directory, ec)) return *path + " is missing";
+            if (Fingerprint().add_tree("tree", directory).hex() != *tree_digest)
+                return *path + " was modified since it was recorded (its xxh3 differs)";
+        } else if (path && sha) {
             std::filesystem::path file;
             try {
                 file = run.resolve(*path);
@@ -75,11 +88,9 @@ std::vector<StageState> inspect_run(const RunDirectory &run) {
         } else if (state.read.checkpoint->stage != stage_name(stage)) {
             state.read.checkpoint.reset();
             state.stale_reason = "not trusted: the file holds another stage's checkpoint";
-        } else if (std::string damaged = stage == Stage::prepare ? std::string()
-                                                                   : damaged_artifact(run, state.read.checkpoint->artifacts);
-                   !damaged.empty()) {
-            // Not prepare's: `time --pin` rewrites experiment.toml on purpose, and prepare checks its
-            // trees and manifest itself (verify_outputs).
+        } else if (std::string damaged = damaged_artifact(run, state.read.checkpoint->artifacts); !damaged.empty()) {
+            // prepare's artifacts are experiment.toml, the inputs it copied and the trees: an edit by hand
+            // to any of them (a gate threshold, nvcc flags) makes every stage built on it untrusted.
             state.read.checkpoint.reset();
             state.stale_reason = "not trusted: " + damaged;
         } else if (stage == Stage::prepare) {
@@ -216,6 +227,22 @@ ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, con
     }
     // An interrupted body may have stopped anywhere, even where its result looks complete.
     throw_if_interrupted(name);
+    if (result.keep_previous_checkpoint) {
+        for (const auto &reason : result.reasons) reporter.say("  " + name + ": " + reason);
+        reporter.say(name + ": failed; nothing was changed" +
+                     std::string(own.read.exists ? ", the previous checkpoint stands" : ""));
+        reporter.emit_json(toml::table{{"command", name},
+                                       {"status", "failed"},
+                                       {"up_to_date", false},
+                                       {"exit_code", static_cast<int>(ExitCode::stop)},
+                                       {"run_dir", run.root().string()},
+                                       {"reasons", [&] {
+                                            toml::array reasons;
+                                            for (const auto &r : result.reasons) reasons.push_back(r);
+                                            return reasons;
+                                        }()}});
+        return ExitCode::stop;
+    }
     checkpoint.finished_utc = utc_now();
     checkpoint.status = result.status;
     checkpoint.input_fingerprint = inputs;

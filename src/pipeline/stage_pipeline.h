@@ -44,6 +44,9 @@ struct StageResult {
     toml::table artifacts;
     toml::table tools;                 // tool name -> version string
     std::vector<std::string> reasons;  // why it failed or was skipped
+    // A failed body that changed nothing on disk (prepare whose patch does not apply): the command
+    // exits 1 with the reasons and the stage's checkpoint, if any, is left as it was.
+    bool keep_previous_checkpoint = false;
 };
 
 struct StageWork {

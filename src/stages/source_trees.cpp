@@ -4,8 +4,10 @@
 #include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
+#include "support/text_lines.h"
 
 #include <algorithm>
+#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -104,25 +106,81 @@ void require_sources(const fs::path &tree, const std::vector<std::string> &sourc
 
 }  // namespace
 
-void remove_trees(const RunDirectory &run, const Experiment &experiment) {
+namespace {
+
+// The git directory of the repository that a linked worktree at `tree` belongs to (its .git file says
+// "gitdir: <repository>/.git/worktrees/<id>"), or "" when `tree` is no linked worktree.
+fs::path worktree_admin_directory(const fs::path &tree) {
+    std::error_code ec;
+    if (!fs::is_regular_file(tree / ".git", ec)) return {};
+    std::ifstream in(tree / ".git");
+    std::string line;
+    std::getline(in, line);
+    const std::string prefix = "gitdir: ";
+    if (line.rfind(prefix, 0) != 0) return {};
+    return fs::path(trimmed(line.substr(prefix.size())));
+}
+
+const char *const tree_variants[] = {"baseline", "candidate"};
+
+}  // namespace
+
+void remove_trees(const fs::path &trees, const Experiment &experiment) {
     std::vector<std::string> repositories = user_repositories(experiment);
     std::error_code ec;
-    for (const auto &repository : repositories) {
-        if (!fs::is_directory(repository, ec)) continue;  // a run copied to a host without the user's checkout
-        for (const char *variant : {"baseline", "candidate"})
-            if (fs::exists(run.tree(variant) / ".git", ec))
-                git({"-C", repository, "worktree", "remove", "--force", run.tree(variant).string()});
+    // Also the repositories the trees on disk are worktrees of: an earlier prepare may have used others.
+    for (const char *variant : tree_variants) {
+        const fs::path admin = worktree_admin_directory(trees / variant);
+        if (admin.empty()) continue;
+        const std::string git_directory = admin.parent_path().parent_path().string();
+        if (std::find(repositories.begin(), repositories.end(), git_directory) == repositories.end())
+            repositories.push_back(git_directory);
     }
-    fs::remove_all(run.trees(), ec);
-    if (ec) fail(ExitCode::internal, "cannot remove '" + run.trees().string() + "': " + ec.message());
-    // A removed worktree stays registered in its repository until pruned (so does one whose directory is
-    // gone: a run deleted by hand). One whose `git worktree add` was killed stays locked
-    // ("initializing") and is not pruned: the adds in make_trees override that with -f -f.
+    // A worktree whose `git worktree add` was killed stays locked ("initializing") and would survive the
+    // prune: unlock those registered under `trees`.
+    const std::string inside = (fs::absolute(trees).lexically_normal() / "").string();
+    for (const auto &repository : repositories) {
+        if (!fs::is_directory(repository, ec)) continue;
+        std::string path;
+        for (std::string_view line : split_lines(git({"-C", repository, "worktree", "list", "--porcelain"}).out)) {
+            if (line.rfind("worktree ", 0) == 0) path = std::string(line.substr(9));
+            else if (line.rfind("locked", 0) == 0 && path.rfind(inside, 0) == 0)
+                git({"-C", repository, "worktree", "unlock", path});
+        }
+    }
+    fs::remove_all(trees, ec);
+    if (ec) fail(ExitCode::usage, "cannot remove '" + trees.string() + "': " + ec.message());
+    // A worktree whose directory is gone stays registered in its repository until pruned (so does one
+    // of a run deleted by hand).
     for (const auto &repository : repositories)
         if (fs::is_directory(repository, ec)) git({"-C", repository, "worktree", "prune"});
 }
 
-PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
+void remove_trees(const RunDirectory &run, const Experiment &experiment) { remove_trees(run.trees(), experiment); }
+
+void relink_trees(const fs::path &trees, const fs::path &moved_from) {
+    // Worktrees are registered by absolute path in both directions. A main repository that moved along
+    // (an embedded baseline whose candidate is its worktree) is found under `trees`.
+    for (const char *variant : tree_variants) {
+        fs::path admin = worktree_admin_directory(trees / variant);
+        if (admin.empty()) continue;
+        const fs::path inside = admin.lexically_relative(moved_from);
+        if (!inside.empty() && *inside.begin() != "..") admin = trees / inside;
+        std::error_code ec;
+        if (!fs::is_directory(admin, ec)) continue;  // pruned, or a run copied to a host without the repository
+        git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair", (trees / variant).string()},
+                    std::nullopt, "git worktree repair failed");
+    }
+}
+
+void move_trees(const fs::path &from, const fs::path &to) {
+    std::error_code ec;
+    fs::rename(from, to, ec);
+    if (ec) fail(ExitCode::usage, "cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
+    relink_trees(to, from);
+}
+
+PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &experiment,
                          const std::function<fs::path()> &embedded_kernels) {
     PreparedTrees trees;
     trees.git_version = git_version();
@@ -132,10 +190,10 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
         trees.patch_sha256 = sha256_file(experiment.patch);
     }
 
-    remove_trees(run, experiment);
-    fs::create_directories(run.trees());
-    const fs::path baseline = run.tree("baseline");
-    const fs::path candidate = run.tree("candidate");
+    remove_trees(trees_directory, experiment);
+    fs::create_directories(trees_directory);
+    const fs::path baseline = trees_directory / "baseline";
+    const fs::path candidate = trees_directory / "candidate";
     const SourceSpec &base = experiment.baseline_source;
     const SourceSpec &cand = experiment.candidate_source;
 
@@ -174,7 +232,7 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
         ProcessResult check = git({"apply", "--check", fs::absolute(experiment.patch).string()}, candidate);
         if (check.exit_code != 0) {
             trees.patch_error = trimmed(check.err);
-            remove_trees(run, experiment);  // nothing half-made stays behind
+            remove_trees(trees_directory, experiment);  // nothing half-made stays behind
             return trees;
         }
         git_or_fail({"apply", fs::absolute(experiment.patch).string()}, candidate, "git apply failed");
@@ -184,8 +242,8 @@ PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
     require_sources(candidate, cand.support_sources, "candidate", trees.candidate_commit);
     if (experiment.needs_support_tree()) {
         // A plain copy: it is never patched or compared, only built for the quantization kernels.
-        copy_tree(embedded_kernels(), run.tree("support") / "kernels");
-        trees.support_digest = Fingerprint().add_tree("tree", run.tree("support")).hex();
+        copy_tree(embedded_kernels(), trees_directory / "support" / "kernels");
+        trees.support_digest = Fingerprint().add_tree("tree", trees_directory / "support").hex();
     }
     trees.baseline_digest = Fingerprint().add_tree("tree", baseline).hex();
     trees.candidate_digest = Fingerprint().add_tree("tree", candidate).hex();

@@ -36,13 +36,22 @@ std::string git_version();  // throws Error(missing_tool) when git is not instal
 // The commit id `commit` names in `repository`; Error(usage) when it does not exist.
 std::string resolve_commit(const std::string &repository, const std::string &commit);
 
-// Removes trees/: each worktree of a user repository with `git worktree remove --force`, then the
-// directory, then `git worktree prune` in each repository, which also drops registrations left by
-// runs deleted by hand.
+// Removes a trees directory (the run's trees/, or prepare's staging copy), then runs `git worktree
+// prune` in each repository its worktrees belonged to (the experiment's, and those the .git files on
+// disk name), which drops their registrations, and those left by runs deleted by hand.
+void remove_trees(const std::filesystem::path &trees, const Experiment &experiment);
 void remove_trees(const RunDirectory &run, const Experiment &experiment);
 
+// Renames the trees directory `from` to `to` (which must not exist) and re-links every worktree in it
+// with `git worktree repair`, since git records worktrees by absolute path.
+void move_trees(const std::filesystem::path &from, const std::filesystem::path &to);
+// The re-linking step of move_trees alone, for trees that were moved from `moved_from` by a process
+// killed before it re-linked them. Harmless on trees whose links are intact.
+void relink_trees(const std::filesystem::path &trees, const std::filesystem::path &moved_from);
+
+// Makes baseline/, candidate/ and, when needed, support/ in `trees` (replacing what is there).
 // `embedded_kernels` is consulted only for an embedded source.
-PreparedTrees make_trees(const RunDirectory &run, const Experiment &experiment,
+PreparedTrees make_trees(const std::filesystem::path &trees, const Experiment &experiment,
                          const std::function<std::filesystem::path()> &embedded_kernels);
 
 }  // namespace s2tp

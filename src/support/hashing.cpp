@@ -134,17 +134,24 @@ Fingerprint &Fingerprint::add_tree(std::string_view name, const std::filesystem:
     if (ec) fail(ExitCode::usage, "cannot read directory '" + root.string() + "': " + ec.message());
     for (; it != end; it.increment(ec)) {
         if (ec) fail(ExitCode::usage, "cannot read directory '" + root.string() + "': " + ec.message());
-        std::string relative = fs::relative(it->path(), root).generic_string();
+        // lexically: fs::relative would resolve a symbolic link to wherever it points.
+        std::string relative = it->path().lexically_relative(root).generic_string();
         // A git worktree's ".git" (file or directory) is git's bookkeeping, not tree content.
         if (relative == ".git" || relative.rfind(".git/", 0) == 0) {
             if (it->is_directory()) it.disable_recursion_pending();
             continue;
         }
-        if (it->is_regular_file()) files.push_back(relative);
+        // A symbolic link is hashed as a link (its target's text) and never followed: its target may
+        // lie outside the tree.
+        if (it->is_symlink() || it->is_regular_file()) files.push_back(relative);
     }
     std::sort(files.begin(), files.end());
     Fingerprint tree;
-    for (const auto &relative : files) tree.add_file(relative, root / relative);
+    for (const auto &relative : files) {
+        const fs::path path = root / relative;
+        if (fs::is_symlink(path)) tree.add("symlink " + relative, fs::read_symlink(path).string());
+        else tree.add_file(relative, path);
+    }
     return add(name, tree.hex());
 }
 
