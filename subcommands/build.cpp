@@ -2,6 +2,7 @@
 // point, model occupancy, and record what the resource gates compare.
 #include "subcommands.h"
 
+#include "gpu/gpu_runtime.h"
 #include "model/arch_limits.h"
 #include "pipeline/cli.h"
 #include "support/data_paths.h"
@@ -108,8 +109,8 @@ void print_table(const Checkpoint &c, const Reporter &reporter) {
 int build_command(const Args &args) {
     CommandLine cl("build", "Compile both trees for the target GPU, read ptxas resources and model occupancy.", args);
     cl.add_options()
-        ("arch", "target: sm_89, sm_90a, sm_120a, sm_121a, or auto (the first visible GPU); default: the arch of "
-                 "the last passed build, else the manifest's",
+        ("arch", "target: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a, or auto (the first visible GPU); "
+                 "default: auto when a GPU is visible, else the arch of the last passed build, else the manifest's",
          cxxopts::value<std::string>(), "ARCH")
         ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
         ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
@@ -130,11 +131,13 @@ int build_command(const Args &args) {
     const KernelAbi &baseline_abi = kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
     const KernelAbi &candidate_abi = kernel_abi(experiment.candidate_abi, manifest + " [candidate] abi");
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
-    // Resuming keeps the target of the last passed build (a run built with --arch sm_90a and copied to
-    // the GPU host stays sm_90a); a new target takes an explicit --arch.
+    // With a GPU visible the kernels are built for it, since the GPU stages can load nothing else. Without
+    // one, resuming keeps the target of the last passed build (a run built with --arch sm_90a here and
+    // copied to the GPU host stays sm_90a); a new target takes an explicit --arch.
     std::string requested = experiment.arch;
     const auto &built = states[static_cast<std::size_t>(Stage::build)].read.checkpoint;
     if (cl.has("arch")) requested = cl.result()["arch"].as<std::string>();
+    else if (probe_gpu().available) requested = "auto";
     else if (built && built->status == StageStatus::passed) requested = built->figures["arch"].value_or(requested);
     const std::string arch = resolve_target_arch(requested, table);
     const ArchLimits &limits = resolve_arch(table, arch);

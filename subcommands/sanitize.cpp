@@ -116,7 +116,7 @@ int sanitize_command(const Args &args) {
         }
 
         const DeviceFacts device = require_gpu("sanitize", device_index);
-        built_kernels(run, inspect_run(run));  // every cubin as recorded
+        require_kernels_for_device("sanitize", built_kernels(run, inspect_run(run)), device);  // every cubin as recorded
         const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
         if (!sanitizer)
             fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "

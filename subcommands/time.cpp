@@ -451,6 +451,7 @@ int time_command(const Args &args) {
             return static_cast<int>(*kept);
         throw;
     }
+    require_kernels_for_device("time", kernels, *device);
     return static_cast<int>(execute_stage(run, work, cl.has("force") || pin, reporter));
 }
 

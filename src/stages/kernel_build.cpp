@@ -61,7 +61,8 @@ std::string resolve_target_arch(const std::string &requested, const ArchLimitsTa
     std::string plain = device.arch();
     for (const auto &[row, limits] : table)
         if (row == plain) return limits.target;
-    fail(ExitCode::usage, "--arch auto: the GPU (" + device.name + ", " + plain + ") is not a supported arch");
+    fail(ExitCode::usage, "--arch auto: the GPU (" + device.name + ", " + plain + ") is not an arch sage2tp supports "
+                                "(data/arch_limits.toml); pass --arch with one it does to build for another GPU");
 }
 
 int default_build_jobs() {
