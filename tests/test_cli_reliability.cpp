@@ -252,9 +252,11 @@ TEST_F(Reliability, ShellMetacharactersInRunPathsAndIdsNeverRunACommand) {
             EXPECT_EQ(r.exit_code, 2) << command << " --run-id '" << id << "': " << r.err;
             EXPECT_NE(r.err.find("invalid run id"), std::string::npos) << r.err;
         }
-        r = sage2tp({"status"}, {{"SAGE2_TEMPORAL_RUN_ID", id}});
-        if (!id.empty()) {
-            EXPECT_EQ(r.exit_code, 2) << "SAGE2_TEMPORAL_RUN_ID='" << id << "': " << r.err;
+        for (const std::string variable : {"SAGE2TP_RUN_ID", "SAGE2_TEMPORAL_RUN_ID"}) {
+            r = sage2tp({"status"}, {{variable, id}});
+            if (!id.empty()) {
+                EXPECT_EQ(r.exit_code, 2) << variable << "='" << id << "': " << r.err;
+            }
         }
     }
     r = sage2tp({"build", "--run-id", "a$(touch PWNED)"});

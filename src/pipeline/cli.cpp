@@ -37,7 +37,8 @@ CommandLine::CommandLine(std::string command, std::string summary, std::vector<s
     options_.add_options("Global")
         ("run", "the run directory to work on", cxxopts::value<std::string>(), "DIR")
         ("run-id", "name of the run under --root: letters, digits, '.', '_', '-', not starting with '.' or '-' "
-                   "(default: $SAGE2_TEMPORAL_RUN_ID, else the latest run, else <experiment>-<UTC time> for prepare)",
+                   "(default: $SAGE2TP_RUN_ID, or the older $SAGE2_TEMPORAL_RUN_ID; else the run the working directory "
+                   "is in; else the latest run; else <experiment>-<UTC time> for prepare)",
          cxxopts::value<std::string>(), "ID")
         ("root", "where runs live", cxxopts::value<std::string>()->default_value("sage2tp-runs"), "DIR")
         ("json", "print one JSON object describing the result on stdout")
