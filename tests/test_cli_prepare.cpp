@@ -307,3 +307,37 @@ TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
     EXPECT_EQ(worktrees.out.find("trees/"), std::string::npos) << worktrees.out;
     EXPECT_EQ(sage2tp({"clean"}).exit_code, 4);
 }
+
+// run --json carries each stage's status, reasons and summary from its checkpoint, and the error of a
+// stage that ended without one (here build, refusing an arch before any compile).
+TEST_F(Cli, RunJsonCarriesEachStagesStatusReasonsAndSummary) {
+    ProcessResult r = sage2tp({"run", "--run", "run", "--json", "--arch", "sm_70"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    const std::size_t prepare = r.out.find("\"stage\" : \"prepare\"");
+    const std::size_t build = r.out.find("\"stage\" : \"build\"");
+    ASSERT_NE(prepare, std::string::npos) << r.out;
+    ASSERT_NE(build, std::string::npos) << r.out;
+    const std::size_t split = r.out.find("}", prepare);  // the end of prepare's object (keys are sorted)
+    ASSERT_LT(split, build) << r.out;
+    const std::string prepare_part = r.out.substr(0, split);
+    EXPECT_NE(prepare_part.find("\"status\" : \"passed\""), std::string::npos) << r.out;
+    EXPECT_NE(prepare_part.find("\"reasons\" : []"), std::string::npos) << r.out;
+    EXPECT_NE(prepare_part.find("\"summary\" : \"embedded @ "), std::string::npos) << r.out;
+    EXPECT_NE(prepare_part.find("\"checkpoint\" : \"checkpoints/01-prepare.toml\""), std::string::npos) << r.out;
+    const std::string build_part = r.out.substr(split);
+    EXPECT_NE(build_part.find("unsupported arch 'sm_70'"), std::string::npos) << r.out;
+    EXPECT_EQ(build_part.find("\"status\""), std::string::npos) << r.out;
+}
+
+// status names the command to run next, and finds the run from inside its directory.
+TEST_F(Cli, StatusSaysWhatToRunNextFromInsideTheRun) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
+    ProcessOptions options;
+    options.working_directory = dir_ / "run/trees";
+    ProcessResult r = run_process({binary, "status"}, options);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("run " + fs::canonical(dir_ / "run").string()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("next: sage2tp run   (or sage2tp build for build alone)"), std::string::npos) << r.out;
+    r = sage2tp({"status", "--run", "run"});
+    EXPECT_NE(r.out.find("next: sage2tp run --run run"), std::string::npos) << r.out;
+}
