@@ -341,3 +341,23 @@ TEST_F(Cli, StatusSaysWhatToRunNextFromInsideTheRun) {
     r = sage2tp({"status", "--run", "run"});
     EXPECT_NE(r.out.find("next: sage2tp run --run run"), std::string::npos) << r.out;
 }
+
+// time's --budget, --target-half-width and --min-rounds take the ranges of the manifest's [time] keys,
+// checked before anything else; --pin records the manifest's own workload, so it refuses --workload.
+TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
+    for (const std::vector<std::string> &bad : std::vector<std::vector<std::string>>{
+             {"--min-rounds", "2"}, {"--min-rounds", "1000001"}, {"--min-rounds", "20.5"},
+             {"--budget", "0.5"}, {"--target-half-width", "0.6"}}) {
+        std::vector<std::string> args{"time"};
+        args.insert(args.end(), bad.begin(), bad.end());
+        ProcessResult r = sage2tp(args);
+        EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.err;
+        EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
+    }
+    ProcessResult r = sage2tp({"time", "--min-rounds", "2"});
+    EXPECT_NE(r.err.find("--min-rounds must be in [3, "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(as [time] min_rounds), got 2"), std::string::npos) << r.err;
+    r = sage2tp({"time", "--pin", "--workload", "w.toml"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("cannot be combined with --workload"), std::string::npos) << r.err;
+}
