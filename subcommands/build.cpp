@@ -18,6 +18,7 @@
 #include "pipeline/stage_pipeline.h"
 
 #include <unistd.h>
+#include <chrono>
 
 #include <algorithm>
 #include <iomanip>
@@ -196,13 +197,33 @@ int build_command(const Args &args) {
         StageResult result;
         const std::string &version = compiler;
         result.tools.insert("nvcc", version);
-        const bool show_progress = ::isatty(STDOUT_FILENO) && !cl.reporter().json() && !cl.has("quiet");
-        cl.reporter().progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
-                               std::to_string(std::min<std::size_t>(jobs_limit, jobs.size())) + " parallel nvcc");
-        std::vector<CompileOutcome> outcomes = run_compiles(
-            jobs, jobs_limit, show_progress ? std::function<void(const std::string &)>([&](const std::string &line) {
-                cl.reporter().progress(line);
-            }) : nullptr);
+        const Reporter &reporter = cl.reporter();
+        reporter.progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
+                          std::to_string(std::min<std::size_t>(jobs_limit, jobs.size())) + " parallel nvcc");
+        const auto began = std::chrono::steady_clock::now();
+        const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
+        const std::string total = std::to_string(jobs.size());
+        CompileProgress progress;
+        // -v: the exact command line (also kept in the job's .cmd file).
+        progress.started = [&](const CompileJob &job) {
+            std::string command = quoted_command(job.argv);
+            command.pop_back();  // its newline
+            reporter.detail("  nvcc: " + command);
+        };
+        // One line per finished compile, in a pipe as on a terminal.
+        progress.finished = [&](const CompileJob &job, const CompileOutcome &outcome, std::size_t finished) {
+            std::ostringstream line;
+            line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " "
+                 << std::fixed << std::setprecision(1) << outcome.seconds << " s"
+                 << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
+            reporter.progress(line.str());
+        };
+        progress.tick = [&](const std::string &running, std::size_t finished) {
+            reporter.live_line("  compiling " + std::to_string(finished) + "/" + total + " done, " +
+                               elapsed_and_eta(elapsed(), static_cast<double>(finished) / jobs.size()) + ":" + running);
+        };
+        std::vector<CompileOutcome> outcomes = run_compiles(jobs, jobs_limit, progress);
+        reporter.end_live_line();
 
         result.figures = toml::table{{"arch", arch}, {"nvcc_version", version}, {"jobs", jobs_limit}};
         toml::array flags;
