@@ -324,12 +324,19 @@ int time_command(const Args &args) {
                           std::to_string(settings.min_rounds) + " rounds" +
                           (flush ? "; L2 flushed before every launch" : ""));
         const auto report_progress = [&](const TimingRun &so_far, const RatioInterval &r) {
-            reporter.progress("  " + std::to_string(so_far.rounds.size()) + " rounds (" +
-                              std::to_string(so_far.throttled_rounds) + " throttled), " + fixed(so_far.seconds, 1) +
-                              " s: candidate/baseline " + fixed(r.median, 4) + ", half-width " +
-                              fixed(r.half_width_rel * 100, 3) + "%");
+            const std::string line = "  " + std::to_string(so_far.rounds.size()) + " rounds (" +
+                                     std::to_string(so_far.throttled_rounds) + " throttled), " +
+                                     fixed(so_far.seconds, 1) + " s: candidate/baseline " + fixed(r.median, 4) +
+                                     ", half-width " + fixed(r.half_width_rel * 100, 3) + "%";
+            // On a terminal in place, with the budget as the bound of the ETA (sampling may stop sooner).
+            if (reporter.live())
+                reporter.live_line(line + "; " + elapsed_and_eta(so_far.seconds, so_far.seconds / settings.budget_seconds) +
+                                   " at most");
+            else
+                reporter.progress(line);
         };
         const TimingRun timing = measure_interleaved(timer, settings, {}, report_progress);
+        reporter.end_live_line();
 
         // The timed launches rewrote every output: the bytes must still be the ones checked above.
         const OutputHashes last = hash_outputs(problem, outputs, false);
