@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <csignal>
 #include <fstream>
 #include <sys/wait.h>
@@ -360,4 +362,30 @@ TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
     r = sage2tp({"time", "--pin", "--workload", "w.toml"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("cannot be combined with --workload"), std::string::npos) << r.err;
+}
+
+// The bash completion offers every command (from the binary's own `sage2tp help`) and each command's
+// options (from `sage2tp help CMD`).
+TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
+    const std::string script = (fs::path(S2TP_SOURCE_ROOT) / "data/completion/sage2tp.bash").string();
+    const auto complete = [&](const std::string &words, int cword) {
+        return run_process({"bash", "-c", "source '" + script + "'; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                                              std::to_string(cword) + "; _sage2tp; printf '%s\\n' \"${COMPREPLY[@]}\""});
+    };
+    ProcessResult r = complete("'" + binary + "' ''", 1);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char *command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "clean", "help"})
+        EXPECT_NE(r.out.find(std::string(command) + "\n"), std::string::npos) << command << " missing from: " << r.out;
+    // Exactly the commands `sage2tp help` lists.
+    ProcessResult help = sage2tp({"help"});
+    std::size_t listed = 0;
+    for (std::size_t at = help.out.find("\n  "); at != std::string::npos && at < help.out.find("\n\nglobal");
+         at = help.out.find("\n  ", at + 1))
+        ++listed;
+    EXPECT_EQ(static_cast<std::size_t>(std::count(r.out.begin(), r.out.end(), '\n')), listed) << r.out;
+    r = complete("'" + binary + "' --run x time --", 4);
+    EXPECT_NE(r.out.find("--min-rounds\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--workload\n"), std::string::npos) << r.out;
+    r = complete("'" + binary + "' help bu", 2);
+    EXPECT_EQ(r.out, "build\n");
 }
