@@ -6,8 +6,9 @@
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
-// Every path recorded inside a run is relative to the run directory, so a run prepared and built on a
-// CPU host can be copied to a GPU host and resumed there.
+// Every path sage2tp reads back from a run is relative to the run directory, so a run prepared and
+// built on a CPU host can be copied to a GPU host and resumed there. (prepare's figures and the build's
+// .cmd files also record absolute paths, of where things were on the host that wrote them.)
 #pragma once
 
 #include <filesystem>
