@@ -374,7 +374,8 @@ TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     };
     ProcessResult r = complete("'" + binary + "' ''", 1);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const char *command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "clean", "help"})
+    for (const char *command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "report",
+                                "clean", "help"})
         EXPECT_NE(r.out.find(std::string(command) + "\n"), std::string::npos) << command << " missing from: " << r.out;
     // Exactly the commands `sage2tp help` lists.
     ProcessResult help = sage2tp({"help"});

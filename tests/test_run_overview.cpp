@@ -1,7 +1,9 @@
 // What status says about a run: the next command, a failed stage's first reason and log, a stage being
 // run by another process (a real flock held by a forked child), and finding the run from inside it.
 #include "pipeline/run_directory.h"
+#include "stages/pull_request_report.h"
 #include "stages/run_overview.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -118,6 +120,44 @@ TEST_F(RunOverviewTest, TheRunIsFoundFromInsideItAndFromItsSubdirectories) {
     selection.runs_root = "nowhere";
     EXPECT_EQ(existing_run(selection), fs::canonical(root));
     fs::current_path(before);
+}
+
+TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
+    RunDirectory run(root);
+    EXPECT_THROW(pull_request_report(run, "text"), Error);  // no gate checkpoint yet
+    Checkpoint time;
+    time.stage = "time";
+    time.status = StageStatus::passed;
+    time.figures = toml::table{{"workload", "w"}, {"shape", "b1 h40"}, {"device_name", "NVIDIA H200"},
+                               {"baseline", toml::table{{"p50", 55.439}}}, {"candidate", toml::table{{"p50", 74.534}}},
+                               {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451}}},
+                               {"aa", toml::table{{"median", 1.0001}}}};
+    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    Checkpoint gate;
+    gate.stage = "gate";
+    gate.status = StageStatus::failed;
+    toml::array conditions;
+    conditions.push_back(toml::table{{"name", "relative-speed"}, {"status", "FAIL"}, {"figure", "ratio 1.34 | >= 1.0"}, {"detail", ""}});
+    gate.figures = toml::table{{"summary", "FAIL: relative-speed"}, {"conditions", conditions}};
+    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+
+    const std::string text = pull_request_report(run, "text");
+    EXPECT_NE(text.find("the candidate is 34.4% slower (1.344x the baseline's time)"), std::string::npos) << text;
+    EXPECT_NE(text.find("FAIL: relative-speed"), std::string::npos) << text;
+    const std::string markdown = pull_request_report(run, "markdown");
+    EXPECT_NE(markdown.find("| relative-speed | FAIL | ratio 1.34 \\| >= 1.0 |"), std::string::npos) << markdown;
+    EXPECT_NE(markdown.find("| candidate p50 | 74.534 ms |"), std::string::npos) << markdown;
+    const std::string csv = pull_request_report(run, "csv");
+    EXPECT_EQ(csv.rfind("section,name,status,value\n", 0), 0u) << csv;
+    EXPECT_NE(csv.find("gate,relative-speed,FAIL,ratio 1.34 | >= 1.0\n"), std::string::npos) << csv;
+    const std::string json = pull_request_report(run, "json");
+    EXPECT_NE(json.find("\"status\" : \"FAIL\""), std::string::npos) << json;
+    try {
+        pull_request_report(run, "html");
+        ADD_FAILURE() << "accepted html";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+    }
 }
 
 }  // namespace
