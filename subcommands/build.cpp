@@ -2,6 +2,7 @@
 // point, model occupancy, and record what the resource gates compare.
 #include "subcommands.h"
 
+#include "gpu/gpu_runtime.h"
 #include "model/arch_limits.h"
 #include "pipeline/cli.h"
 #include "support/data_paths.h"
@@ -18,6 +19,7 @@
 #include "pipeline/stage_pipeline.h"
 
 #include <unistd.h>
+#include <chrono>
 
 #include <algorithm>
 #include <iomanip>
@@ -110,8 +112,8 @@ void print_table(const Checkpoint &c, const Reporter &reporter) {
 int build_command(const Args &args) {
     CommandLine cl("build", "Compile both trees for the target GPU, read ptxas resources and model occupancy.", args);
     cl.add_options()
-        ("arch", "target: sm_89, sm_90a, sm_120a, sm_121a, or auto (the first visible GPU); default: the arch of "
-                 "the last passed build, else the manifest's",
+        ("arch", "target: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a, or auto (the first visible GPU); "
+                 "default: auto when a GPU is visible, else the arch of the last passed build, else the manifest's",
          cxxopts::value<std::string>(), "ARCH")
         ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
         ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
@@ -135,11 +137,13 @@ int build_command(const Args &args) {
     const KernelAbi &baseline_abi = kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
     const KernelAbi &candidate_abi = kernel_abi(experiment.candidate_abi, manifest + " [candidate] abi");
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
-    // Resuming keeps the target of the last passed build (a run built with --arch sm_90a and copied to
-    // the GPU host stays sm_90a); a new target takes an explicit --arch.
+    // With a GPU visible the kernels are built for it, since the GPU stages can load nothing else. Without
+    // one, resuming keeps the target of the last passed build (a run built with --arch sm_90a here and
+    // copied to the GPU host stays sm_90a); a new target takes an explicit --arch.
     std::string requested = experiment.arch;
     const auto &built = states[static_cast<std::size_t>(Stage::build)].read.checkpoint;
     if (cl.has("arch")) requested = cl.result()["arch"].as<std::string>();
+    else if (probe_gpu().available) requested = "auto";
     else if (built && built->status == StageStatus::passed) requested = built->figures["arch"].value_or(requested);
     const std::string arch = resolve_target_arch(requested, table);
     const ArchLimits &limits = resolve_arch(table, arch);
@@ -198,13 +202,33 @@ int build_command(const Args &args) {
         StageResult result;
         const std::string &version = compiler;
         result.tools.insert("nvcc", version);
-        const bool show_progress = ::isatty(STDOUT_FILENO) && !cl.reporter().json() && !cl.has("quiet");
-        cl.reporter().progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
-                               std::to_string(std::min<std::size_t>(jobs_limit, jobs.size())) + " parallel nvcc");
-        std::vector<CompileOutcome> outcomes = run_compiles(
-            jobs, jobs_limit, show_progress ? std::function<void(const std::string &)>([&](const std::string &line) {
-                cl.reporter().progress(line);
-            }) : nullptr);
+        const Reporter &reporter = cl.reporter();
+        reporter.progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
+                          std::to_string(std::min<std::size_t>(jobs_limit, jobs.size())) + " parallel nvcc");
+        const auto began = std::chrono::steady_clock::now();
+        const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
+        const std::string total = std::to_string(jobs.size());
+        CompileProgress progress;
+        // -v: the exact command line (also kept in the job's .cmd file).
+        progress.started = [&](const CompileJob &job) {
+            std::string command = quoted_command(job.argv);
+            command.pop_back();  // its newline
+            reporter.detail("  nvcc: " + command);
+        };
+        // One line per finished compile, in a pipe as on a terminal.
+        progress.finished = [&](const CompileJob &job, const CompileOutcome &outcome, std::size_t finished) {
+            std::ostringstream line;
+            line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " "
+                 << std::fixed << std::setprecision(1) << outcome.seconds << " s"
+                 << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
+            reporter.progress(line.str());
+        };
+        progress.tick = [&](const std::string &running, std::size_t finished) {
+            reporter.live_line("  compiling " + std::to_string(finished) + "/" + total + " done, " +
+                               elapsed_and_eta(elapsed(), static_cast<double>(finished) / jobs.size()) + ":" + running);
+        };
+        std::vector<CompileOutcome> outcomes = run_compiles(jobs, jobs_limit, progress);
+        reporter.end_live_line();
 
         result.figures = toml::table{{"arch", arch}, {"nvcc_version", version}, {"jobs", jobs_limit}};
         toml::array flags;

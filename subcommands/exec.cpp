@@ -70,6 +70,7 @@ int exec_command(const Args &args) {
 
     const BuiltKernels kernels = built_kernels(run, inspect_run(run));
     const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
+    require_kernels_for_device("exec", kernels, device);
     const GeneratedInputs host =
         workload ? workload_inputs(*workload)
                  : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);

@@ -103,6 +103,7 @@ int parity_command(const Args &args) {
         StageResult result;
         const DeviceFacts device = require_gpu("parity", device_index);
         const BuiltKernels kernels = built_kernels(run, inspect_run(run));
+        require_kernels_for_device("parity", kernels, device);
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
         const CubinModule quantize(kernels.quantize);

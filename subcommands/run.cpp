@@ -1,6 +1,6 @@
 // sage2tp run: every stage in order, each resuming from its checkpoint, stopping at the first stage
-// that does not pass. Under --json the stages' own output goes to stderr and one summary object
-// (each stage's exit code) goes to stdout.
+// that does not pass. Under --json the stages' own output goes to stderr and one summary object goes
+// to stdout: each stage's exit code and, from the checkpoint it left, its status, reasons and summary.
 #include "command_table.h"
 
 #include "support/process_runner.h"
@@ -25,6 +25,22 @@ private:
     std::streambuf *saved_;
 };
 
+// The stage's status, reasons and key figures (its summary), from the checkpoint it left in the run.
+void add_checkpoint_facts(toml::table &outcome, const RunSelection &selection, Stage stage) {
+    const std::optional<std::filesystem::path> root = existing_run(selection);
+    if (!root) return;
+    const RunDirectory run(*root);
+    const CheckpointRead read = read_checkpoint(checkpoint_path(run, stage));
+    if (!read.checkpoint) return;
+    const Checkpoint &c = *read.checkpoint;
+    toml::array reasons;
+    for (const auto &reason : c.reasons) reasons.push_back(reason);
+    outcome.insert("status", to_string(c.status));
+    outcome.insert("reasons", reasons);
+    outcome.insert("summary", c.figures["summary"].value_or(std::string()));
+    outcome.insert("checkpoint", run.relative(checkpoint_path(run, stage)));
+}
+
 }  // namespace
 
 int run_command(const Args &args) {
@@ -34,7 +50,13 @@ int run_command(const Args &args) {
         ("repository", "for prepare: the git repository of the manifest's git sources", cxxopts::value<std::string>(), "DIR")
         ("commit", "for prepare: the baseline's commit", cxxopts::value<std::string>(), "REV")
         ("candidate-commit", "for prepare: the candidate's commit", cxxopts::value<std::string>(), "REV")
-        ("arch", "target architecture for build", cxxopts::value<std::string>(), "ARCH")
+        ("arch", "target architecture for build (default: the visible GPU's; see sage2tp help build)",
+         cxxopts::value<std::string>(), "ARCH")
+        ("device", "for sanitize, parity and time: GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>(), "N")
+        ("budget", "for time: stop sampling after this many seconds", cxxopts::value<std::string>(), "SECONDS")
+        ("target-half-width", "for time: stop once the ratio's 95% interval half-width is below this",
+         cxxopts::value<std::string>(), "F")
+        ("skip-sanitize", "record sanitize as skipped (not checked) instead of running it")
         ("force", "re-run every stage even when up to date");
     if (!cl.parse()) return 0;
 
@@ -61,6 +83,15 @@ int run_command(const Args &args) {
                         stage_args.insert(stage_args.end(), {std::string("--") + option, cl.result()[option].as<std::string>()});
             if (stage == Stage::build && cl.has("arch"))
                 stage_args.insert(stage_args.end(), {"--arch", cl.result()["arch"].as<std::string>()});
+            const bool on_gpu = stage == Stage::sanitize || stage == Stage::parity || stage == Stage::time;
+            if (on_gpu && cl.has("device"))
+                stage_args.insert(stage_args.end(), {"--device", std::to_string(cl.result()["device"].as<int>())});
+            if (stage == Stage::sanitize && cl.has("skip-sanitize")) stage_args.push_back("--skip");
+            // time checks their ranges, which are the manifest's.
+            if (stage == Stage::time)
+                for (const char *option : {"budget", "target-half-width"})
+                    if (cl.has(option))
+                        stage_args.insert(stage_args.end(), {std::string("--") + option, cl.result()[option].as<std::string>()});
             cl.reporter().progress("== " + stage_name(stage));
             std::string error;
             try {
@@ -72,6 +103,8 @@ int run_command(const Args &args) {
             }
             toml::table outcome{{"stage", stage_name(stage)}, {"exit_code", code}};
             if (!error.empty()) outcome.insert("error", error);
+            // A stage that ended with a verdict (0, or 1 for a stop condition) left its checkpoint.
+            if (code == 0 || code == static_cast<int>(ExitCode::stop)) add_checkpoint_facts(outcome, selection, stage);
             stages.push_back(outcome);
             if (code != 0) {
                 std::cerr << "sage2tp run: stopped at " << stage_name(stage) << " (exit " << code << ")" << std::endl;

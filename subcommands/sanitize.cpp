@@ -9,6 +9,7 @@
 #include "support/errors.h"
 #include "model/experiment_manifest.h"
 #include "stages/gpu_stage.h"
+#include "stages/kernel_build.h"
 #include "support/process_runner.h"
 #include "formats/sanitizer_report.h"
 #include "model/shape_sets.h"
@@ -16,6 +17,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
+#include <chrono>
 #include <iterator>
 #include <sstream>
 
@@ -116,7 +119,7 @@ int sanitize_command(const Args &args) {
         }
 
         const DeviceFacts device = require_gpu("sanitize", device_index);
-        built_kernels(run, inspect_run(run));  // every cubin as recorded
+        require_kernels_for_device("sanitize", built_kernels(run, inspect_run(run)), device);  // every cubin as recorded
         const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
         if (!sanitizer)
             fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "
@@ -133,13 +136,22 @@ int sanitize_command(const Args &args) {
         std::vector<std::string> failures;
         const std::size_t total = 2 * tools.size() * shapes.size();
         std::size_t done = 0;
+        const Reporter &reporter = cl.reporter();
+        const auto began = std::chrono::steady_clock::now();
+        const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
         for (const std::string variant : {"baseline", "candidate"}) {
             for (const SanitizerTool tool : tools) {
                 for (std::size_t index = 0; index < shapes.size(); ++index) {
                     const std::string tool_name = sanitizer_tool_name(tool);
                     const std::string shape = shapes[index].describe();
-                    cl.reporter().progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + tool_name +
-                                           " " + variant + " " + shape);
+                    const std::string what = "[" + std::to_string(++done) + "/" + std::to_string(total) + "] " +
+                                             tool_name + " " + variant + " " + shape;
+                    // On a terminal one line, rewritten in place; in a pipe one line per check.
+                    if (reporter.live())
+                        reporter.live_line("  sanitize " + what + ", " +
+                                           elapsed_and_eta(elapsed(), static_cast<double>(done - 1) / total));
+                    else
+                        reporter.progress(what);
                     SanitizerRun config;
                     config.sanitizer = *sanitizer;
                     config.tool = tool;
@@ -151,7 +163,11 @@ int sanitize_command(const Args &args) {
                         "--device", std::to_string(device_index)};
                     ProcessOptions process;
                     process.timeout = std::chrono::seconds(timeout_s);
-                    const ProcessResult ran = run_process(sanitizer_argv(config, target), process);
+                    const std::vector<std::string> argv = sanitizer_argv(config, target);
+                    std::string command = quoted_command(argv);
+                    command.pop_back();  // its newline
+                    reporter.detail("  " + command);
+                    const ProcessResult ran = run_process(argv, process);
 
                     // One log per check: the tool's records, then what sage2tp exec itself printed.
                     const std::string log = (fs::exists(*config.log_file) ? read_text_file(*config.log_file) : std::string()) + "\n--- sage2tp exec stdout ---\n" + ran.out +
@@ -165,6 +181,10 @@ int sanitize_command(const Args &args) {
                     std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
                         << log << "\n--- verdict ---\n" << report.verdict << "\n";
 
+                    std::ostringstream seconds;
+                    seconds << std::fixed << std::setprecision(1) << ran.seconds;
+                    reporter.detail("  " + what + ": " + (report.passed ? "passed" : "FAILED") + ", " + report.verdict +
+                                    " (" + seconds.str() + " s, log " + run.relative(*config.log_file) + ")");
                     total_errors += report.errors;
                     if (!report.passed) {
                         ++failed_checks;
@@ -182,6 +202,7 @@ int sanitize_command(const Args &args) {
             }
         }
 
+        reporter.end_live_line();
         for (std::size_t i = 0; i < failures.size() && i < kReasonsShown; ++i) result.reasons.push_back(failures[i]);
         if (failures.size() > kReasonsShown)
             result.reasons.push_back("and " + std::to_string(failures.size() - kReasonsShown) +

@@ -1,46 +1,66 @@
-// sage2tp status: a table of the run's checkpoints (stage, status, when, key figures, fresh or stale).
-// Read-only: it takes no lock, so it can watch a run that another process is working on.
+// sage2tp status: a table of the run's checkpoints (stage, status, when, key figures, fresh or stale),
+// the first reason and log of a failed stage, and the command to run next.
+// Read-only: it only probes the lock, so it can watch a run that another process is working on.
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "stages/run_overview.h"
 
 #include <iomanip>
 #include <sstream>
+#include <system_error>
 
 namespace s2tp {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// "" when a plain command would pick this run too, else "--run DIR" (relative to the working
+// directory when the run is below it).
+std::string run_option(const fs::path &root, const RunSelection &selection) {
+    std::error_code ec;
+    RunSelection plain;
+    plain.runs_root = selection.runs_root;
+    if (auto chosen = existing_run(plain); chosen && fs::equivalent(*chosen, root, ec)) return "";
+    fs::path shown = fs::absolute(root, ec).lexically_normal();
+    fs::path below = shown.lexically_relative(fs::current_path(ec));
+    if (!below.empty() && *below.begin() != "..") shown = below;
+    return "--run " + shown.string();
+}
+
+}  // namespace
+
 int status_command(const Args &args) {
-    CommandLine cl("status", "Show the run's checkpoints: stage, status, when, key figures, fresh or stale.", args);
+    CommandLine cl("status", "Show the run's checkpoints: stage, status, when, key figures, fresh or stale; and what to run next.", args);
     if (!cl.parse()) return 0;
     RunDirectory run(require_existing_run(cl.selection()));
+    const RunOverview overview = overview_run(run, run_option(run.root(), cl.selection()));
 
     toml::array stages;
     std::ostringstream table;
     table << std::left << std::setw(10) << "STAGE" << std::setw(11) << "STATUS" << std::setw(22) << "FINISHED (UTC)"
           << std::setw(7) << "FRESH" << "FIGURES\n";
-    for (const StageState &state : inspect_run(run)) {
-        std::string status = "-", finished = "-", summary, freshness = "-";
-        if (state.read.checkpoint) {
-            const Checkpoint &c = *state.read.checkpoint;
-            status = to_string(c.status);
-            finished = c.finished_utc;
-            summary = c.figures["summary"].value_or(std::string());
-            freshness = state.fresh ? "yes" : "no";
-        } else if (state.read.exists) {
-            status = "untrusted";
+    for (const StageOverview &line : overview.stages) {
+        table << std::setw(10) << stage_name(line.stage) << std::setw(11) << line.status << std::setw(22)
+              << line.finished_utc << std::setw(7) << line.fresh << line.summary << "\n";
+        if (line.status == "failed") {
+            if (!line.first_reason.empty()) table << "  reason: " << line.first_reason << "\n";
+            if (!line.log.empty()) table << "  log: " << (run.root() / line.log).string() << "\n";
         }
-        if (!state.fresh && state.read.exists) summary += (summary.empty() ? "" : "; ") + state.stale_reason;
-        table << std::setw(10) << stage_name(state.stage) << std::setw(11) << status << std::setw(22) << finished
-              << std::setw(7) << freshness << summary << "\n";
-        toml::table entry{{"stage", stage_name(state.stage)}, {"status", status}, {"finished_utc", finished},
-                          {"fresh", state.fresh}, {"summary", summary}};
-        if (!state.fresh) entry.insert("stale_reason", state.stale_reason);
+        toml::table entry{{"stage", stage_name(line.stage)}, {"status", line.status},
+                          {"finished_utc", line.finished_utc}, {"fresh", line.fresh == "yes"}, {"summary", line.summary}};
+        if (!line.first_reason.empty()) entry.insert("first_reason", line.first_reason);
+        if (!line.log.empty()) entry.insert("log", line.log);
+        if (!line.stale_reason.empty()) entry.insert("stale_reason", line.stale_reason);
         stages.push_back(entry);
     }
     cl.reporter().say("run " + run.root().string());
-    cl.reporter().say(table.str());
-    cl.reporter().emit_json(toml::table{{"command", "status"}, {"run_dir", run.root().string()}, {"stages", stages}});
+    cl.reporter().say(table.str() + "next: " + overview.next);
+    toml::table result{{"command", "status"}, {"run_dir", run.root().string()}, {"stages", stages}, {"next", overview.next}};
+    if (overview.running_pid) result.insert("running_pid", *overview.running_pid);
+    cl.reporter().emit_json(result);
     return 0;
 }
 

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <cmath>
 #include <iomanip>
 #include <memory>
 #include <sstream>
@@ -136,6 +137,8 @@ void print_time(const Checkpoint &c, const Reporter &reporter) {
                  fixed(f["sm_clock_mhz"]["median"].value_or(0.0), 0) + "); stopped by " +
                  f["stopped_by"].value_or(std::string()) +
                  (f["l2_flushed"].value_or(false) ? "; L2 flushed before each launch" : ""));
+    const std::string plot = c.artifacts["time_svg"]["path"].value_or(std::string());
+    reporter.say("  " + speed_in_words(f["ratio"]["median"].value_or(0.0)) + (plot.empty() ? "" : "; plot: " + plot));
     print_ncu();
 }
 
@@ -148,6 +151,10 @@ int time_command(const Args &args) {
                               "(default: the manifest's [time] target_half_width)", cxxopts::value<double>(), "F")
         ("budget", "stop sampling after this many seconds (default: the manifest's [time] budget_seconds)",
          cxxopts::value<double>(), "SECONDS")
+        ("min-rounds", "sample at least this many rounds (default: the manifest's [time] min_rounds)",
+         cxxopts::value<double>(), "N")
+        ("workload", "time on the workload of this file (a [workload] table, as in data/workloads/) instead of "
+                     "the manifest's", cxxopts::value<std::string>(), "FILE")
         ("pin", "record the baseline's output SHA-256 in the run's manifest as the expected one for this arch "
                 "(times again, like --force)")
         ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)")
@@ -162,17 +169,20 @@ int time_command(const Args &args) {
     const auto flag_or = [&](const char *name, double fallback) {
         return cl.has(name) ? cl.result()[name].as<double>() : fallback;
     };
-    // The same ranges as the manifest's [time] table accepts.
-    struct Range {
-        const char *flag;
-        double low, high;
-    };
-    for (const Range &range : {Range{"target-half-width", 1e-5, 0.5}, Range{"budget", 1.0, 86400.0}}) {
+    // The ranges of the manifest's [time] table.
+    for (const SettingRange &range : {time_target_half_width_range, time_budget_seconds_range, time_min_rounds_range}) {
         const double value = flag_or(range.flag, range.low);
         if (!(value >= range.low && value <= range.high))
             fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + number(range.low) + ", " +
-                                      number(range.high) + "], got " + number(value));
+                                      number(range.high) + "] (as [time] " + range.key + "), got " + number(value));
     }
+    if (cl.has("min-rounds")) {
+        const double rounds = cl.result()["min-rounds"].as<double>();
+        if (rounds != std::floor(rounds)) fail(ExitCode::usage, "--min-rounds must be a whole number, got " + number(rounds));
+    }
+    // --pin records into the run's own manifest, which another workload's output does not belong to.
+    if (pin && cl.has("workload"))
+        fail(ExitCode::usage, "--pin records the manifest's workload output; it cannot be combined with --workload");
 
     RunDirectory run(require_existing_run(cl.selection()));
     run.lock();
@@ -182,14 +192,16 @@ int time_command(const Args &args) {
 
     Experiment experiment = load_experiment(run.manifest());
     apply_run_pins(experiment.workload, run.pins());
-    const WorkloadSpec &workload = experiment.workload;
+    const WorkloadSpec workload = cl.has("workload")
+                                      ? load_workload(fs::absolute(cl.result()["workload"].as<std::string>()))
+                                      : experiment.workload;
     const AttentionProblem &problem = workload.problem;
     const std::optional<std::string> expected_sha = expected_output_sha256(workload, kernels.arch);
 
     TimingSettings settings;
     settings.target_half_width = flag_or("target-half-width", experiment.target_half_width);
     settings.budget_seconds = flag_or("budget", experiment.budget_seconds);
-    settings.min_rounds = static_cast<std::size_t>(experiment.min_rounds);
+    settings.min_rounds = static_cast<std::size_t>(flag_or("min-rounds", static_cast<double>(experiment.min_rounds)));
     settings.warmup_launches = static_cast<std::size_t>(experiment.warmup_launches);
     settings.throttle_fraction = experiment.throttle_fraction;
     settings.order_seed = experiment.bootstrap_seed;
@@ -322,12 +334,19 @@ int time_command(const Args &args) {
                           std::to_string(settings.min_rounds) + " rounds" +
                           (flush ? "; L2 flushed before every launch" : ""));
         const auto report_progress = [&](const TimingRun &so_far, const RatioInterval &r) {
-            reporter.progress("  " + std::to_string(so_far.rounds.size()) + " rounds (" +
-                              std::to_string(so_far.throttled_rounds) + " throttled), " + fixed(so_far.seconds, 1) +
-                              " s: candidate/baseline " + fixed(r.median, 4) + ", half-width " +
-                              fixed(r.half_width_rel * 100, 3) + "%");
+            const std::string line = "  " + std::to_string(so_far.rounds.size()) + " rounds (" +
+                                     std::to_string(so_far.throttled_rounds) + " throttled), " +
+                                     fixed(so_far.seconds, 1) + " s: candidate/baseline " + fixed(r.median, 4) +
+                                     ", half-width " + fixed(r.half_width_rel * 100, 3) + "%";
+            // On a terminal in place, with the budget as the bound of the ETA (sampling may stop sooner).
+            if (reporter.live())
+                reporter.live_line(line + "; " + elapsed_and_eta(so_far.seconds, so_far.seconds / settings.budget_seconds) +
+                                   " at most");
+            else
+                reporter.progress(line);
         };
         const TimingRun timing = measure_interleaved(timer, settings, {}, report_progress);
+        reporter.end_live_line();
 
         // The timed launches rewrote every output: the bytes must still be the ones checked above.
         const OutputHashes last = hash_outputs(problem, outputs, false);
@@ -466,6 +485,7 @@ int time_command(const Args &args) {
             return static_cast<int>(*kept);
         throw;
     }
+    require_kernels_for_device("time", kernels, *device);
     return static_cast<int>(execute_stage(run, work, cl.has("force") || pin, reporter));
 }
 

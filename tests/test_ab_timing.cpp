@@ -359,3 +359,16 @@ TEST(L2Flush, OnlyWhenTheWorkingSetCouldStayInL2) {
 
 }  // namespace
 }  // namespace s2tp
+
+namespace s2tp {
+namespace {
+
+TEST(SpeedInWords, SaysHowMuchFasterOrSlowerTheCandidateIs) {
+    EXPECT_EQ(speed_in_words(1.346), "the candidate is 34.6% slower (1.346x the baseline's time)");
+    EXPECT_EQ(speed_in_words(0.88), "the candidate is 12.0% faster (0.880x the baseline's time)");
+    EXPECT_EQ(speed_in_words(1.0004), "the candidate is as fast as the baseline (1.000x the baseline's time)");
+    EXPECT_EQ(speed_in_words(0.9996), "the candidate is as fast as the baseline (1.000x the baseline's time)");
+}
+
+}  // namespace
+}  // namespace s2tp

@@ -149,6 +149,11 @@ TEST_F(Build, CandidateThatDoesNotCompileFailsWithTheErrorQuoted) {
         << c.reasons.front();
     EXPECT_NE(c.reasons.front().find("error"), std::string::npos) << c.reasons.front();
     EXPECT_NE(r.out.find("does not compile"), std::string::npos) << r.out;
+    // In a pipe: one line per finished compile, the failed one marked.
+    EXPECT_NE(r.out.find("] candidate:kernels/attention_entry.cu "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" s, FAILED (nvcc exit "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  [1/"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\r'), std::string::npos) << "no in-place progress in a pipe";
     // A failed build is never "up to date": the next stage refuses, the build runs again.
     r = sage2tp({"sanitize", "--run", "broken"});
     EXPECT_EQ(r.exit_code, 4) << r.err;

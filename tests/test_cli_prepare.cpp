@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <csignal>
 #include <fstream>
 #include <sys/wait.h>
@@ -458,4 +460,85 @@ TEST_F(Cli, WorkloadTensorsAreCheckedAndCopiedIntoTheRun) {
     std::ofstream(dir_ / "run/inputs/workload/k.npy", std::ios::app) << "x";
     r = sage2tp({"status", "--run", "run"});
     EXPECT_NE(r.out.find("artifact inputs/workload/k.npy no longer has the sha256"), std::string::npos) << r.out;
+}
+
+// run --json carries each stage's status, reasons and summary from its checkpoint, and the error of a
+// stage that ended without one (here build, refusing an arch before any compile).
+TEST_F(Cli, RunJsonCarriesEachStagesStatusReasonsAndSummary) {
+    ProcessResult r = sage2tp({"run", "--run", "run", "--json", "--arch", "sm_70"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    const std::size_t prepare = r.out.find("\"stage\" : \"prepare\"");
+    const std::size_t build = r.out.find("\"stage\" : \"build\"");
+    ASSERT_NE(prepare, std::string::npos) << r.out;
+    ASSERT_NE(build, std::string::npos) << r.out;
+    const std::size_t split = r.out.find("}", prepare);  // the end of prepare's object (keys are sorted)
+    ASSERT_LT(split, build) << r.out;
+    const std::string prepare_part = r.out.substr(0, split);
+    EXPECT_NE(prepare_part.find("\"status\" : \"passed\""), std::string::npos) << r.out;
+    EXPECT_NE(prepare_part.find("\"reasons\" : []"), std::string::npos) << r.out;
+    EXPECT_NE(prepare_part.find("\"summary\" : \"embedded @ "), std::string::npos) << r.out;
+    EXPECT_NE(prepare_part.find("\"checkpoint\" : \"checkpoints/01-prepare.toml\""), std::string::npos) << r.out;
+    const std::string build_part = r.out.substr(split);
+    EXPECT_NE(build_part.find("unsupported arch 'sm_70'"), std::string::npos) << r.out;
+    EXPECT_EQ(build_part.find("\"status\""), std::string::npos) << r.out;
+}
+
+// status names the command to run next, and finds the run from inside its directory.
+TEST_F(Cli, StatusSaysWhatToRunNextFromInsideTheRun) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
+    ProcessOptions options;
+    options.working_directory = dir_ / "run/trees";
+    ProcessResult r = run_process({binary, "status"}, options);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("run " + fs::canonical(dir_ / "run").string()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("next: sage2tp run   (or sage2tp build for build alone)"), std::string::npos) << r.out;
+    r = sage2tp({"status", "--run", "run"});
+    EXPECT_NE(r.out.find("next: sage2tp run --run run"), std::string::npos) << r.out;
+}
+
+// time's --budget, --target-half-width and --min-rounds take the ranges of the manifest's [time] keys,
+// checked before anything else; --pin records the manifest's own workload, so it refuses --workload.
+TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
+    for (const std::vector<std::string> &bad : std::vector<std::vector<std::string>>{
+             {"--min-rounds", "2"}, {"--min-rounds", "1000001"}, {"--min-rounds", "20.5"},
+             {"--budget", "0.5"}, {"--target-half-width", "0.6"}}) {
+        std::vector<std::string> args{"time"};
+        args.insert(args.end(), bad.begin(), bad.end());
+        ProcessResult r = sage2tp(args);
+        EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.err;
+        EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
+    }
+    ProcessResult r = sage2tp({"time", "--min-rounds", "2"});
+    EXPECT_NE(r.err.find("--min-rounds must be in [3, "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(as [time] min_rounds), got 2"), std::string::npos) << r.err;
+    r = sage2tp({"time", "--pin", "--workload", "w.toml"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("cannot be combined with --workload"), std::string::npos) << r.err;
+}
+
+// The bash completion offers every command (from the binary's own `sage2tp help`) and each command's
+// options (from `sage2tp help CMD`).
+TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
+    const std::string script = (fs::path(S2TP_SOURCE_ROOT) / "data/completion/sage2tp.bash").string();
+    const auto complete = [&](const std::string &words, int cword) {
+        return run_process({"bash", "-c", "source '" + script + "'; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                                              std::to_string(cword) + "; _sage2tp; printf '%s\\n' \"${COMPREPLY[@]}\""});
+    };
+    ProcessResult r = complete("'" + binary + "' ''", 1);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char *command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "report",
+                                "clean", "help"})
+        EXPECT_NE(r.out.find(std::string(command) + "\n"), std::string::npos) << command << " missing from: " << r.out;
+    // Exactly the commands `sage2tp help` lists.
+    ProcessResult help = sage2tp({"help"});
+    std::size_t listed = 0;
+    for (std::size_t at = help.out.find("\n  "); at != std::string::npos && at < help.out.find("\n\nglobal");
+         at = help.out.find("\n  ", at + 1))
+        ++listed;
+    EXPECT_EQ(static_cast<std::size_t>(std::count(r.out.begin(), r.out.end(), '\n')), listed) << r.out;
+    r = complete("'" + binary + "' --run x time --", 4);
+    EXPECT_NE(r.out.find("--min-rounds\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--workload\n"), std::string::npos) << r.out;
+    r = complete("'" + binary + "' help bu", 2);
+    EXPECT_EQ(r.out, "build\n");
 }

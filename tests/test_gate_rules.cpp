@@ -363,5 +363,42 @@ TEST(GateVerdict, StatusTexts) {
     EXPECT_STREQ(gate_status_text(GateStatus::not_checked), "NOT CHECKED");
 }
 
+// A failed parity stops the pipeline before time: the conditions time feeds name parity as the cause.
+TEST(GateRules, ConditionsOfAStageThatNeverRanNameTheFailedStageBeforeIt) {
+    GateEvidence e = good_evidence();
+    e.parity = {true, true, false, "3 of 12 shapes differ"};
+    e.time = StageEvidence{};
+    e.real_output_stage = StageEvidence{};
+    const GateResult result = evaluate_gate(e, default_thresholds());
+    for (const char *name : {"output-sha", "candidate-p50"}) {
+        const GateCondition &c = condition(result, name);
+        EXPECT_EQ(c.figure, "parity failed, so time did not run") << name;
+        EXPECT_EQ(c.detail, "fix what parity reports first") << name;
+    }
+    // Without an earlier failure, the missing stage itself is named.
+    e.parity = passed_stage();
+    EXPECT_EQ(condition(evaluate_gate(e, default_thresholds()), "output-sha").figure, "no time checkpoint");
+}
+
+TEST(GateRules, SpillAndSharedMemoryFiguresNameTheWorstEntryAndTheBaselinesOwnSpills) {
+    GateEvidence e = good_evidence();
+    e.candidate_resources.spill_bytes = 72;
+    e.spill_worst_entry = "hd128_bf16_causal";
+    e.smem_worst_entry = "hd64_f16_nomask";
+    e.baseline_max_spill_bytes = 48;
+    e.baseline_max_spill_entry = "hd128_f16_causal";
+    const GateResult result = evaluate_gate(e, default_thresholds());
+    const GateCondition &spills = condition(result, "spills");
+    EXPECT_EQ(spills.status, GateStatus::fail);
+    EXPECT_NE(spills.figure.find("growth +32 B at hd128_bf16_causal (baseline 40 B, candidate 72 B"), std::string::npos)
+        << spills.figure;
+    EXPECT_NE(spills.figure.find("the baseline's own spills: up to 48 B at hd128_f16_causal"), std::string::npos)
+        << spills.figure;
+    EXPECT_NE(condition(result, "shared-memory").figure.find("per block at hd64_f16_nomask"), std::string::npos);
+    e.baseline_max_spill_bytes = 0;
+    EXPECT_NE(condition(evaluate_gate(e, default_thresholds()), "spills").figure.find("the baseline spills nothing"),
+              std::string::npos);
+}
+
 }  // namespace
 }  // namespace s2tp

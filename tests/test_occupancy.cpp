@@ -295,8 +295,8 @@ TEST(Occupancy, InvalidInputsAreUsageErrors) {
 
 // ---- data/arch_limits.toml ----
 
-TEST(ArchLimits, TableHasTheFourRowsOfHarnessFacts) {
-    ASSERT_EQ(table().size(), 4u);
+TEST(ArchLimits, TableHasTheSixSupportedRows) {
+    ASSERT_EQ(table().size(), 6u);
     const ArchLimits &sm90 = table().at("sm_90");
     EXPECT_EQ(sm90.target, "sm_90a");
     EXPECT_TRUE(sm90.feature_suffix);
@@ -320,6 +320,21 @@ TEST(ArchLimits, TableHasTheFourRowsOfHarnessFacts) {
     EXPECT_EQ(sm89.barrier_slots_per_block_slot, 0);
     EXPECT_EQ(table().at("sm_120").barrier_slots_per_block_slot, 1);
     EXPECT_EQ(table().at("sm_121").target, "sm_121a");
+
+    // Blackwell datacenter parts (cc 10.0, 10.3): sm_90's SM limits, 228 KiB carveout, 2 barriers per slot.
+    for (const char *row : {"sm_100", "sm_103"}) {
+        const ArchLimits &b = table().at(row);
+        EXPECT_EQ(b.target, std::string(row) + "a");
+        EXPECT_EQ(b.threads_per_sm, 2048);
+        EXPECT_EQ(b.max_blocks_per_sm, 32);
+        EXPECT_EQ(b.registers_per_sm, 65536);
+        EXPECT_EQ(b.sub_partitions, 4);
+        EXPECT_EQ(b.smem_per_sm, 233472);
+        EXPECT_EQ(b.smem_optin_per_block, 232448);
+        EXPECT_EQ(b.smem_reserved_per_block, 1024);
+        EXPECT_EQ(b.smem_carveout_steps.back(), 233472);
+        EXPECT_EQ(b.barrier_slots_per_block_slot, 2);
+    }
 }
 
 TEST(ArchLimits, ResolveAcceptsOnlyTheBuildTargets) {
@@ -327,14 +342,16 @@ TEST(ArchLimits, ResolveAcceptsOnlyTheBuildTargets) {
     EXPECT_EQ(resolve_arch(table(), "sm_90a").row, "sm_90");
     EXPECT_EQ(resolve_arch(table(), "sm_120a").row, "sm_120");
     EXPECT_EQ(resolve_arch(table(), "sm_121a").row, "sm_121");
-    for (const char *bad : {"sm_90", "sm_89a", "sm_120", "sm_100a", "SM_90A", ""}) {
+    EXPECT_EQ(resolve_arch(table(), "sm_100a").row, "sm_100");
+    EXPECT_EQ(resolve_arch(table(), "sm_103a").row, "sm_103");
+    for (const char *bad : {"sm_90", "sm_89a", "sm_120", "sm_100", "sm_101a", "SM_90A", ""}) {
         try {
             resolve_arch(table(), bad);
             ADD_FAILURE() << "accepted " << bad;
         } catch (const Error &e) {
             EXPECT_EQ(e.code(), ExitCode::usage);
             EXPECT_EQ(std::string(e.what()),
-                      "unsupported arch '" + std::string(bad) + "'; valid: sm_89, sm_90a, sm_120a, sm_121a");
+                      "unsupported arch '" + std::string(bad) + "'; valid: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a");
         }
     }
 }

@@ -1,5 +1,5 @@
 // The ptxas -v parser against recorded logs (tests/data/ptxas/): hand-written ones in the exact line
-// formats of harness-facts §3, and one real nvcc 13.0 log (nvcc13_sm90a_probe.log, from probe_kernels.cu).
+// formats nvcc 13.0 prints with -Xptxas -v, and one real nvcc 13.0 log (nvcc13_sm90a_probe.log, from probe_kernels.cu).
 #include "support/errors.h"
 #include "formats/ptxas_report.h"
 

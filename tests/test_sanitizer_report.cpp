@@ -1,5 +1,5 @@
 // The compute-sanitizer verdict. The fixtures are written from the record and summary formats measured
-// with compute-sanitizer 2025.3.1 on an H200 (harness-facts §2), including the planted-bug cases there.
+// with compute-sanitizer 2025.3.1 on an H200, including the planted-bug cases measured there.
 #include "support/errors.h"
 #include "formats/sanitizer_report.h"
 

@@ -1,4 +1,5 @@
 #include "support/errors.h"
+#include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 
 #include <gtest/gtest.h>
@@ -170,3 +171,16 @@ TEST(TreeDigest, ASymbolicLinkIsHashedAsALinkNeverFollowed) {
     EXPECT_NE(Fingerprint().add_tree("t", root / "tree").hex(), before) << "a changed link target went unnoticed";
     fs::remove_all(root);
 }
+
+namespace s2tp {
+namespace {
+
+TEST(ElapsedAndEta, ExtrapolatesTheRestFromTheShareDone) {
+    EXPECT_EQ(elapsed_and_eta(72, 0.5), "1m12s elapsed, ETA 1m12s");
+    EXPECT_EQ(elapsed_and_eta(30, 0.75), "30s elapsed, ETA 10s");
+    EXPECT_EQ(elapsed_and_eta(5, 0), "5s elapsed, ETA ?");
+    EXPECT_EQ(elapsed_and_eta(5, 1), "5s elapsed, done");
+}
+
+}  // namespace
+}  // namespace s2tp

@@ -1,4 +1,4 @@
-// Reads the resource report that nvcc/ptxas print on stderr with `-Xptxas -v` (harness-facts §3):
+// Reads the resource report that nvcc/ptxas print on stderr with `-Xptxas -v` (as nvcc 13.0 prints it):
 // one record per (kernel entry, arch). Registers are per target (35 on sm_90a vs 96 on sm_89 for the
 // same source), so every consumer keys on the arch as well as the kernel.
 //

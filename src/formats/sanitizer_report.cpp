@@ -172,7 +172,7 @@ SanitizerReport parse_sanitizer_output(SanitizerTool tool, std::string_view outp
     report.exit_code = exit_code;
 
     // "1 error" and "2 errors", "1 hazard" and "0 hazards": a plural-only pattern reads a single
-    // error as no summary at all (harness-facts §2).
+    // error as no summary at all (compute-sanitizer 2025.3.1 writes the singular for a count of 1).
     bool race_summary_found = false, error_summary_found = false;
     std::int64_t race_errors = 0, summary_errors = 0;
     for (std::string_view line : split_lines(output)) {

@@ -12,8 +12,9 @@
 //   s2tp::SanitizerReport report = s2tp::parse_sanitizer_output(run.tool, text, r.exit_code);
 //   if (!report.passed) std::cerr << report.verdict << "\n";
 //
-// The verdict is strict (harness-facts §2): a missing summary line, a non-zero exit status, or the
-// "Target application returned an error" record each fail the check even when the error count is 0.
+// The verdict is strict: a missing summary line, a non-zero exit status, or the "Target application
+// returned an error" record each fail the check even when the error count is 0, since a count of 0
+// alone does not show that the kernels ran to the end under the tool.
 #pragma once
 
 #include <cstddef>

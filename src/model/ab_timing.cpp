@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 
@@ -197,6 +198,20 @@ std::optional<std::string> too_noisy_reason(const RatioInterval &aa) {
          << ", which does not contain 1: the machine is too noisy to time on (" << aa.n
          << " rounds); free the GPU of other work and run 'sage2tp time --force'";
     return text.str();
+}
+
+}  // namespace s2tp
+
+namespace s2tp {
+
+std::string speed_in_words(double ratio) {
+    char times[32], percent[32];
+    std::snprintf(times, sizeof times, "%.3fx", ratio);
+    const double change = (ratio - 1.0) * 100.0;
+    std::snprintf(percent, sizeof percent, "%.1f%%", std::fabs(change));
+    const std::string share = std::string(" (") + times + " the baseline's time)";
+    if (std::string(percent) == "0.0%") return "the candidate is as fast as the baseline" + share;
+    return std::string("the candidate is ") + percent + (change > 0 ? " slower" : " faster") + share;
 }
 
 }  // namespace s2tp

@@ -154,6 +154,11 @@ struct TimingStats {
 TimingStats timing_stats(const TimingRun &run, const BootstrapOptions &bootstrap);
 
 // Why the A/A control says the machine is too noisy to time on, or nothing when its interval contains 1.
+// The candidate/baseline time ratio in words: "the candidate is 34.6% slower (1.346x the baseline's
+// time)", "... 12.0% faster (0.880x ...)", or "... as fast as the baseline (1.000x ...)" when the
+// percentage rounds to 0.0.
+std::string speed_in_words(double candidate_over_baseline);
+
 std::optional<std::string> too_noisy_reason(const RatioInterval &control_vs_baseline);
 
 }  // namespace s2tp

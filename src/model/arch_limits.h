@@ -45,7 +45,7 @@ using ArchLimitsTable = std::map<std::string, ArchLimits>;
 // contradict each other throw Error(usage) naming file:line:column.
 ArchLimitsTable load_arch_limits(const std::string &path);
 
-// Maps a build-target name ("sm_89", "sm_90a", "sm_120a", "sm_121a") to its row. Any other name
+// Maps a build-target name ("sm_89", "sm_90a", "sm_100a", ...) to its row. Any other name
 // throws Error(usage, "unsupported arch 'X'; valid: ...").
 const ArchLimits &resolve_arch(const ArchLimitsTable &table, std::string_view target);
 

@@ -266,9 +266,12 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
 
     if (const toml::table *time = top.optional_table("time")) {
         TableReader r(*time, file, "[time]");
-        e.target_half_width = r.number_or("target_half_width", e.target_half_width, 1e-5, 0.5);
-        e.budget_seconds = r.number_or("budget_seconds", e.budget_seconds, 1.0, 86400.0);
-        e.min_rounds = r.integer_or("min_rounds", e.min_rounds, 3, 1000000);
+        const SettingRange &half = time_target_half_width_range, &budget = time_budget_seconds_range,
+                           &rounds = time_min_rounds_range;
+        e.target_half_width = r.number_or(half.key, e.target_half_width, half.low, half.high);
+        e.budget_seconds = r.number_or(budget.key, e.budget_seconds, budget.low, budget.high);
+        e.min_rounds = r.integer_or(rounds.key, e.min_rounds, static_cast<std::int64_t>(rounds.low),
+                                    static_cast<std::int64_t>(rounds.high));
         e.warmup_launches = r.integer_or("warmup_launches", e.warmup_launches, 0, 1000);
         e.bootstrap_seed = static_cast<std::uint64_t>(r.integer_or("bootstrap_seed", 20261129, 0, INT64_MAX));
         e.bootstrap_resamples = r.integer_or("bootstrap_resamples", e.bootstrap_resamples, 100, 1000000);

@@ -117,6 +117,17 @@ struct Experiment {
 // `overrides` replace manifest values (prepare's --repository, --commit, --candidate-commit).
 Experiment load_experiment(const std::filesystem::path &manifest, const SourceOverrides &overrides = {});
 
+// The values [time] accepts for the settings that `sage2tp time` can also take on its command line: one
+// definition, so a flag and the manifest key can never disagree on what is in range.
+struct SettingRange {
+    const char *key;   // the [time] key, e.g. "budget_seconds"
+    const char *flag;  // the time option, e.g. "budget"
+    double low, high;  // inclusive
+};
+inline constexpr SettingRange time_target_half_width_range{"target_half_width", "target-half-width", 1e-5, 0.5};
+inline constexpr SettingRange time_budget_seconds_range{"budget_seconds", "budget", 1.0, 86400.0};
+inline constexpr SettingRange time_min_rounds_range{"min_rounds", "min-rounds", 3, 1000000};
+
 // The embedded quantization source that the "support" tree is built from, and its include directory.
 inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }
 inline const char *embedded_include_dir() { return "kernels"; }

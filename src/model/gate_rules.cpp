@@ -42,11 +42,28 @@ GateCondition make(const char *name, GateStatus status, std::string figure, std:
 }
 
 // A missing or stale checkpoint is not evidence: the condition it feeds cannot be decided.
+// The stage before `stage_name` that failed, which is why `stage_name` never ran; "" when none did.
+std::string failed_before(const GateEvidence &e, const std::string &stage_name) {
+    const std::pair<const char *, const StageEvidence *> order[] = {
+        {"prepare", &e.prepare}, {"build", &e.build}, {"sanitize", &e.sanitize}, {"parity", &e.parity}, {"time", &e.time}};
+    for (const auto &[name, stage] : order) {
+        if (name == stage_name) return "";
+        const bool skipped = stage == &e.sanitize && e.sanitizer_skipped;
+        if (stage->present && !stage->passed && !skipped) return name;
+    }
+    return "";
+}
+
 std::optional<GateCondition> unusable(const char *name, const std::string &stage_name, const StageEvidence &stage,
-                                      bool required) {
-    if (!stage.present)
+                                      bool required, const GateEvidence &e) {
+    if (!stage.present) {
+        // A stage that never ran because an earlier one failed: name the real cause, not the missing stage.
+        if (std::string cause = failed_before(e, stage_name); !cause.empty())
+            return make(name, GateStatus::not_checked, cause + " failed, so " + stage_name + " did not run",
+                        "fix what " + cause + " reports first", required);
         return make(name, GateStatus::not_checked, "no " + stage_name + " checkpoint",
                     "run the " + stage_name + " stage", required);
+    }
     if (!stage.fresh)
         return make(name, GateStatus::not_checked, stage_name + " checkpoint is stale",
                     "its inputs changed since it ran; rerun the " + stage_name + " stage", required);
@@ -56,13 +73,13 @@ std::optional<GateCondition> unusable(const char *name, const std::string &stage
 // Timing figures from a time stage that did not pass (e.g. its A/A control excluded 1) are not
 // trustworthy enough to pass or fail a candidate on.
 std::optional<GateCondition> timing_unusable(const char *name, const GateEvidence &e, bool required) {
-    if (auto not_evidence = unusable(name, "time", e.time, required)) return not_evidence;
+    if (auto not_evidence = unusable(name, "time", e.time, required, e)) return not_evidence;
     if (!e.time.passed) return make(name, GateStatus::not_checked, "time stage did not pass", e.time.note, required);
     return std::nullopt;
 }
 
 std::optional<GateCondition> resources_unusable(const char *name, const GateEvidence &e, bool recorded) {
-    if (auto not_evidence = unusable(name, "build", e.build, true)) return not_evidence;
+    if (auto not_evidence = unusable(name, "build", e.build, true, e)) return not_evidence;
     if (!e.build.passed) return make(name, GateStatus::not_checked, "build did not pass");
     if (!recorded)
         return make(name, GateStatus::not_checked, "not recorded for " + e.resource_arch,
@@ -92,7 +109,7 @@ GateCondition check_freshness(const GateEvidence &e, const GateThresholds &) {
 
 GateCondition check_build(const GateEvidence &e, const GateThresholds &) {
     const char *name = "build";
-    if (auto not_evidence = unusable(name, "build", e.build, true)) return *not_evidence;
+    if (auto not_evidence = unusable(name, "build", e.build, true, e)) return *not_evidence;
     if (!e.build.passed) return make(name, GateStatus::fail, "build failed", e.build.note);
     return make(name, GateStatus::pass, "both arms built");
 }
@@ -100,7 +117,7 @@ GateCondition check_build(const GateEvidence &e, const GateThresholds &) {
 GateCondition check_sanitizer(const GateEvidence &e, const GateThresholds &t) {
     const char *name = "sanitizer";
     const bool required = t.require_sanitizer;
-    if (auto not_evidence = unusable(name, "sanitize", e.sanitize, required)) return *not_evidence;
+    if (auto not_evidence = unusable(name, "sanitize", e.sanitize, required, e)) return *not_evidence;
     if (e.sanitizer_skipped)
         return make(name, GateStatus::not_checked, "skipped",
                     required ? "require_sanitizer is set" : "not required; does not block", required);
@@ -115,7 +132,7 @@ GateCondition check_sanitizer(const GateEvidence &e, const GateThresholds &t) {
 
 GateCondition check_parity(const GateEvidence &e, const GateThresholds &) {
     const char *name = "parity";
-    if (auto not_evidence = unusable(name, "parity", e.parity, true)) return *not_evidence;
+    if (auto not_evidence = unusable(name, "parity", e.parity, true, e)) return *not_evidence;
     const std::string counts = std::to_string(e.parity_shapes_differing) + " of " +
                                std::to_string(e.parity_shapes_compared) + " shapes differ";
     if (e.parity_shapes_differing > 0) return make(name, GateStatus::fail, counts, e.parity.note);
@@ -127,7 +144,7 @@ GateCondition check_parity(const GateEvidence &e, const GateThresholds &) {
 
 GateCondition check_output_sha(const GateEvidence &e, const GateThresholds &) {
     const char *name = "output-sha";
-    if (auto not_evidence = unusable(name, e.real_output_stage_name, e.real_output_stage, true))
+    if (auto not_evidence = unusable(name, e.real_output_stage_name, e.real_output_stage, true, e))
         return *not_evidence;
     if (e.expected_real_output_sha256.empty())
         return make(name, GateStatus::not_checked, "no expected digest",
@@ -172,13 +189,15 @@ GateCondition check_relative_speed(const GateEvidence &e, const GateThresholds &
                     std::to_string(ci.n));
 }
 
+std::string at_entry(const std::string &entry) { return entry.empty() ? "" : " at " + entry; }
+
 GateCondition check_shared_memory(const GateEvidence &e, const GateThresholds &) {
     const char *name = "shared-memory";
     const auto &base = e.baseline_resources.smem_per_block_bytes;
     const auto &cand = e.candidate_resources.smem_per_block_bytes;
     if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;
     const std::string figure = e.resource_arch + ": candidate " + std::to_string(*cand) + " B vs baseline " +
-                               std::to_string(*base) + " B per block";
+                               std::to_string(*base) + " B per block" + at_entry(e.smem_worst_entry);
     return make(name, *cand > *base ? GateStatus::fail : GateStatus::pass, figure);
 }
 
@@ -198,9 +217,15 @@ GateCondition check_spills(const GateEvidence &e, const GateThresholds &t) {
     const auto &cand = e.candidate_resources.spill_bytes;
     if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;
     const std::int64_t growth = *cand - *base;
-    const std::string figure = e.resource_arch + ": growth " + signed_bytes(growth) + " (baseline " +
-                               std::to_string(*base) + " B, candidate " + std::to_string(*cand) + " B; limit " +
-                               signed_bytes(t.max_spill_growth_bytes) + ")";
+    std::string figure = e.resource_arch + ": growth " + signed_bytes(growth) + at_entry(e.spill_worst_entry) +
+                         " (baseline " + std::to_string(*base) + " B, candidate " + std::to_string(*cand) +
+                         " B; limit " + signed_bytes(t.max_spill_growth_bytes) + ")";
+    // What the baseline spills by itself tells whether any growth is on top of an already spilling kernel.
+    if (e.baseline_max_spill_bytes)
+        figure += *e.baseline_max_spill_bytes == 0
+                      ? "; the baseline spills nothing"
+                      : "; the baseline's own spills: up to " + std::to_string(*e.baseline_max_spill_bytes) + " B" +
+                            at_entry(e.baseline_max_spill_entry);
     return make(name, growth > t.max_spill_growth_bytes ? GateStatus::fail : GateStatus::pass, figure);
 }
 

@@ -57,6 +57,11 @@ struct GateEvidence {
     std::string resource_arch;  // e.g. "sm_90a", shown in the resource figures
     ArmResources baseline_resources;
     ArmResources candidate_resources;
+    // The entry points the shared-memory and spill figures come from (the worst pair), and the most the
+    // baseline spills in any entry by itself; empty/unset when not recorded.
+    std::string smem_worst_entry, spill_worst_entry;
+    std::optional<std::int64_t> baseline_max_spill_bytes;
+    std::string baseline_max_spill_entry;
 };
 
 struct GateThresholds {

@@ -2,6 +2,9 @@
 
 #include <iostream>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 namespace s2tp {
 
 const char *sage2tp_version() { return S2TP_VERSION; }
@@ -16,14 +19,54 @@ bool is_global_option_with_value(const std::string &word) {
     return false;
 }
 
-void Reporter::say(const std::string &line) const { (json_ ? std::cerr : std::cout) << line << std::endl; }
+void Reporter::say(const std::string &line) const {
+    clear_live_line();
+    (json_ ? std::cerr : std::cout) << line << std::endl;
+}
 
 void Reporter::progress(const std::string &line) const {
+    clear_live_line();
     if (verbosity_ > 0) (json_ ? std::cerr : std::cout) << line << std::endl;
 }
 
 void Reporter::detail(const std::string &line) const {
+    clear_live_line();
     if (verbosity_ > 1) (json_ ? std::cerr : std::cout) << line << std::endl;
+}
+
+bool Reporter::live() const { return !json_ && verbosity_ > 0 && ::isatty(STDOUT_FILENO); }
+
+void Reporter::live_line(const std::string &line) const {
+    if (!live()) return;
+    // A line wider than the terminal would wrap, and \r would then rewrite only its last part.
+    winsize size{};
+    const std::size_t width = ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col - 1 : 79;
+    std::cout << "\r\033[K" << line.substr(0, width) << std::flush;
+    live_shown_ = true;
+}
+
+void Reporter::end_live_line() const { clear_live_line(); }
+
+void Reporter::clear_live_line() const {
+    if (!live_shown_) return;
+    std::cout << "\r\033[K" << std::flush;
+    live_shown_ = false;
+}
+
+namespace {
+std::string minutes_seconds(double seconds) {
+    const long total = static_cast<long>(seconds + 0.5);
+    return total >= 60 ? std::to_string(total / 60) + "m" + std::to_string(total % 60) + "s" : std::to_string(total) + "s";
+}
+}  // namespace
+
+std::string elapsed_and_eta(double elapsed_seconds, double done_fraction) {
+    std::string eta = "ETA ?";
+    if (done_fraction > 0 && done_fraction < 1)
+        eta = "ETA " + minutes_seconds(elapsed_seconds / done_fraction * (1 - done_fraction));
+    else if (done_fraction >= 1)
+        eta = "done";
+    return minutes_seconds(elapsed_seconds) + " elapsed, " + eta;
 }
 
 void Reporter::warn(const std::string &line) const { std::cerr << "warning: " << line << std::endl; }
@@ -37,7 +80,8 @@ CommandLine::CommandLine(std::string command, std::string summary, std::vector<s
     options_.add_options("Global")
         ("run", "the run directory to work on", cxxopts::value<std::string>(), "DIR")
         ("run-id", "name of the run under --root: letters, digits, '.', '_', '-', not starting with '.' or '-' "
-                   "(default: $SAGE2_TEMPORAL_RUN_ID, else the latest run, else <experiment>-<UTC time> for prepare)",
+                   "(default: $SAGE2TP_RUN_ID, or the older $SAGE2_TEMPORAL_RUN_ID; else the run the working directory "
+                   "is in; else the latest run; else <experiment>-<UTC time> for prepare)",
          cxxopts::value<std::string>(), "ID")
         ("root", "where runs live", cxxopts::value<std::string>()->default_value("sage2tp-runs"), "DIR")
         ("json", "print one JSON object describing the result on stdout")

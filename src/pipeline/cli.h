@@ -33,10 +33,21 @@ public:
     void warn(const std::string &line) const;      // always, on stderr
     void emit_json(const toml::table &result) const;  // the one JSON object, under --json
 
+    // In-place progress, only when stdout is a terminal (not under -q or --json): live_line rewrites
+    // one line; the next say/progress/detail or end_live_line clears it first.
+    bool live() const;
+    void live_line(const std::string &line) const;
+    void end_live_line() const;
+
 private:
+    void clear_live_line() const;
     bool json_ = false;
     int verbosity_ = 1;
+    mutable bool live_shown_ = false;
 };
+
+// "1m12s elapsed, ETA 40s" from the seconds so far and the share done (0..1); "ETA ?" before any is done.
+std::string elapsed_and_eta(double elapsed_seconds, double done_fraction);
 
 class CommandLine {
 public:

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -54,7 +55,14 @@ void RunDirectory::lock() {
     // The supervisors of this run's children hold the lock too, until their child's process group is
     // gone: even when this process is SIGKILLed, the lock is not free while a child can still write.
     keep_open_in_children(lock_fd_);
-    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    // A few tries over about 100 ms: lock_holder (sage2tp status) holds a shared lock for a moment.
+    bool locked = false;
+    for (int attempt = 0; attempt < 5 && !locked; ++attempt) {
+        if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        locked = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0;
+        if (!locked && errno != EWOULDBLOCK) break;
+    }
+    if (!locked) {
         std::ifstream in(lock_file);
         std::string holder;
         std::getline(in, holder);
@@ -67,6 +75,30 @@ void RunDirectory::lock() {
     std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
         fail(ExitCode::usage, "cannot record pid in '" + lock_file.string() + "': " + std::strerror(errno));
+}
+
+std::optional<long> lock_holder(const fs::path &run_root) {
+    const fs::path lock_file = run_root / ".lock";
+    const int fd = ::open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    const bool free = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+    ::close(fd);  // also drops the shared lock
+    if (free) return std::nullopt;
+    std::ifstream in(lock_file);
+    long pid = 0;
+    in >> pid;
+    return in ? pid : 0;
+}
+
+std::optional<fs::path> enclosing_run(const fs::path &dir) {
+    std::error_code ec;
+    fs::path at = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+    if (ec) return std::nullopt;
+    for (;;) {
+        if (fs::is_regular_file(at / "experiment.toml", ec) && fs::exists(at / ".lock", ec)) return at;
+        if (at == at.root_path() || at.empty()) return std::nullopt;
+        at = at.parent_path();
+    }
 }
 
 bool stays_inside(const fs::path &relative_path) {
@@ -99,6 +131,7 @@ namespace {
 
 std::optional<std::string> effective_run_id(const RunSelection &selection) {
     if (selection.run_id) return selection.run_id;
+    if (const char *id = std::getenv("SAGE2TP_RUN_ID"); id && *id) return std::string(id);
     // The experiment's earlier shell runner named runs through this variable; keep honouring it.
     if (const char *id = std::getenv("SAGE2_TEMPORAL_RUN_ID"); id && *id) return std::string(id);
     return std::nullopt;
@@ -131,8 +164,10 @@ std::optional<fs::path> existing_run(const RunSelection &selection) {
         check_run_id(*id);
         return selection.runs_root / *id;
     }
-    fs::path latest = selection.runs_root / "latest";
     std::error_code ec;
+    if (fs::path cwd = fs::current_path(ec); !ec)
+        if (auto here = enclosing_run(cwd)) return here;
+    fs::path latest = selection.runs_root / "latest";
     if (fs::is_symlink(latest, ec) && fs::is_directory(latest, ec))
         return fs::canonical(latest, ec);
     return std::nullopt;

@@ -8,8 +8,9 @@
 //   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
-// Every path recorded inside a run is relative to the run directory, so a run prepared and built on a
-// CPU host can be copied to a GPU host and resumed there.
+// Every path sage2tp reads back from a run is relative to the run directory, so a run prepared and
+// built on a CPU host can be copied to a GPU host and resumed there. (prepare's figures and the build's
+// .cmd files also record absolute paths, of where things were on the host that wrote them.)
 #pragma once
 
 #include <filesystem>
@@ -53,11 +54,20 @@ private:
     int lock_fd_ = -1;
 };
 
+// The pid recorded in <run>/.lock while another process holds the run's lock (0 when the file names
+// none), nullopt when the lock is free. It probes with a shared flock that it drops at once; lock()
+// retries for a moment, so a status probe never makes a starting stage fail.
+std::optional<long> lock_holder(const std::filesystem::path &run_root);
+
+// The run directory that `dir` is, or is inside (it holds experiment.toml and .lock), if any.
+std::optional<std::filesystem::path> enclosing_run(const std::filesystem::path &dir);
+
 // True when `path`, taken relative to some root, stays inside it (no absolute path, no "..").
 bool stays_inside(const std::filesystem::path &relative_path);
 
-// Which run a command works on: --run DIR, else <root>/<run-id> when an id is given (or
-// SAGE2_TEMPORAL_RUN_ID is set), else the run <root>/latest points to. Empty when none is known.
+// Which run a command works on: --run DIR, else <root>/<run-id> when an id is given (or SAGE2TP_RUN_ID
+// is set; the older SAGE2_TEMPORAL_RUN_ID is still honoured), else the run the working directory is in
+// (enclosing_run), else the run <root>/latest points to. Empty when none is known.
 struct RunSelection {
     std::optional<std::filesystem::path> run_dir;
     std::optional<std::string> run_id;

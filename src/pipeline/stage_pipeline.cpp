@@ -100,7 +100,7 @@ std::vector<StageState> inspect_run(const RunDirectory &run) {
             const auto &recorded = state.read.checkpoint->previous_digest;
             if (!previous.read.checkpoint)
                 state.stale_reason = "stale: the " + stage_name(previous.stage) + " checkpoint it built on is " +
-                                     (previous.read.exists ? "not trusted" : "gone");
+                                     (previous.read.exists ? "not trusted" : "missing");
             else if (previous.read.checkpoint->digest != recorded)
                 state.stale_reason = "stale: " + stage_name(previous.stage) + " has been re-run since";
             else if (!previous.fresh)

@@ -90,6 +90,7 @@ template <typename T>
 struct ArmPair {
     T baseline;
     T candidate;
+    std::string entry;  // the entry point it is from
 };
 
 template <typename T>
@@ -110,7 +111,7 @@ std::optional<ArmPair<T>> worst_entry(const toml::table &kernels, const ArmFigur
         const T change = *cand - *base;
         const bool worse = !worst || (growth_is_bad ? change > worst->candidate - worst->baseline
                                                     : change < worst->candidate - worst->baseline);
-        if (worse) worst = ArmPair<T>{*base, *cand};
+        if (worse) worst = ArmPair<T>{*base, *cand, std::string(name.str())};
     }
     return worst;
 }
@@ -134,6 +135,7 @@ void read_build(const Checkpoint &checkpoint, GateEvidence &evidence) {
     if (auto pair = worst_entry(*kernels, smem, true)) {
         evidence.baseline_resources.smem_per_block_bytes = pair->baseline;
         evidence.candidate_resources.smem_per_block_bytes = pair->candidate;
+        evidence.smem_worst_entry = pair->entry;
     }
     if (auto pair = worst_entry(*kernels, warps, false)) {
         evidence.baseline_resources.warps_per_scheduler = pair->baseline;
@@ -142,6 +144,17 @@ void read_build(const Checkpoint &checkpoint, GateEvidence &evidence) {
     if (auto pair = worst_entry(*kernels, spills, true)) {
         evidence.baseline_resources.spill_bytes = pair->baseline;
         evidence.candidate_resources.spill_bytes = pair->candidate;
+        evidence.spill_worst_entry = pair->entry;
+        // Set only when every entry records it, like the pair above.
+        std::int64_t most = -1;
+        for (const auto &[name, node] : *kernels) {
+            const std::int64_t own = *spills(*(*node.as_table())["baseline"].as_table());
+            if (own > most) {
+                most = own;
+                evidence.baseline_max_spill_entry = std::string(name.str());
+            }
+        }
+        evidence.baseline_max_spill_bytes = most;
     }
 }
 

@@ -1,5 +1,6 @@
 #include "stages/gpu_stage.h"
 
+#include "support/data_paths.h"
 #include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
@@ -85,6 +86,30 @@ DeviceFacts require_gpu(const std::string &stage, int device_index) {
                                          std::to_string(device_index) + " asks for a GPU that does not exist (" +
                                          std::to_string(probe.device_count) + " visible)");
     return select_device(device_index);
+}
+
+std::string arch_mismatch(const std::string &stage, const std::string &built_arch, const DeviceFacts &device,
+                          const ArchLimitsTable &table) {
+    const std::string plain = device.arch();
+    const std::string gpu = "GPU " + std::to_string(device.index) + " (" + device.name + ", " + plain + ")";
+    auto row = table.find(plain);
+    if (row == table.end()) {
+        std::string supported;
+        for (const auto &[name, limits] : table) supported += (supported.empty() ? "" : ", ") + limits.target;
+        return stage + ": " + gpu + " is not an arch sage2tp supports (data/arch_limits.toml has " + supported +
+               "), and the run's kernels were built for " + (built_arch.empty() ? "an unrecorded arch" : built_arch) +
+               "; run on one of those GPUs";
+    }
+    const std::string &target = row->second.target;
+    if (built_arch == target) return "";
+    return stage + ": the run's kernels were built for " + (built_arch.empty() ? "an unrecorded arch" : built_arch) +
+           ", but " + gpu + " runs " + target + " cubins only, so no check would mean anything; rebuild with "
+           "'sage2tp build --arch " + target + " --force' (or '--arch auto')";
+}
+
+void require_kernels_for_device(const std::string &stage, const BuiltKernels &kernels, const DeviceFacts &device) {
+    const std::string message = arch_mismatch(stage, kernels.arch, device, load_arch_limits(arch_limits_table().string()));
+    if (!message.empty()) fail(ExitCode::precondition, message);
 }
 
 std::optional<fs::path> find_cuda_tool(const std::string &name) {

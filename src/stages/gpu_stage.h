@@ -13,6 +13,7 @@
 
 #include "gpu/attention_launch.h"
 #include "gpu/kernel_abi.h"
+#include "model/arch_limits.h"
 #include "model/attention_problem.h"
 #include "formats/checkpoint_store.h"
 #include "model/experiment_manifest.h"
@@ -51,6 +52,17 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
 // The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
 // Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").
 DeviceFacts require_gpu(const std::string &stage, int device_index);
+
+// Why the run's cubins, built for `built_arch` (the build checkpoint's figures.arch, e.g. "sm_121a"),
+// cannot load on `device`, as one message naming both archs and the command that fixes it; "" when
+// they match. A cubin holds SASS for exactly one arch, so the built target must be the one the table
+// maps the GPU's compute capability to (sm_90 -> sm_90a). A GPU with no row in the table is named too.
+std::string arch_mismatch(const std::string &stage, const std::string &built_arch, const DeviceFacts &device,
+                          const ArchLimitsTable &table);
+
+// Every GPU stage (sanitize, parity, time, exec) calls this before its first check: Error(precondition)
+// with arch_mismatch's message (against data/arch_limits.toml) when the cubins were built for another GPU.
+void require_kernels_for_device(const std::string &stage, const BuiltKernels &kernels, const DeviceFacts &device);
 
 // A CUDA toolkit program (compute-sanitizer, ncu) from PATH, else $CUDA_HOME/bin, $CUDA_PATH/bin,
 // /usr/local/cuda/bin; nullopt if none.

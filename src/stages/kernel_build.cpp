@@ -61,7 +61,8 @@ std::string resolve_target_arch(const std::string &requested, const ArchLimitsTa
     std::string plain = device.arch();
     for (const auto &[row, limits] : table)
         if (row == plain) return limits.target;
-    fail(ExitCode::usage, "--arch auto: the GPU (" + device.name + ", " + plain + ") is not a supported arch");
+    fail(ExitCode::usage, "--arch auto: the GPU (" + device.name + ", " + plain + ") is not an arch sage2tp supports "
+                                "(data/arch_limits.toml); pass --arch with one it does to build for another GPU");
 }
 
 int default_build_jobs() {
@@ -168,8 +169,6 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
     return jobs;
 }
 
-namespace {
-
 std::string quoted_command(const std::vector<std::string> &argv) {
     // For people to read and paste; sage2tp itself never runs this text through a shell.
     std::string line;
@@ -184,10 +183,8 @@ std::string quoted_command(const std::vector<std::string> &argv) {
     return line + "\n";
 }
 
-}  // namespace
-
 std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
-                                         const std::function<void(const std::string &)> &on_tick) {
+                                         const CompileProgress &progress) {
     std::vector<CompileOutcome> outcomes(jobs.size());
     std::vector<std::chrono::steady_clock::time_point> started(jobs.size());
     std::vector<int> state(jobs.size(), 0);  // 0 waiting, 1 running, 2 done
@@ -210,6 +207,7 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
                 index = next++;
                 state[index] = 1;
                 started[index] = std::chrono::steady_clock::now();
+                if (progress.started) progress.started(jobs[index]);
             }
             try {
                 ProcessOptions options;
@@ -224,6 +222,7 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
             std::lock_guard<std::mutex> lock(mutex);
             state[index] = 2;
             ++finished;
+            if (progress.finished && !failure) progress.finished(jobs[index], outcomes[index], finished);
             done.notify_all();
         }
     };
@@ -232,14 +231,14 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
     {
         std::unique_lock<std::mutex> lock(mutex);
         while (finished < jobs.size() && !(failure && finished == next)) {
-            done.wait_for(lock, std::chrono::seconds(5));
-            if (!on_tick || finished == jobs.size()) continue;
-            std::string line = "  compiling:";
+            done.wait_for(lock, std::chrono::seconds(1));
+            if (!progress.tick || finished == jobs.size()) continue;
+            std::string running;
             for (std::size_t i = 0; i < jobs.size(); ++i)
                 if (state[i] == 1)
-                    line += " " + jobs[i].variant + "/" + fs::path(jobs[i].source).filename().string() + " (" +
-                            std::to_string(static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count())) + " s)";
-            on_tick(line + ", " + std::to_string(finished) + "/" + std::to_string(jobs.size()) + " done");
+                    running += " " + jobs[i].variant + "/" + fs::path(jobs[i].source).filename().string() + " (" +
+                               std::to_string(static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count())) + " s)";
+            progress.tick(running, finished);
         }
     }
     for (auto &w : workers) w.join();

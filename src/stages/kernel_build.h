@@ -58,10 +58,21 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
 // True when some variant's source needs torch's headers to compile.
 bool needs_torch_headers(const Experiment &experiment);
 
-// Runs the jobs, at most `parallel` at a time; writes each log and command file. `on_tick`, when set,
-// is called about every few seconds with a line naming the running jobs and their elapsed time.
+// What run_compiles reports as it goes; each callback is optional, and they are never called at once.
+struct CompileProgress {
+    std::function<void(const CompileJob &)> started;
+    // `finished` jobs of the total are done, this one among them.
+    std::function<void(const CompileJob &, const CompileOutcome &, std::size_t finished)> finished;
+    // About every second: the running jobs with their elapsed time, and how many are done.
+    std::function<void(const std::string &running, std::size_t finished)> tick;
+};
+
+// Runs the jobs, at most `parallel` at a time; writes each log and command file.
 std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
-                                         const std::function<void(const std::string &)> &on_tick);
+                                         const CompileProgress &progress);
+
+// The shell-quoted command line of a job, as its .cmd file holds it.
+std::string quoted_command(const std::vector<std::string> &argv);
 
 // Default for --jobs: $MAX_JOBS when set (as the experiment's earlier runner did), else the cores.
 int default_build_jobs();

@@ -1,0 +1,44 @@
+# bash completion for sage2tp. The command names and each command's options come from the binary
+# itself (`sage2tp help`, `sage2tp help CMD`), so this file never holds a second list to keep in step.
+
+_sage2tp_commands() {
+    "$1" help 2>/dev/null | awk '/^commands:/ {listing = 1; next} listing && /^  [a-z]/ {print $1; next} listing {exit}'
+}
+
+_sage2tp() {
+    local cur prev program command word i
+    COMPREPLY=()
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD-1]}
+    program=${COMP_WORDS[0]}
+
+    # The command is the first word that is neither an option nor the value of --run, --run-id or --root.
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word=${COMP_WORDS[i]}
+        case $word in
+            --run|--run-id|--root) ((i++)) ;;
+            -*) ;;
+            *) command=$word; break ;;
+        esac
+    done
+
+    case $prev in
+        --run|--root|--repository|--torch-include) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --manifest|--nvcc|--workload) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --format) COMPREPLY=($(compgen -W "text markdown csv json" -- "$cur")); return ;;
+    esac
+
+    if [[ -z $command ]]; then
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--run --run-id --root --json -q -v --help" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$(_sage2tp_commands "$program")" -- "$cur"))
+        fi
+    elif [[ $command == help ]]; then
+        COMPREPLY=($(compgen -W "$(_sage2tp_commands "$program")" -- "$cur"))
+    elif [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$("$program" help "$command" 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)" -- "$cur"))
+    fi
+}
+
+complete -F _sage2tp sage2tp

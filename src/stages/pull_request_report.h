@@ -1,0 +1,15 @@
+// `sage2tp report`: the time and gate results of a run, read from their checkpoints, in a form to
+// paste into a pull request.
+#pragma once
+
+#include "pipeline/run_directory.h"
+
+#include <string>
+
+namespace s2tp {
+
+// format: text | markdown | csv | json (anything else: Error(usage)). Needs the gate checkpoint
+// (Error(precondition) naming 'sage2tp gate' without one); a run whose time stage never ran says so.
+std::string pull_request_report(const RunDirectory &run, const std::string &format);
+
+}  // namespace s2tp

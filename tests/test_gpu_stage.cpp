@@ -1,0 +1,55 @@
+// The arch check every GPU stage makes before its first check: cubins hold SASS for one arch only, so a
+// run built for another GPU must stop with both archs named and the command that rebuilds it.
+#include "stages/gpu_stage.h"
+#include "support/errors.h"
+
+#include <gtest/gtest.h>
+
+namespace s2tp {
+namespace {
+
+const ArchLimitsTable &table() {
+    static const ArchLimitsTable loaded = load_arch_limits(std::string(S2TP_SOURCE_ROOT) + "/data/arch_limits.toml");
+    return loaded;
+}
+
+DeviceFacts gpu(int major, int minor, const std::string &name) {
+    DeviceFacts device;
+    device.cc_major = major;
+    device.cc_minor = minor;
+    device.name = name;
+    return device;
+}
+
+TEST(ArchMismatch, KernelsBuiltForTheGpusTargetPass) {
+    EXPECT_EQ(arch_mismatch("parity", "sm_90a", gpu(9, 0, "NVIDIA H200"), table()), "");
+    EXPECT_EQ(arch_mismatch("time", "sm_121a", gpu(12, 1, "NVIDIA GB10"), table()), "");
+    EXPECT_EQ(arch_mismatch("exec", "sm_89", gpu(8, 9, "NVIDIA L40S"), table()), "");
+    EXPECT_EQ(arch_mismatch("sanitize", "sm_100a", gpu(10, 0, "NVIDIA B200"), table()), "");
+    EXPECT_EQ(arch_mismatch("sanitize", "sm_103a", gpu(10, 3, "NVIDIA B300"), table()), "");
+}
+
+TEST(ArchMismatch, AnotherGpusKernelsNameBothArchsAndTheFix) {
+    const std::string message = arch_mismatch("sanitize", "sm_121a", gpu(9, 0, "NVIDIA H200"), table());
+    EXPECT_NE(message.find("sanitize"), std::string::npos) << message;
+    EXPECT_NE(message.find("built for sm_121a"), std::string::npos) << message;
+    EXPECT_NE(message.find("NVIDIA H200, sm_90"), std::string::npos) << message;
+    EXPECT_NE(message.find("'sage2tp build --arch sm_90a --force'"), std::string::npos) << message;
+    EXPECT_NE(message.find("--arch auto"), std::string::npos) << message;
+}
+
+TEST(ArchMismatch, PlainTargetOnAFeatureSuffixGpuIsAMismatch) {
+    // sm_90 has no row name as a target ("sm_90a" is), and the same cc's other target still differs.
+    EXPECT_NE(arch_mismatch("parity", "sm_120a", gpu(12, 1, "NVIDIA GB10"), table()), "");
+    EXPECT_NE(arch_mismatch("parity", "", gpu(9, 0, "NVIDIA H200"), table()).find("an unrecorded arch"), std::string::npos);
+}
+
+TEST(ArchMismatch, AGpuWithoutARowIsNamedWithTheSupportedTargets) {
+    const std::string message = arch_mismatch("time", "sm_90a", gpu(7, 5, "Tesla T4"), table());
+    EXPECT_NE(message.find("Tesla T4, sm_75"), std::string::npos) << message;
+    EXPECT_NE(message.find("not an arch sage2tp supports"), std::string::npos) << message;
+    EXPECT_NE(message.find("sm_90a"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace s2tp

@@ -1,0 +1,164 @@
+// What status says about a run: the next command, a failed stage's first reason and log, a stage being
+// run by another process (a real flock held by a forked child), and finding the run from inside it.
+#include "pipeline/run_directory.h"
+#include "stages/pull_request_report.h"
+#include "stages/run_overview.h"
+#include "support/errors.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace s2tp {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunOverviewTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        root = fs::temp_directory_path() / ("s2tp-overview-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(root);
+        fs::create_directories(root / "checkpoints");
+        std::ofstream(root / "experiment.toml") << "name = 'x'\n";
+        std::ofstream(root / ".lock");
+    }
+    void TearDown() override { fs::remove_all(root); }
+
+    Checkpoint write(Stage stage, StageStatus status, const std::string &previous_digest) {
+        RunDirectory run(root);
+        Checkpoint c;
+        c.stage = stage_name(stage);
+        c.status = status;
+        c.started_utc = c.finished_utc = "2026-12-01T00:00:00Z";
+        c.previous_digest = previous_digest;
+        if (status == StageStatus::failed) {
+            c.reasons = {"baseline:kernels/attention_entry.cu does not compile (nvcc exit 1): error: x",
+                         "a second reason"};
+            c.artifacts.insert("candidate:kernels/quantize.cu",
+                               toml::table{{"log", "builds/candidate/quantize.log"}, {"command", "q.cmd"}, {"path", "q.cubin"}});
+            c.artifacts.insert("baseline:kernels/attention_entry.cu",
+                               toml::table{{"log", "builds/baseline/attention_entry.log"}, {"command", "a.cmd"}});
+        }
+        write_checkpoint(checkpoint_path(run, stage), c);
+        return c;
+    }
+
+    fs::path root;
+};
+
+TEST_F(RunOverviewTest, AFreshRunSaysToPrepare) {
+    RunOverview o = overview_run(RunDirectory(root), "--run " + root.string());
+    EXPECT_FALSE(o.running_pid);
+    EXPECT_EQ(o.next.rfind("sage2tp prepare --run " + root.string(), 0), 0u) << o.next;
+}
+
+TEST_F(RunOverviewTest, APreparedRunSaysToRunAndNamesTheNextStage) {
+    write(Stage::prepare, StageStatus::passed, "");
+    RunOverview o = overview_run(RunDirectory(root), "");
+    EXPECT_EQ(o.next, "sage2tp run   (or sage2tp build for build alone)");
+}
+
+TEST_F(RunOverviewTest, AFailedStageShowsItsFirstReasonAndTheLogOfTheFailedEntry) {
+    Checkpoint prepared = write(Stage::prepare, StageStatus::passed, "");
+    write(Stage::build, StageStatus::failed, prepared.digest);
+    RunOverview o = overview_run(RunDirectory(root), "");
+    const StageOverview &build = o.stages[static_cast<std::size_t>(Stage::build)];
+    EXPECT_EQ(build.status, "failed");
+    EXPECT_EQ(build.first_reason.rfind("baseline:kernels/attention_entry.cu does not compile", 0), 0u);
+    EXPECT_EQ(build.log, "builds/baseline/attention_entry.log");  // not the compile that made its cubin
+    EXPECT_NE(o.next.find("sage2tp build --force"), std::string::npos) << o.next;
+    EXPECT_NE(o.next.find("builds/baseline/attention_entry.log"), std::string::npos) << o.next;
+}
+
+TEST_F(RunOverviewTest, AStageRunByAnotherProcessShowsItsPid) {
+    write(Stage::prepare, StageStatus::passed, "");
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        RunDirectory run(root);
+        run.lock();
+        char byte = 1;
+        if (::write(ready[1], &byte, 1) != 1) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+    }
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    EXPECT_EQ(lock_holder(root), std::optional<long>(child));
+    RunOverview o = overview_run(RunDirectory(root), "");
+    EXPECT_EQ(o.running_pid, std::optional<long>(child));
+    EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::build)].status, "running (pid " + std::to_string(child) + ")");
+    EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::prepare)].status, "passed");
+    EXPECT_EQ(o.next.rfind("wait: pid " + std::to_string(child), 0), 0u) << o.next;
+    ::kill(child, SIGTERM);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    EXPECT_FALSE(lock_holder(root));
+    // The probe left the lock takeable.
+    RunDirectory mine(root);
+    EXPECT_NO_THROW(mine.lock());
+}
+
+TEST_F(RunOverviewTest, TheRunIsFoundFromInsideItAndFromItsSubdirectories) {
+    fs::create_directories(root / "trees/baseline/kernels");
+    EXPECT_EQ(enclosing_run(root), fs::canonical(root));
+    EXPECT_EQ(enclosing_run(root / "trees/baseline/kernels"), fs::canonical(root));
+    EXPECT_FALSE(enclosing_run(root.parent_path()));
+    const fs::path before = fs::current_path();
+    fs::current_path(root / "trees/baseline");
+    RunSelection selection;
+    selection.runs_root = "nowhere";
+    EXPECT_EQ(existing_run(selection), fs::canonical(root));
+    fs::current_path(before);
+}
+
+TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
+    RunDirectory run(root);
+    EXPECT_THROW(pull_request_report(run, "text"), Error);  // no gate checkpoint yet
+    Checkpoint time;
+    time.stage = "time";
+    time.status = StageStatus::passed;
+    time.figures = toml::table{{"workload", "w"}, {"shape", "b1 h40"}, {"device_name", "NVIDIA H200"},
+                               {"baseline", toml::table{{"p50", 55.439}}}, {"candidate", toml::table{{"p50", 74.534}}},
+                               {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451}}},
+                               {"aa", toml::table{{"median", 1.0001}}}};
+    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    Checkpoint gate;
+    gate.stage = "gate";
+    gate.status = StageStatus::failed;
+    toml::array conditions;
+    conditions.push_back(toml::table{{"name", "relative-speed"}, {"status", "FAIL"}, {"figure", "ratio 1.34 | >= 1.0"}, {"detail", ""}});
+    gate.figures = toml::table{{"summary", "FAIL: relative-speed"}, {"conditions", conditions}};
+    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+
+    const std::string text = pull_request_report(run, "text");
+    EXPECT_NE(text.find("the candidate is 34.4% slower (1.344x the baseline's time)"), std::string::npos) << text;
+    EXPECT_NE(text.find("FAIL: relative-speed"), std::string::npos) << text;
+    const std::string markdown = pull_request_report(run, "markdown");
+    EXPECT_NE(markdown.find("| relative-speed | FAIL | ratio 1.34 \\| >= 1.0 |"), std::string::npos) << markdown;
+    EXPECT_NE(markdown.find("| candidate p50 | 74.534 ms |"), std::string::npos) << markdown;
+    const std::string csv = pull_request_report(run, "csv");
+    EXPECT_EQ(csv.rfind("section,name,status,value\n", 0), 0u) << csv;
+    EXPECT_NE(csv.find("gate,relative-speed,FAIL,ratio 1.34 | >= 1.0\n"), std::string::npos) << csv;
+    const std::string json = pull_request_report(run, "json");
+    EXPECT_NE(json.find("\"status\" : \"FAIL\""), std::string::npos) << json;
+    try {
+        pull_request_report(run, "html");
+        ADD_FAILURE() << "accepted html";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+    }
+}
+
+}  // namespace
+}  // namespace s2tp
