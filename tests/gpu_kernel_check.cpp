@@ -28,6 +28,7 @@
 #include "model/host_quantizer.h"
 #include "model/input_generator.h"
 #include "model/occupancy.h"
+#include "model/shape_sets.h"
 #include "support/process_runner.h"
 #include "formats/demangled_name.h"
 #include "formats/sanitizer_report.h"
@@ -386,18 +387,11 @@ int run_upstream(const Options &options) {
 
 // ---- shapes: small problems around every tile boundary, both arms, outputs poisoned ----
 
-struct ShapeCase {
-    std::int64_t batch, heads_q, heads_kv, len_q, len_kv, head_dim;
-    Layout layout;
-    bool causal;
-    DType dtype;
-};
-
 // 1 to 5 KV tiles (len_kv 1..320), full and partial tiles, len_q from 1 to 320 including
 // non-multiples of 128, both layouts, causal and not, D 64 and 128, f16 and bf16, GQA. Small enough to
 // run under racecheck in minutes.
-const std::vector<ShapeCase> &shape_cases() {
-    static const std::vector<ShapeCase> cases = {
+const std::vector<AttentionProblem> &shape_cases() {
+    static const std::vector<AttentionProblem> cases = problems_of({
         {1, 2, 2, 64, 64, 128, Layout::nhd, false, DType::f16},     // 1 tile: only the "last" tile code
         {1, 2, 2, 1, 128, 128, Layout::hnd, false, DType::bf16},    // 2 tiles, one query row
         {1, 2, 2, 192, 192, 128, Layout::nhd, true, DType::bf16},   // 3 tiles, causal
@@ -412,21 +406,8 @@ const std::vector<ShapeCase> &shape_cases() {
         {1, 1, 1, 1, 1, 128, Layout::hnd, true, DType::f16},        // one token
         {1, 1, 1, 250, 250, 128, Layout::hnd, true, DType::bf16},   // causal, partial last tile
         {2, 2, 2, 128, 64, 128, Layout::hnd, false, DType::f16},    // exactly one CTA of queries
-    };
+    });
     return cases;
-}
-
-AttentionProblem problem_for(const ShapeCase &c) {
-    AttentionProblem p;
-    p.shape.batch = c.batch, p.shape.heads_q = c.heads_q, p.shape.heads_kv = c.heads_kv;
-    p.shape.len_q = c.len_q, p.shape.len_kv = c.len_kv, p.shape.head_dim = c.head_dim;
-    p.shape.layout = c.layout;
-    p.causal = c.causal;
-    p.dtype = c.dtype;
-    p.sm_scale = default_sm_scale(c.head_dim);
-    p.with_lse = true;
-    p.validate();
-    return p;
 }
 
 int run_shapes(const Options &options) {
@@ -451,7 +432,7 @@ int run_shapes(const Options &options) {
     int failed = 0;
     const auto &cases = shape_cases();
     for (std::size_t index = 0; index < cases.size(); ++index) {
-        const AttentionProblem problem = problem_for(cases[index]);
+        const AttentionProblem &problem = cases[index];
         GeneratedInputs generated = generate_inputs(problem.shape, problem.dtype, seed + index);
         DeviceQuantizedInputs inputs = quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v);
         ReferenceResult reference =

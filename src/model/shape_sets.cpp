@@ -1,16 +1,6 @@
 #include "model/shape_sets.h"
 
-#include <cstdint>
-
 namespace s2tp {
-namespace {
-
-struct ShapeRow {
-    std::int64_t batch, heads_q, heads_kv, len_q, len_kv, head_dim;
-    Layout layout;
-    bool causal;
-    DType dtype;
-};
 
 std::vector<AttentionProblem> problems_of(const std::vector<ShapeRow> &rows) {
     std::vector<AttentionProblem> problems;
@@ -32,8 +22,6 @@ std::vector<AttentionProblem> problems_of(const std::vector<ShapeRow> &rows) {
     }
     return problems;
 }
-
-}  // namespace
 
 const std::vector<AttentionProblem> &default_parity_shapes() {
     // batch, heads_q, heads_kv, len_q, len_kv, head_dim, layout, causal, dtype

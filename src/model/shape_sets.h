@@ -12,9 +12,21 @@
 
 #include "model/attention_problem.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace s2tp {
+
+// One row of a shape table: what a built-in problem set (here, and the GPU suite's own tables) lists.
+struct ShapeRow {
+    std::int64_t batch, heads_q, heads_kv, len_q, len_kv, head_dim;
+    Layout layout;
+    bool causal;
+    DType dtype;
+};
+
+// The problems of a shape table, each validated, with sm_scale = head_dim^-0.5 and LSE on.
+std::vector<AttentionProblem> problems_of(const std::vector<ShapeRow> &rows);
 
 // Covering design: each KV length appears twice with complementary layout, mask, head dim and dtype,
 // so every attribute value meets every KV length. sm_scale = head_dim^-0.5, LSE on.
