@@ -135,7 +135,7 @@ int build_command(const Args &args) {
     const Experiment experiment = load_experiment(run.manifest());
     const std::string manifest = run.relative(run.manifest());
     const KernelAbi &baseline_abi = kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
-    const KernelAbi &candidate_abi = kernel_abi(experiment.candidate_abi, manifest + " [candidate] abi");
+    const KernelAbi &candidate_abi = kernel_abi(experiment.candidates.front().abi, manifest + " [candidate] abi");
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
     // With a GPU visible the kernels are built for it, since the GPU stages can load nothing else. Without
     // one, resuming keeps the target of the last passed build (a run built with --arch sm_90a here and

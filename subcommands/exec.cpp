@@ -22,7 +22,7 @@ namespace s2tp {
 int exec_command(const Args &args) {
     CommandLine cl("exec", "Internal: one launch of one variant, for compute-sanitizer and ncu.", args);
     cl.add_options()
-        ("variant", "baseline or candidate", cxxopts::value<std::string>(), "V")
+        ("variant", "baseline or a candidate's name", cxxopts::value<std::string>(), "V")
         ("sanitize-shape", "index into the sanitizer shape list", cxxopts::value<int>(), "I")
         ("workload", "the run's real workload instead of a sanitizer shape")
         ("seed", "generator seed (default: 1 for sanitizer shapes, the workload's own for --workload)",
@@ -32,10 +32,8 @@ int exec_command(const Args &args) {
         ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
     if (!cl.parse()) return 0;
 
-    if (!cl.has("variant")) fail(ExitCode::usage, "exec needs --variant baseline|candidate");
+    if (!cl.has("variant")) fail(ExitCode::usage, "exec needs --variant baseline or --variant CANDIDATE");
     const std::string variant = cl.result()["variant"].as<std::string>();
-    if (variant != "baseline" && variant != "candidate")
-        fail(ExitCode::usage, "--variant must be baseline or candidate, got '" + variant + "'");
     if (cl.has("sanitize-shape") == cl.has("workload"))
         fail(ExitCode::usage, "exec needs exactly one of --sanitize-shape I and --workload");
 
@@ -75,11 +73,11 @@ int exec_command(const Args &args) {
         workload ? workload_inputs(*workload)
                  : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
     const CubinModule quantize(kernels.quantize);
-    const bool baseline = variant == "baseline";
-    const CubinModule attention(baseline ? kernels.baseline_attention : kernels.candidate_attention);
+    const BuiltAttention &built = kernels.variant(variant);
+    const CubinModule attention(built.cubin);
     const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
     const KernelRun out =
-        run_attention(baseline ? *kernels.baseline_abi : *kernels.candidate_abi, attention, problem, inputs, variant);
+        run_attention(*built.abi, attention, problem, inputs, variant);
 
     const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);
     const std::int64_t elements = out.o.numel() + (problem.with_lse ? out.lse.numel() : 0);

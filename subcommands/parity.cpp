@@ -1,6 +1,7 @@
 // sage2tp parity: baseline and candidate on identical quantized inputs, output bytes (O and LSE)
 // compared exactly for every shape and seed, plus the baseline against the float64 CPU reference so
 // that "both equally wrong" cannot pass.
+#include "support/number_format.h"
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
@@ -48,12 +49,6 @@ Difference byte_difference(const Tensor &baseline, const Tensor &candidate) {
         }
     }
     return d;
-}
-
-std::string fixed(double value, int digits) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << value;
-    return s.str();
 }
 
 std::vector<AttentionProblem> parity_problems(const Experiment &experiment) {
@@ -107,8 +102,10 @@ int parity_command(const Args &args) {
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
         const CubinModule quantize(kernels.quantize);
-        const CubinModule baseline(kernels.baseline_attention);
-        const CubinModule candidate(kernels.candidate_attention);
+        // One candidate until parity checks several ([[candidate]]).
+        const BuiltAttention &built_candidate = kernels.candidates.front();
+        const CubinModule baseline(kernels.baseline.cubin);
+        const CubinModule candidate(built_candidate.cubin);
 
         toml::array differences, outputs;
         std::vector<std::string> failures;
@@ -125,8 +122,8 @@ int parity_command(const Args &args) {
                 const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
                 // Quantized once, by the baseline build's kernels; both variants read these buffers.
                 const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
-                const KernelRun base = run_attention(*kernels.baseline_abi, baseline, problem, inputs, "baseline");
-                const KernelRun cand = run_attention(*kernels.candidate_abi, candidate, problem, inputs, "candidate");
+                const KernelRun base = run_attention(*kernels.baseline.abi, baseline, problem, inputs, "baseline");
+                const KernelRun cand = run_attention(*built_candidate.abi, candidate, problem, inputs, "candidate");
                 const std::string where = shape + " seed " + std::to_string(seed);
 
                 for (const auto &[label, ran] : {std::pair<const char *, const KernelRun *>{"baseline", &base},

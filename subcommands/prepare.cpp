@@ -175,11 +175,11 @@ int prepare_command(const Args &args) {
     work.stage = Stage::prepare;
     work.add_inputs = [&](Fingerprint &f) {
         f.add("experiment", experiment_to_toml(experiment));
-        if (!experiment.patch.empty()) f.add_file("patch", experiment.patch);
+        if (!experiment.candidates.front().patch.empty()) f.add_file("patch", experiment.candidates.front().patch);
         if (experiment.workload.q_file)
             f.add_file("q", *experiment.workload.q_file).add_file("k", *experiment.workload.k_file).add_file("v", *experiment.workload.v_file);
         bool uses_embedded = experiment.needs_support_tree();
-        for (const SourceSpec *source : {&experiment.baseline_source, &experiment.candidate_source}) {
+        for (const SourceSpec *source : {&experiment.baseline_source, &experiment.candidates.front().source}) {
             if (source->kind == "git") f.add("commit", resolve_commit(source->repository, source->commit));
             else uses_embedded = true;
         }
@@ -193,9 +193,9 @@ int prepare_command(const Args &args) {
         try {
             recorded = stage_workload_tensors(experiment, staging);
             // The run keeps its own copy of the patch, so that it stays complete when copied to another host.
-            if (!experiment.patch.empty()) {
-                recorded.patch = "inputs/candidate.patch";
-                write_file_atomically(staging / recorded.patch, read_text_file(experiment.patch));
+            if (!experiment.candidates.front().patch.empty()) {
+                recorded.candidates.front().patch = "inputs/candidate.patch";
+                write_file_atomically(staging / recorded.candidates.front().patch, read_text_file(experiment.candidates.front().patch));
             }
             resolved = experiment_to_toml(recorded);
             write_file_atomically(staging / "experiment.toml", resolved);
@@ -204,7 +204,7 @@ int prepare_command(const Args &args) {
                 discard_leftovers(run, experiment);
                 result.status = StageStatus::failed;
                 result.keep_previous_checkpoint = true;
-                result.reasons.push_back("the candidate patch " + experiment.patch + " does not apply at " +
+                result.reasons.push_back("the candidate patch " + experiment.candidates.front().patch + " does not apply at " +
                                          trees.candidate_commit + ": " + trees.patch_error);
                 return result;
             }
@@ -225,8 +225,8 @@ int prepare_command(const Args &args) {
         result.tools.insert("git", trees.git_version);
         result.artifacts.insert("experiment", toml::table{{"path", run.relative(run.manifest())},
                                                           {"sha256", sha256_hex(resolved)}});
-        if (!experiment.patch.empty())
-            result.artifacts.insert("patch", toml::table{{"path", recorded.patch}, {"sha256", trees.patch_sha256}});
+        if (!experiment.candidates.front().patch.empty())
+            result.artifacts.insert("patch", toml::table{{"path", recorded.candidates.front().patch}, {"sha256", trees.patch_sha256}});
         if (recorded.workload.q_file) {
             toml::table tensors;
             for (auto [name, file] : {std::pair<const char *, const std::optional<std::string> *>{"q", &recorded.workload.q_file},
@@ -248,17 +248,17 @@ int prepare_command(const Args &args) {
                                      {"overrides", recorded_overrides},
                                      {"source", experiment.baseline_source.kind},
                                      {"commit", trees.commit},
-                                     {"candidate_source", experiment.candidate_source.kind},
+                                     {"candidate_source", experiment.candidates.front().source.kind},
                                      {"candidate_commit", trees.candidate_commit},
-                                     {"patch", experiment.patch},
+                                     {"patch", experiment.candidates.front().patch},
                                      {"patch_sha256", trees.patch_sha256},
                                      {"arch", experiment.arch}};
         result.figures.insert("baseline_tree_xxh3", trees.baseline_digest);
         result.figures.insert("candidate_tree_xxh3", trees.candidate_digest);
         if (!trees.support_digest.empty()) result.figures.insert("support_tree_xxh3", trees.support_digest);
         std::string summary = describe(experiment.baseline_source, trees.commit);
-        if (!experiment.candidate_source.same_checkout(experiment.baseline_source))
-            summary += " vs " + describe(experiment.candidate_source, trees.candidate_commit);
+        if (!experiment.candidates.front().source.same_checkout(experiment.baseline_source))
+            summary += " vs " + describe(experiment.candidates.front().source, trees.candidate_commit);
         summary += trees.patch_sha256.empty() ? ", no patch" : ", patch " + trees.patch_sha256.substr(0, 12);
         result.figures.insert("summary", summary);
         return result;

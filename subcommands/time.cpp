@@ -2,6 +2,7 @@
 // inputs, interleaved with an A/A control (model/ab_timing.h). The output bytes of both are hashed and
 // must match each other (and the pinned SHA-256 for this arch, when one is pinned) before anything is
 // timed; reports/time.json keeps every sample and clock, reports/time.svg draws the result.
+#include "support/number_format.h"
 #include "subcommands.h"
 #include "support/file_io.h"
 
@@ -29,19 +30,6 @@ namespace s2tp {
 namespace {
 
 std::size_t index_of(Launch launch) { return static_cast<std::size_t>(launch); }
-
-std::string fixed(double value, int digits) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << value;
-    return s.str();
-}
-
-// Shortest form: 1e-05, 0.5, 86400.
-std::string number(double value) {
-    std::ostringstream s;
-    s << value;
-    return s.str();
-}
 
 // "b1 h40/40 n32760/32760 d128 NHD bf16 non-causal"
 std::string shape_text(const AttentionProblem &p) {
@@ -173,12 +161,12 @@ int time_command(const Args &args) {
     for (const SettingRange &range : {time_target_half_width_range, time_budget_seconds_range, time_min_rounds_range}) {
         const double value = flag_or(range.flag, range.low);
         if (!(value >= range.low && value <= range.high))
-            fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + number(range.low) + ", " +
-                                      number(range.high) + "] (as [time] " + range.key + "), got " + number(value));
+            fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + shortest(range.low) + ", " +
+                                      shortest(range.high) + "] (as [time] " + range.key + "), got " + shortest(value));
     }
     if (cl.has("min-rounds")) {
         const double rounds = cl.result()["min-rounds"].as<double>();
-        if (rounds != std::floor(rounds)) fail(ExitCode::usage, "--min-rounds must be a whole number, got " + number(rounds));
+        if (rounds != std::floor(rounds)) fail(ExitCode::usage, "--min-rounds must be a whole number, got " + shortest(rounds));
     }
     // --pin records into the run's own manifest, which another workload's output does not belong to.
     if (pin && cl.has("workload"))
@@ -258,10 +246,12 @@ int time_command(const Args &args) {
                                      {"arch", kernels.arch}};
 
         const CubinModule quantize(kernels.quantize);
-        const CubinModule baseline_module(kernels.baseline_attention);
-        const CubinModule candidate_module(kernels.candidate_attention);
-        const Kernel baseline = find_attention_kernel(*kernels.baseline_abi, baseline_module, problem);
-        const Kernel candidate = find_attention_kernel(*kernels.candidate_abi, candidate_module, problem);
+        // One candidate until time interleaves several ([[candidate]]).
+        const BuiltAttention &built_candidate = kernels.candidates.front();
+        const CubinModule baseline_module(kernels.baseline.cubin);
+        const CubinModule candidate_module(built_candidate.cubin);
+        const Kernel baseline = find_attention_kernel(*kernels.baseline.abi, baseline_module, problem);
+        const Kernel candidate = find_attention_kernel(*built_candidate.abi, candidate_module, problem);
 
         reporter.progress("time: " + (workload.q_file ? "loading" : std::string("generating")) + " the inputs of " +
                           workload.name + " (" + shape + ")");
@@ -276,7 +266,7 @@ int time_command(const Args &args) {
         for (Launch launch : all_launches) {
             outputs[index_of(launch)] = allocate_outputs(problem, launch_name(launch));
             poison_outputs(outputs[index_of(launch)]);
-            const KernelAbi &abi = launch == Launch::candidate ? *kernels.candidate_abi : *kernels.baseline_abi;
+            const KernelAbi &abi = launch == Launch::candidate ? *built_candidate.abi : *kernels.baseline.abi;
             launches[index_of(launch)] = abi.pack(problem, attention_buffers(problem, inputs, outputs[index_of(launch)]));
         }
 

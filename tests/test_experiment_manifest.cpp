@@ -60,15 +60,15 @@ TEST(Manifest, DefaultExperimentLoads) {
     Experiment e = load_experiment(source_root / "data/experiments/temporal-pair.toml");
     EXPECT_EQ(e.name, "temporal-pair");
     EXPECT_EQ(e.baseline_source.kind, "embedded");
-    EXPECT_TRUE(e.candidate_source.same_checkout(e.baseline_source));
-    EXPECT_EQ(e.candidate_abi, "sage2tp");
+    EXPECT_TRUE(e.candidates.front().source.same_checkout(e.baseline_source));
+    EXPECT_EQ(e.candidates.front().abi, "sage2tp");
     EXPECT_EQ(e.arch, "sm_121a");
     EXPECT_EQ(e.workload.problem.shape.len_q, 32760);
     EXPECT_EQ(e.workload.problem.shape.heads_q, 40);
     EXPECT_EQ(e.workload.problem.dtype, DType::bf16);
     EXPECT_FLOAT_EQ(e.workload.problem.sm_scale, 0.08838834764831845f);
     EXPECT_DOUBLE_EQ(e.max_candidate_p50_ms, 220.0);
-    EXPECT_TRUE(fs::path(e.patch).is_absolute());
+    EXPECT_TRUE(fs::path(e.candidates.front().patch).is_absolute());
 }
 
 TEST(Manifest, ResolvedCopyLoadsToTheSameExperiment) {
@@ -150,22 +150,22 @@ TEST(Manifest, ShippedSageAttentionManifestsNameTheirSourcesPerVariant) {
     EXPECT_EQ(pair.baseline_source.repository, "/home/me/SageAttention");
     EXPECT_EQ(pair.baseline_source.commit, "d1a57a546c3d395b1ffcbeecc66d81db76f3b4b5");
     EXPECT_TRUE(pair.baseline_source.needs_torch_headers);
-    EXPECT_TRUE(pair.candidate_source.same_checkout(pair.baseline_source));
+    EXPECT_TRUE(pair.candidates.front().source.same_checkout(pair.baseline_source));
     EXPECT_EQ(pair.baseline_abi, "sageattention-sm89");
-    EXPECT_EQ(pair.candidate_abi, "sageattention-sm89");
+    EXPECT_EQ(pair.candidates.front().abi, "sageattention-sm89");
     EXPECT_TRUE(pair.needs_support_tree());
-    EXPECT_FALSE(pair.patch.empty());
+    EXPECT_FALSE(pair.candidates.front().patch.empty());
 
     overrides.commit = "HEAD";
     Experiment versus = load_experiment(source_root / "data/experiments/upstream-vs-embedded.toml", overrides);
     EXPECT_EQ(versus.baseline_source.commit, "HEAD");
-    EXPECT_EQ(versus.candidate_source.kind, "embedded");
-    EXPECT_TRUE(versus.candidate_source.repository.empty());
-    EXPECT_FALSE(versus.candidate_source.needs_torch_headers);
-    EXPECT_EQ(versus.candidate_source.kernel_sources, std::vector<std::string>{"kernels/attention_entry.cu"});
+    EXPECT_EQ(versus.candidates.front().source.kind, "embedded");
+    EXPECT_TRUE(versus.candidates.front().source.repository.empty());
+    EXPECT_FALSE(versus.candidates.front().source.needs_torch_headers);
+    EXPECT_EQ(versus.candidates.front().source.kernel_sources, std::vector<std::string>{"kernels/attention_entry.cu"});
     EXPECT_EQ(versus.baseline_abi, "sageattention-sm89");
-    EXPECT_EQ(versus.candidate_abi, "sage2tp");
-    EXPECT_TRUE(versus.patch.empty());
+    EXPECT_EQ(versus.candidates.front().abi, "sage2tp");
+    EXPECT_TRUE(versus.candidates.front().patch.empty());
 
     // The resolved copy keeps both sources, and loading it needs no command-line values.
     fs::path copy = fs::temp_directory_path() / ("s2tp-versus-" + std::to_string(::getpid()) + ".toml");
@@ -190,10 +190,10 @@ TEST_F(ManifestErrors, CandidateSourceOverridesPerKey) {
     std::ofstream(dir_ / "m.toml") << text;
     Experiment e = load_experiment(dir_ / "m.toml");
     EXPECT_EQ(e.baseline_source.kind, "embedded");
-    EXPECT_EQ(e.candidate_source.kind, "git");
-    EXPECT_EQ(e.candidate_source.repository, (dir_ / "r").string());
-    EXPECT_EQ(e.candidate_source.kernel_sources, e.baseline_source.kernel_sources);
-    EXPECT_EQ(e.candidate_abi, "other");
+    EXPECT_EQ(e.candidates.front().source.kind, "git");
+    EXPECT_EQ(e.candidates.front().source.repository, (dir_ / "r").string());
+    EXPECT_EQ(e.candidates.front().source.kernel_sources, e.baseline_source.kernel_sources);
+    EXPECT_EQ(e.candidates.front().abi, "other");
 }
 
 TEST_F(ManifestErrors, CandidateAbiGivenTwiceIsRefused) {

@@ -1,4 +1,5 @@
 #include "formats/svg_plot.h"
+#include "support/number_format.h"
 
 #include "support/errors.h"
 
@@ -35,14 +36,6 @@ constexpr const char *candidate_color = "#dd8452";
 constexpr const char *faster_color = "#2a9d3a";
 constexpr const char *slower_color = "#c8302c";
 constexpr const char *neutral_color = "#555555";
-
-// Locale-independent: std::to_chars never uses a decimal comma, whatever the process locale is.
-std::string fixed(double value, int decimals) {
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, decimals);
-    if (result.ec != std::errc()) fail(ExitCode::internal, "svg plot: cannot format a number");
-    return std::string(buffer, result.ptr);
-}
 
 // Times get five significant digits, enough to tell 212.35 ms from 211.29 ms (0.5%) at any time
 // scale; a spread needs only three.

@@ -181,14 +181,15 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
     if (!candidate)
         fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table (a patch, a [candidate.source], or both)");
     {
+        CandidateSpec c;
         TableReader r(*candidate, file, "[candidate]");
-        if (candidate->contains("patch")) e.patch = r.existing_file("patch", base_dir.string());
+        if (candidate->contains("patch")) c.patch = r.existing_file("patch", base_dir.string());
         std::optional<std::string> abi = r.optional_string("abi");
-        e.candidate_source = e.baseline_source;
+        c.source = e.baseline_source;
         const toml::table *own = r.optional_table("source");
         if (own) {
             TableReader s(*own, file, "[candidate.source]");
-            e.candidate_source = read_source(s, e.baseline_source, base_dir, overrides.repository,
+            c.source = read_source(s, e.baseline_source, base_dir, overrides.repository,
                                              overrides.candidate_commit, "--candidate-commit");
             if (auto own_abi = s.optional_string("abi")) {
                 if (abi) fail(ExitCode::usage, s.position() + ": the candidate's abi is given twice, in [candidate] "
@@ -197,19 +198,20 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
             }
             s.finish();
         }
-        e.candidate_abi = abi.value_or(e.baseline_abi);
+        c.abi = abi.value_or(e.baseline_abi);
         r.finish();
         if (overrides.candidate_commit && !own) {
-            if (e.candidate_source.kind != "git")
+            if (c.source.kind != "git")
                 fail(ExitCode::usage, r.position() + ": --candidate-commit names a commit, but the candidate is not a git source");
-            e.candidate_source.commit = *overrides.candidate_commit;
+            c.source.commit = *overrides.candidate_commit;
         }
-        if (overrides.repository && e.baseline_source.kind != "git" && e.candidate_source.kind != "git")
+        if (overrides.repository && e.baseline_source.kind != "git" && c.source.kind != "git")
             fail(ExitCode::usage, file + ":1:1: --repository names a repository, but neither [source] nor "
                                          "[candidate.source] is a git source");
-        if (e.patch.empty() && e.candidate_source.same_checkout(e.baseline_source))
+        if (c.patch.empty() && c.source.same_checkout(e.baseline_source))
             fail(ExitCode::usage, r.position() + ": the candidate is the baseline itself: give [candidate] patch, "
                                                  "a [candidate.source] of its own, or both");
+        e.candidates.push_back(std::move(c));
     }
 
     if (const toml::table *build = top.optional_table("build")) {
@@ -396,14 +398,37 @@ std::optional<std::string> pin_expected_output_sha256(const fs::path &pins, cons
     return replaced;
 }
 
+const CandidateSpec &Experiment::candidate(const std::string &name) const {
+    for (const CandidateSpec &c : candidates)
+        if (c.name == name) return c;
+    std::string known;
+    for (const CandidateSpec &c : candidates) known += (known.empty() ? "" : ", ") + c.name;
+    fail(ExitCode::usage, "experiment '" + this->name + "' has no candidate named '" + name + "' (it has " + known + ")");
+}
+
+const SourceSpec &Experiment::source(const std::string &variant) const {
+    return variant == "baseline" ? baseline_source : candidate(variant).source;
+}
+
+const std::string &Experiment::abi(const std::string &variant) const {
+    return variant == "baseline" ? baseline_abi : candidate(variant).abi;
+}
+
+std::vector<std::string> Experiment::variant_names() const {
+    std::vector<std::string> names{"baseline"};
+    for (const CandidateSpec &c : candidates) names.push_back(c.name);
+    return names;
+}
+
 std::string experiment_to_toml(const Experiment &e) {
     toml::table doc;
     doc.insert("experiment", toml::table{{"name", e.name}, {"description", e.description}});
     toml::table source = source_table(e.baseline_source);
     source.insert("abi", e.baseline_abi);
     doc.insert("source", source);
-    toml::table candidate{{"abi", e.candidate_abi}, {"source", source_table(e.candidate_source)}};
-    if (!e.patch.empty()) candidate.insert("patch", e.patch);
+    const CandidateSpec &c = e.candidates.front();
+    toml::table candidate{{"abi", c.abi}, {"source", source_table(c.source)}};
+    if (!c.patch.empty()) candidate.insert("patch", c.patch);
     doc.insert("candidate", candidate);
     doc.insert("build", toml::table{{"arch", e.arch},
                                     {"nvcc_flags", to_array(e.nvcc_flags)},

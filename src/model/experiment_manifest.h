@@ -51,24 +51,29 @@ struct SourceOverrides {
 // DRAM and L2 throughput and the L2 hit rate.
 const std::vector<std::string> &default_ncu_metrics();
 
+// One candidate: a name, its sources ([source] with its own source keys on top), its kernel ABI and
+// the patch applied to its tree. A manifest's single [candidate] table is the candidate "candidate".
+struct CandidateSpec {
+    std::string name = "candidate";
+    SourceSpec source;
+    std::string abi = "sage2tp";  // the candidate's abi, else the baseline's
+    std::string patch;            // absolute after resolution; empty when the candidate has none
+};
+
 struct Experiment {
     std::string name;
     std::string description;
 
     SourceSpec baseline_source;               // [source]
-    SourceSpec candidate_source;              // [source] overridden by [candidate.source]
     std::string baseline_abi = "sage2tp";     // the kernel ABI adapter of the baseline's kernels ([source] abi)
-    std::string candidate_abi = "sage2tp";    // [candidate] abi or [candidate.source] abi; default: the baseline's
+    std::vector<CandidateSpec> candidates;    // in manifest order; never empty once loaded
 
-    // [candidate]
-    std::string patch;                        // absolute after resolution; empty when the candidate has none
-
-    const SourceSpec &source(const std::string &variant) const {
-        return variant == "candidate" ? candidate_source : baseline_source;
-    }
-    const std::string &abi(const std::string &variant) const {
-        return variant == "candidate" ? candidate_abi : baseline_abi;
-    }
+    // `variant` is "baseline" or a candidate's name; Error(usage) for any other name.
+    const SourceSpec &source(const std::string &variant) const;
+    const std::string &abi(const std::string &variant) const;
+    const CandidateSpec &candidate(const std::string &name) const;
+    // "baseline" followed by every candidate's name: the variants build, sanitize and parity go through.
+    std::vector<std::string> variant_names() const;
     // The quantization kernels feed both variants: the baseline's support_sources when it lists any,
     // else sage2tp's embedded quantize.cu, built in its own "support" tree.
     bool needs_support_tree() const { return baseline_source.support_sources.empty(); }

@@ -1,4 +1,5 @@
 #include "model/gate_rules.h"
+#include "support/number_format.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,20 +9,6 @@
 namespace s2tp {
 
 namespace {
-
-std::string fixed(double value, int decimals) {
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, decimals);
-    return std::string(buffer, result.ptr);
-}
-
-// Warps per scheduler are quarters of whole warps: print 4, 1.5 or 2.25, never 4.00.
-std::string compact(double value) {
-    std::string text = fixed(value, 2);
-    while (text.back() == '0') text.pop_back();
-    if (text.back() == '.') text.pop_back();
-    return text;
-}
 
 std::string signed_bytes(std::int64_t bytes) { return (bytes >= 0 ? "+" : "") + std::to_string(bytes) + " B"; }
 
@@ -207,7 +194,7 @@ GateCondition check_warps_per_scheduler(const GateEvidence &e, const GateThresho
     const auto &cand = e.candidate_resources.warps_per_scheduler;
     if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;
     const std::string figure =
-        e.resource_arch + ": candidate " + compact(*cand) + " vs baseline " + compact(*base);
+        e.resource_arch + ": candidate " + compact(*cand, 2) + " vs baseline " + compact(*base, 2);
     return make(name, *cand < *base ? GateStatus::fail : GateStatus::pass, figure);
 }
 

@@ -62,19 +62,28 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
     if (!state.fresh) fail(ExitCode::precondition, "the build checkpoint is " + state.stale_reason + fix);
     const Checkpoint &build = *state.read.checkpoint;
     const Experiment experiment = load_experiment(run.manifest());
+    const std::string manifest = run.relative(run.manifest());
     BuiltKernels kernels;
-    kernels.baseline_attention =
-        recorded_cubin(run, build, "baseline", experiment.baseline_source.kernel_sources.front());
-    kernels.candidate_attention =
-        recorded_cubin(run, build, "candidate", experiment.candidate_source.kernel_sources.front());
+    kernels.baseline = {"baseline", recorded_cubin(run, build, "baseline", experiment.baseline_source.kernel_sources.front()),
+                        &kernel_abi(experiment.baseline_abi, manifest + " [source] abi")};
+    for (const CandidateSpec &c : experiment.candidates)
+        kernels.candidates.push_back({c.name, recorded_cubin(run, build, c.name, c.source.kernel_sources.front()),
+                                      &kernel_abi(c.abi, manifest + " candidate " + c.name + " abi")});
     kernels.quantize = experiment.needs_support_tree()
                            ? recorded_cubin(run, build, "support", embedded_quantize_source())
                            : recorded_cubin(run, build, "baseline", experiment.baseline_source.support_sources.front());
     kernels.arch = build.figures["arch"].value_or(std::string());
-    const std::string manifest = run.relative(run.manifest());
-    kernels.baseline_abi = &kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
-    kernels.candidate_abi = &kernel_abi(experiment.candidate_abi, manifest + " [candidate] abi");
     return kernels;
+}
+
+const BuiltAttention &BuiltKernels::variant(const std::string &name) const {
+    if (name == baseline.variant) return baseline;
+    std::string known = baseline.variant;
+    for (const BuiltAttention &c : candidates) {
+        if (c.variant == name) return c;
+        known += ", " + c.variant;
+    }
+    fail(ExitCode::usage, "the run has no variant named '" + name + "' (it has " + known + ")");
 }
 
 DeviceFacts require_gpu(const std::string &stage, int device_index) {
@@ -110,14 +119,6 @@ std::string arch_mismatch(const std::string &stage, const std::string &built_arc
 void require_kernels_for_device(const std::string &stage, const BuiltKernels &kernels, const DeviceFacts &device) {
     const std::string message = arch_mismatch(stage, kernels.arch, device, load_arch_limits(arch_limits_table().string()));
     if (!message.empty()) fail(ExitCode::precondition, message);
-}
-
-std::optional<fs::path> find_cuda_tool(const std::string &name) {
-    if (auto found = find_program(name)) return found;
-    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
-        if (const char *root = std::getenv(variable); root && *root)
-            if (auto found = find_program((fs::path(root) / "bin" / name).string())) return found;
-    return find_program("/usr/local/cuda/bin/" + name);
 }
 
 GeneratedInputs problem_inputs(const AttentionProblem &problem, std::uint64_t seed) {

@@ -11,6 +11,8 @@
 //   s2tp::KernelRun out = s2tp::run_attention(*kernels.baseline_abi, baseline, problem, inputs, "baseline");
 #pragma once
 
+#include "support/cuda_tools.h"
+
 #include "gpu/attention_launch.h"
 #include "gpu/kernel_abi.h"
 #include "model/arch_limits.h"
@@ -31,15 +33,23 @@
 namespace s2tp {
 
 // The cubins one run's build stage produced, as absolute paths inside the run directory.
+// One variant's attention cubin and the adapter that launches it.
+struct BuiltAttention {
+    std::string variant;              // "baseline" or the candidate's name
+    std::filesystem::path cubin;      // the variant's first kernel_sources entry ("<variant>:<source>")
+    const KernelAbi *abi = nullptr;   // the adapter its manifest abi names
+};
+
 struct BuiltKernels {
-    std::filesystem::path baseline_attention;   // the baseline's first kernel_sources entry ("baseline:<source>")
-    std::filesystem::path candidate_attention;  // the candidate's first kernel_sources entry ("candidate:<source>")
+    BuiltAttention baseline;
+    std::vector<BuiltAttention> candidates;  // in manifest order
     // The baseline's first support_sources entry ("baseline:<source>"); when the baseline lists none,
     // sage2tp's embedded quantize.cu built from trees/support ("support:kernels/quantize.cu").
     std::filesystem::path quantize;
-    std::string arch;                           // the build checkpoint's figures.arch, e.g. "sm_90a"
-    const KernelAbi *baseline_abi = nullptr;    // the adapters of [source] abi and [candidate] abi
-    const KernelAbi *candidate_abi = nullptr;
+    std::string arch;                 // the build checkpoint's figures.arch, e.g. "sm_90a"
+
+    // The variant named `variant` ("baseline" or a candidate); Error(usage) naming the known ones.
+    const BuiltAttention &variant(const std::string &variant) const;
 };
 
 // Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +
@@ -64,9 +74,6 @@ std::string arch_mismatch(const std::string &stage, const std::string &built_arc
 // with arch_mismatch's message (against data/arch_limits.toml) when the cubins were built for another GPU.
 void require_kernels_for_device(const std::string &stage, const BuiltKernels &kernels, const DeviceFacts &device);
 
-// A CUDA toolkit program (compute-sanitizer, ncu) from PATH, else $CUDA_HOME/bin, $CUDA_PATH/bin,
-// /usr/local/cuda/bin; nullopt if none.
-std::optional<std::filesystem::path> find_cuda_tool(const std::string &name);
 
 // The host q, k, v of a generated problem: generate_inputs(problem.shape, problem.dtype, seed).
 // One function so that exec, parity and time can never disagree on what a (problem, seed) means.

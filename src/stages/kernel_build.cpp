@@ -1,4 +1,6 @@
 #include "stages/kernel_build.h"
+
+#include "support/cuda_tools.h"
 #include "support/file_io.h"
 
 #include "support/errors.h"
@@ -25,11 +27,7 @@ fs::path find_nvcc(const std::optional<std::string> &requested) {
         if (auto found = find_program(*requested)) return *found;
         fail(ExitCode::missing_tool, "--nvcc '" + *requested + "' is not an executable program");
     }
-    if (const char *home = std::getenv("CUDA_HOME"); home && *home) {
-        if (auto found = find_program((fs::path(home) / "bin" / "nvcc").string())) return *found;
-    }
-    if (auto found = find_program("nvcc")) return *found;
-    if (auto found = find_program("/usr/local/cuda/bin/nvcc")) return *found;
+    if (auto found = find_cuda_tool("nvcc")) return *found;
     fail(ExitCode::missing_tool,
          "nvcc not found: install the CUDA toolkit, or point sage2tp at one with CUDA_HOME=/path/to/cuda "
          "or --nvcc /path/to/nvcc");
@@ -76,7 +74,9 @@ int default_build_jobs() {
 }
 
 bool needs_torch_headers(const Experiment &experiment) {
-    return experiment.baseline_source.needs_torch_headers || experiment.candidate_source.needs_torch_headers;
+    bool needed = experiment.baseline_source.needs_torch_headers;
+    for (const CandidateSpec &c : experiment.candidates) needed = needed || c.source.needs_torch_headers;
+    return needed;
 }
 
 namespace {

@@ -1,4 +1,5 @@
 #include "stages/ncu_metrics.h"
+#include "support/number_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,9 +21,7 @@ std::string format_value(const std::optional<double> &value) {
 
 std::string format_change(const std::optional<double> &change) {
     if (!change) return "";
-    std::ostringstream s;
-    s << std::showpos << std::fixed << std::setprecision(1) << *change * 100 << "%";
-    return s.str();
+    return signed_percent(*change, 1);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "stages/pull_request_report.h"
+#include "support/number_format.h"
 
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
@@ -18,12 +19,6 @@ struct Row {
     std::string status;   // "" for a figure, else PASS / FAIL / ... for a gate condition
     std::string value;
 };
-
-std::string fixed(double value, int digits) {
-    std::ostringstream out;
-    out << std::fixed << std::setprecision(digits) << value;
-    return out.str();
-}
 
 std::vector<Row> time_rows(const std::optional<Checkpoint> &time) {
     if (!time) return {{"time", "result", "", "not run"}};

@@ -75,7 +75,9 @@ namespace {
 // The user repositories a run's trees are worktrees of (each once).
 std::vector<std::string> user_repositories(const Experiment &experiment) {
     std::vector<std::string> repositories;
-    for (const SourceSpec *source : {&experiment.baseline_source, &experiment.candidate_source})
+    std::vector<const SourceSpec *> sources{&experiment.baseline_source};
+    for (const CandidateSpec &c : experiment.candidates) sources.push_back(&c.source);
+    for (const SourceSpec *source : sources)
         if (source->kind == "git" &&
             std::find(repositories.begin(), repositories.end(), source->repository) == repositories.end())
             repositories.push_back(source->repository);
@@ -184,10 +186,10 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
                          const std::function<fs::path()> &embedded_kernels) {
     PreparedTrees trees;
     trees.git_version = git_version();
-    const bool patched = !experiment.patch.empty();
+    const bool patched = !experiment.candidates.front().patch.empty();
     if (patched) {
-        patch_paths(experiment.patch);  // refuse an escaping patch before touching anything
-        trees.patch_sha256 = sha256_file(experiment.patch);
+        patch_paths(experiment.candidates.front().patch);  // refuse an escaping patch before touching anything
+        trees.patch_sha256 = sha256_file(experiment.candidates.front().patch);
     }
 
     remove_trees(trees_directory, experiment);
@@ -195,7 +197,7 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
     const fs::path baseline = trees_directory / "baseline";
     const fs::path candidate = trees_directory / "candidate";
     const SourceSpec &base = experiment.baseline_source;
-    const SourceSpec &cand = experiment.candidate_source;
+    const SourceSpec &cand = experiment.candidates.front().source;
 
     // The baseline's repository, for a candidate that is the same checkout (a patch on top).
     std::string baseline_repository;
@@ -229,13 +231,13 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
     require_sources(baseline, base.support_sources, "baseline", trees.commit);
 
     if (patched) {
-        ProcessResult check = git({"apply", "--check", fs::absolute(experiment.patch).string()}, candidate);
+        ProcessResult check = git({"apply", "--check", fs::absolute(experiment.candidates.front().patch).string()}, candidate);
         if (check.exit_code != 0) {
             trees.patch_error = trimmed(check.err);
             remove_trees(trees_directory, experiment);  // nothing half-made stays behind
             return trees;
         }
-        git_or_fail({"apply", fs::absolute(experiment.patch).string()}, candidate, "git apply failed");
+        git_or_fail({"apply", fs::absolute(experiment.candidates.front().patch).string()}, candidate, "git apply failed");
     }
     trees.patch_applied = true;
     require_sources(candidate, cand.kernel_sources, "candidate", trees.candidate_commit);

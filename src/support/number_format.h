@@ -1,0 +1,22 @@
+// How sage2tp prints numbers, defined once. std::to_chars never uses a decimal comma, whatever the
+// process locale, so tables, checkpoints' summaries, SVG coordinates and reports read the same
+// everywhere.
+#pragma once
+
+#include <string>
+
+namespace s2tp {
+
+// `value` with exactly `decimals` digits after the point: fixed(55.4412, 3) == "55.441".
+std::string fixed(double value, int decimals);
+
+// The shortest text that reads back as `value`: 1e-05, 0.5, 86400.
+std::string shortest(double value);
+
+// Trailing zeros (and a trailing point) dropped from fixed(value, decimals): 4, 1.5, 2.25.
+std::string compact(double value, int decimals);
+
+// A signed percentage of a relative change: +34.9%, -2.7% (`change` 0.349 -> "+34.9%").
+std::string signed_percent(double change, int decimals);
+
+}  // namespace s2tp
