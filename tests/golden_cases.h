@@ -3,6 +3,7 @@
 // against them: keys present and typed, and each array's dtype, shape and data digest as declared.
 #pragma once
 
+#include "build_config.h"
 #include "model/attention_problem.h"
 #include "support/errors.h"
 #include "support/hashing.h"

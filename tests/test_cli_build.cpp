@@ -2,6 +2,7 @@
 // every supported arch, its ptxas resources and occupancy, "up to date", and a candidate that does
 // not compile. Prints the register/spill/shared-memory table of both schedules for each arch.
 #include "formats/checkpoint_store.h"
+#include "build_config.h"
 #include "support/process_runner.h"
 
 #include <gtest/gtest.h>

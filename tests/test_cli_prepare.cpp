@@ -1,6 +1,7 @@
 // End-to-end tests of the sage2tp binary: the CLI contract (exit codes, messages, --json) and the
 // prepare stage on the embedded default and on real temporary git repositories.
 #include "formats/checkpoint_store.h"
+#include "build_config.h"
 #include "formats/tensor_io.h"
 #include "model/experiment_manifest.h"
 #include "model/input_generator.h"

@@ -5,6 +5,7 @@
 // cores, so one prepared run serves several checks and only the one .cu the GPU stages use is built.
 // Skips when the snapshot is absent.
 #include "formats/checkpoint_store.h"
+#include "build_config.h"
 #include "formats/ptxas_report.h"
 #include "support/process_runner.h"
 

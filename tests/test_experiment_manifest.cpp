@@ -1,4 +1,5 @@
 #include "support/errors.h"
+#include "build_config.h"
 #include "model/experiment_manifest.h"
 
 #include <gtest/gtest.h>

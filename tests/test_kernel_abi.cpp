@@ -3,6 +3,7 @@
 // compile, tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log; its header says how), its argument
 // packing against values worked out by hand from upstream's host function, and the sage2tp adapter's
 // unchanged launch.
+#include "build_config.h"
 #include "formats/demangled_name.h"
 #include "formats/ptxas_report.h"
 #include "gpu/kernel_abi.h"

@@ -2,6 +2,7 @@
 // export recorded on an H200 (tests/data/ncu/ncu_raw.csv: ncu 2025.3.1, two launches of
 // s2tp_attn_hd128_bf16_nomask at seq 8192, the baseline then the temporal-pair candidate). Expected
 // values were read from the file by eye.
+#include "build_config.h"
 #include "formats/ncu_csv.h"
 #include "model/experiment_manifest.h"
 #include "stages/ncu_metrics.h"

@@ -1,5 +1,6 @@
 // The occupancy model (the rules of CUDA 13.0's include/cuda_occupancy.h) with hand-computed expectations, and the per-arch limits
 // table it reads (data/arch_limits.toml).
+#include "build_config.h"
 #include "model/arch_limits.h"
 #include "support/errors.h"
 #include "model/occupancy.h"

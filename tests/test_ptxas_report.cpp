@@ -1,5 +1,6 @@
 // The ptxas -v parser against recorded logs (tests/data/ptxas/): hand-written ones in the exact line
 // formats nvcc 13.0 prints with -Xptxas -v, and one real nvcc 13.0 log (nvcc13_sm90a_probe.log, from probe_kernels.cu).
+#include "build_config.h"
 #include "support/errors.h"
 #include "formats/ptxas_report.h"
 

@@ -3,6 +3,7 @@
 // temporal-pair candidate). Expected counts were taken independently with grep -cE on the files, e.g.
 //   grep -cE '^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[T0-9]+\s+)?HMMA[ .]' baseline.hd128_bf16_nomask.sass   # 384
 // and the loop bounds from the only backward BRA of each listing.
+#include "build_config.h"
 #include "formats/sass_listing.h"
 #include "stages/sass_histogram.h"
 #include "support/errors.h"

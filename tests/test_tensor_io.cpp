@@ -1,5 +1,6 @@
 // Tensor type, scalar conversions, .npy and .safetensors reading/writing, and rejection of every kind
 // of malformed file with a message that names the file and the problem.
+#include "build_config.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 

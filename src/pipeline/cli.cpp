@@ -1,4 +1,5 @@
 #include "pipeline/cli.h"
+#include "build_config.h"
 
 #include <iostream>
 

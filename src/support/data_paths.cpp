@@ -1,4 +1,5 @@
 #include "support/data_paths.h"
+#include "build_config.h"
 
 #include "support/errors.h"
 #include "support/process_runner.h"

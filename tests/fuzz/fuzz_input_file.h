@@ -2,6 +2,7 @@
 // of the project's data/ (so manifests can name the shipped patch and workloads), removed at exit.
 #pragma once
 
+#include "build_config.h"
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
