@@ -127,12 +127,11 @@ int build_command(const Args &args) {
     if (!cl.parse()) return 0;
     const bool want_sass = cl.has("sass");
 
-    RunDirectory run(require_existing_run(cl.selection()));
-    run.lock();
-    const std::vector<StageState> states = inspect_run(run);
-    require_previous(states, Stage::build);
+    StageContext context(Stage::build, require_existing_run(cl.selection()));
+    RunDirectory &run = context.run();
+    const std::vector<StageState> &states = context.states();
 
-    const Experiment experiment = load_experiment(run.manifest());
+    const Experiment &experiment = context.experiment();
     const std::string manifest = run.relative(run.manifest());
     const KernelAbi &baseline_abi = kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
     const KernelAbi &candidate_abi = kernel_abi(experiment.candidates.front().abi, manifest + " [candidate] abi");
@@ -334,11 +333,11 @@ int build_command(const Args &args) {
         return static_cast<int>(code);
     };
     if (!nvcc) {
-        if (auto kept = keep_intact_checkpoint(run, work, "no nvcc on this host; using the cubins built before", cl.reporter()))
+        if (auto kept = keep_intact_checkpoint(context, work, "no nvcc on this host; using the cubins built before", cl.reporter()))
             return with_sass(*kept);
         throw *no_nvcc;
     }
-    return with_sass(execute_stage(run, work, cl.has("force"), cl.reporter()));
+    return with_sass(execute_stage(context, work, cl.has("force"), cl.reporter()));
 }
 
 }  // namespace s2tp

@@ -37,12 +37,14 @@ int exec_command(const Args &args) {
     if (cl.has("sanitize-shape") == cl.has("workload"))
         fail(ExitCode::usage, "exec needs exactly one of --sanitize-shape I and --workload");
 
+    // Not locked: exec runs under sanitize and time, whose process holds the run.
     const RunDirectory run(require_existing_run(cl.selection()));
+    const Experiment experiment = load_experiment(run.manifest());
 
     AttentionProblem problem;
     std::optional<WorkloadSpec> workload;
     if (cl.has("workload")) {
-        workload = load_experiment(run.manifest()).workload;
+        workload = experiment.workload;
         if (cl.has("seed")) {
             if (workload->q_file)
                 fail(ExitCode::usage, "--seed does not apply: the workload '" + workload->name + "' reads tensor files");
@@ -66,7 +68,7 @@ int exec_command(const Args &args) {
         problem = shapes[static_cast<std::size_t>(index)];
     }
 
-    const BuiltKernels kernels = built_kernels(run, inspect_run(run));
+    const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
     const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
     require_kernels_for_device("exec", kernels, device);
     const GeneratedInputs host =

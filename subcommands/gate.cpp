@@ -149,19 +149,19 @@ int gate_command(const Args &args) {
         ("force", "evaluate even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
 
-    RunDirectory run(require_existing_run(cl.selection()));
-    run.lock();
-    // Under the lock no other process writes checkpoints, so this one reading serves the
+    // Under the lock no other process writes checkpoints, so the context's one reading serves the
     // precondition, the fingerprint and the evidence alike.
-    const std::vector<StageState> states = inspect_run(run);
+    std::optional<StageContext> opened;
     try {
-        require_previous(states, Stage::gate);
+        opened.emplace(Stage::gate, require_existing_run(cl.selection()));
     } catch (const Error &e) {
         if (e.code() != ExitCode::precondition) throw;
         fail(ExitCode::precondition, std::string(e.what()) + " ('sage2tp status' shows every stage of this run)");
     }
-
-    const Experiment experiment = load_experiment(run.manifest());
+    StageContext &context = *opened;
+    RunDirectory &run = context.run();
+    const std::vector<StageState> &states = context.states();
+    const Experiment &experiment = context.experiment();
     const GateThresholds thresholds = thresholds_for(experiment, cl);
     const fs::path report = run.reports() / "gate.json";
 
@@ -201,7 +201,7 @@ int gate_command(const Args &args) {
         if (!text.empty() && text.back() == '\n') text.pop_back();
         reporter.say(text);
     };
-    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+    return static_cast<int>(execute_stage(context, work, cl.has("force"), cl.reporter()));
 }
 
 }  // namespace s2tp

@@ -72,10 +72,9 @@ int parity_command(const Args &args) {
     if (!cl.parse()) return 0;
     const int device_index = cl.result()["device"].as<int>();
 
-    RunDirectory run(require_existing_run(cl.selection()));
-    run.lock();
-
-    const Experiment experiment = load_experiment(run.manifest());
+    StageContext context(Stage::parity, require_existing_run(cl.selection()));
+    RunDirectory &run = context.run();
+    const Experiment &experiment = context.experiment();
     const std::vector<AttentionProblem> problems = parity_problems(experiment);
     if (problems.empty())
         fail(ExitCode::usage, run.relative(run.manifest()) +
@@ -97,7 +96,7 @@ int parity_command(const Args &args) {
     work.run = [&] {
         StageResult result;
         const DeviceFacts device = require_gpu("parity", device_index);
-        const BuiltKernels kernels = built_kernels(run, inspect_run(run));
+        const BuiltKernels kernels = built_kernels(context);
         require_kernels_for_device("parity", kernels, device);
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
@@ -198,7 +197,7 @@ int parity_command(const Args &args) {
         return result;
     };
     work.summarize = print_parity;
-    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+    return static_cast<int>(execute_stage(context, work, cl.has("force"), cl.reporter()));
 }
 
 }  // namespace s2tp

@@ -149,10 +149,9 @@ int prepare_command(const Args &args) {
     fs::path manifest = default_manifest_unless_recorded(cl, prepared);
     if (!cl.has("manifest") && prepared && !fs::exists(manifest)) {
         // A run copied from another host: its experiment.toml and trees are the record now.
-        RunDirectory run(*existing);
-        run.lock();
+        StageContext context(*existing, std::nullopt);
         StageWork kept{Stage::prepare, nullptr, nullptr, nullptr, print_summary};
-        if (auto code = keep_intact_checkpoint(run, kept, "prepared from " + manifest.string() + ", which is not on this host",
+        if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + manifest.string() + ", which is not on this host",
                                                cl.reporter()))
             return static_cast<int>(*code);
         fail(ExitCode::usage, "the run was prepared from " + manifest.string() +
@@ -166,7 +165,21 @@ int prepare_command(const Args &args) {
     // Made by this prepare (a run id or --run DIR that did not exist yet): removed again if it fails.
     std::error_code ec;
     const bool new_run = !existing || !fs::exists(*existing, ec);
-    RunDirectory run(existing ? *existing : run_for_prepare(selection, experiment.name));
+    const fs::path root = existing ? *existing : run_for_prepare(selection, experiment.name);
+    auto forget_new_run = [&] {
+        if (!new_run) return;
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    };
+    std::optional<StageContext> opened;
+    try {
+        opened.emplace(root, experiment);
+    } catch (...) {
+        forget_new_run();
+        throw;
+    }
+    StageContext &context = *opened;
+    RunDirectory &run = context.run();
     cl.reporter().progress("run directory: " + run.root().string());
 
     // Filled in by the body once the staged copies exist: what experiment.toml will say.
@@ -265,18 +278,12 @@ int prepare_command(const Args &args) {
     };
     work.summarize = print_summary;
     // A prepare that fails in a run directory it made leaves nothing: no directory, `latest` unmoved.
-    auto forget_new_run = [&] {
-        if (!new_run) return;
-        std::error_code ec;
-        fs::remove_all(run.root(), ec);
-    };
     ExitCode code;
     try {
-        run.lock();
         // Also when the run turns out up to date: a prepare killed before its swap left the old state
         // intact, and its staging behind.
         discard_leftovers(run, experiment);
-        code = execute_stage(run, work, cl.has("force"), cl.reporter());
+        code = execute_stage(context, work, cl.has("force"), cl.reporter());
     } catch (...) {
         forget_new_run();
         throw;

@@ -82,10 +82,9 @@ int sanitize_command(const Args &args) {
     if (timeout_s < 1) fail(ExitCode::usage, "--timeout must be at least 1 second");
     const std::string skipped = skip_reason(cl.has("skip"));
 
-    RunDirectory run(require_existing_run(cl.selection()));
-    run.lock();
-
-    const Experiment experiment = load_experiment(run.manifest());
+    StageContext context(Stage::sanitize, require_existing_run(cl.selection()));
+    RunDirectory &run = context.run();
+    const Experiment &experiment = context.experiment();
     std::vector<SanitizerTool> tools;
     for (const auto &name : experiment.sanitizer_tools) tools.push_back(parse_sanitizer_tool(name));
     const auto &shapes = sanitizer_shapes();
@@ -119,7 +118,7 @@ int sanitize_command(const Args &args) {
         }
 
         const DeviceFacts device = require_gpu("sanitize", device_index);
-        require_kernels_for_device("sanitize", built_kernels(run, inspect_run(run)), device);  // every cubin as recorded
+        require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
         const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
         if (!sanitizer)
             fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "
@@ -221,7 +220,7 @@ int sanitize_command(const Args &args) {
         return result;
     };
     work.summarize = print_checks;
-    return static_cast<int>(execute_stage(run, work, cl.has("force"), cl.reporter()));
+    return static_cast<int>(execute_stage(context, work, cl.has("force"), cl.reporter()));
 }
 
 }  // namespace s2tp

@@ -172,13 +172,11 @@ int time_command(const Args &args) {
     if (pin && cl.has("workload"))
         fail(ExitCode::usage, "--pin records the manifest's workload output; it cannot be combined with --workload");
 
-    RunDirectory run(require_existing_run(cl.selection()));
-    run.lock();
-    const std::vector<StageState> states = inspect_run(run);
-    require_previous(states, Stage::time);
-    const BuiltKernels kernels = built_kernels(run, states);
+    StageContext context(Stage::time, require_existing_run(cl.selection()));
+    RunDirectory &run = context.run();
+    const BuiltKernels kernels = built_kernels(context);
 
-    Experiment experiment = load_experiment(run.manifest());
+    Experiment experiment = context.experiment();
     apply_run_pins(experiment.workload, run.pins());
     const WorkloadSpec workload = cl.has("workload")
                                       ? load_workload(fs::absolute(cl.result()["workload"].as<std::string>()))
@@ -471,12 +469,12 @@ int time_command(const Args &args) {
     } catch (const Error &e) {
         // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
         if (e.code() != ExitCode::missing_tool || cl.has("force") || pin || ncu_requested) throw;
-        if (auto kept = keep_intact_checkpoint(run, work, "no GPU here to time on again", reporter))
+        if (auto kept = keep_intact_checkpoint(context, work, "no GPU here to time on again", reporter))
             return static_cast<int>(*kept);
         throw;
     }
     require_kernels_for_device("time", kernels, *device);
-    return static_cast<int>(execute_stage(run, work, cl.has("force") || pin, reporter));
+    return static_cast<int>(execute_stage(context, work, cl.has("force") || pin, reporter));
 }
 
 }  // namespace s2tp

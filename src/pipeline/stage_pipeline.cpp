@@ -170,10 +170,34 @@ ExitCode exit_code_for(const Checkpoint &checkpoint) {
 
 }  // namespace
 
-std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
+StageContext::StageContext(Stage stage, const std::filesystem::path &root) : stage_(stage), run_(root) {
+    run_.lock();
+    previous();
+}
+
+StageContext::StageContext(const std::filesystem::path &root, std::optional<Experiment> experiment)
+    : stage_(Stage::prepare), run_(root), experiment_(std::move(experiment)) {
+    run_.lock();
+}
+
+const std::vector<StageState> &StageContext::states() const {
+    if (!states_) states_ = inspect_run(run_);
+    return *states_;
+}
+
+const Experiment &StageContext::experiment() const {
+    if (!experiment_) {
+        if (stage_ == Stage::prepare) fail(ExitCode::internal, "prepare: this prepare reads no experiment");
+        experiment_ = load_experiment(run_.manifest());
+    }
+    return *experiment_;
+}
+
+std::optional<ExitCode> keep_intact_checkpoint(StageContext &context, const StageWork &work, const std::string &why,
                                                const Reporter &reporter) {
-    auto states = inspect_run(run);
-    require_previous(states, work.stage);
+    const RunDirectory &run = context.run();
+    const std::vector<StageState> &states = context.states();
+    context.previous();
     const Checkpoint *own = reusable_checkpoint(states[static_cast<std::size_t>(work.stage)], std::nullopt);
     if (!own || (work.verify_outputs && !work.verify_outputs(*own).empty())) return std::nullopt;
     const Checkpoint &c = *own;
@@ -183,11 +207,13 @@ std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWor
     return ExitCode::ok;
 }
 
-ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter) {
+ExitCode execute_stage(StageContext &context, const StageWork &work, bool force, const Reporter &reporter) {
     const std::string name = stage_name(work.stage);
+    if (work.stage != context.stage()) fail(ExitCode::internal, name + " was run in the context of " + stage_name(context.stage()));
     throw_if_interrupted(name);
-    auto states = inspect_run(run);
-    const Checkpoint *previous = require_previous(states, work.stage);
+    const RunDirectory &run = context.run();
+    const std::vector<StageState> &states = context.states();
+    const Checkpoint *previous = context.previous();
 
     Fingerprint fingerprint;
     fingerprint.add("stage", name);

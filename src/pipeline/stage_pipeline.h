@@ -10,6 +10,7 @@
 #pragma once
 
 #include "formats/checkpoint_store.h"
+#include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "support/hashing.h"
 #include "pipeline/run_directory.h"
@@ -62,18 +63,46 @@ struct StageWork {
     std::function<void(const Checkpoint &, const Reporter &)> summarize;
 };
 
-// Checks preconditions, decides up-to-date, runs, writes the checkpoint, reports.
+// The precondition check alone: throws Error(precondition) unless the stage before `stage` is usable.
+const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage);
+
+// What a stage command opens once: its run, locked for the command's lifetime; every checkpoint of the
+// run, read and digest-checked once (on first use, so that prepare can clear a killed prepare's
+// leftovers under the lock first); and the run's resolved manifest, parsed once. A stage after prepare
+// has its precondition checked on opening, so nothing runs on a run that is not ready for it.
+class StageContext {
+public:
+    // A stage after prepare: `root` is an existing run; its experiment.toml is parsed on first use.
+    StageContext(Stage stage, const std::filesystem::path &root);
+    // prepare: the run may be new, and the experiment comes from the user's manifest (nullopt when
+    // prepare only keeps an intact checkpoint and reads no manifest).
+    StageContext(const std::filesystem::path &root, std::optional<Experiment> experiment);
+
+    Stage stage() const { return stage_; }
+    RunDirectory &run() { return run_; }
+    const RunDirectory &run() const { return run_; }
+    const std::vector<StageState> &states() const;
+    const Experiment &experiment() const;
+    // The checkpoint this stage resumes from (nullptr for prepare); checked by require_previous.
+    const Checkpoint *previous() const { return require_previous(states(), stage_); }
+
+private:
+    Stage stage_;
+    RunDirectory run_;
+    mutable std::optional<Experiment> experiment_;
+    mutable std::optional<std::vector<StageState>> states_;
+};
+
+// Decides up-to-date, runs, writes the checkpoint, reports.
 // Returns the command's exit code: 0 passed/skipped/up to date, 1 failed.
-ExitCode execute_stage(RunDirectory &run, const StageWork &work, bool force, const Reporter &reporter);
+ExitCode execute_stage(StageContext &context, const StageWork &work, bool force, const Reporter &reporter);
 
 // For a host that cannot work out a stage's inputs (a GPU host without the compiler that built the
 // cubins): when the stage's own checkpoint is up to date but for the inputs, which cannot be compared,
-// and its outputs verify, reports it up to
-// date with `why` and returns ok; otherwise returns nothing and the caller reports what is missing.
-std::optional<ExitCode> keep_intact_checkpoint(RunDirectory &run, const StageWork &work, const std::string &why,
+// and its outputs verify, reports it up to date with `why` and returns ok; otherwise returns nothing and
+// the caller reports what is missing. The one keep-the-intact-checkpoint policy of every stage.
+std::optional<ExitCode> keep_intact_checkpoint(StageContext &context, const StageWork &work, const std::string &why,
                                                const Reporter &reporter);
 
-// The precondition check alone: throws Error(precondition) unless the stage before `stage` is usable.
-const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage);
 
 }  // namespace s2tp

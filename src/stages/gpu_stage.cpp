@@ -51,7 +51,11 @@ Tensor load_workload_tensor(const std::string &file, const std::string &role, co
 
 }  // namespace
 
-BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states) {
+BuiltKernels built_kernels(const StageContext &context) {
+    return built_kernels(context.run(), context.states(), context.experiment());
+}
+
+BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states, const Experiment &experiment) {
     const StageState &state = states[static_cast<std::size_t>(Stage::build)];
     const std::string fix = "; run 'sage2tp build' first";
     if (!state.read.checkpoint)
@@ -61,7 +65,6 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
         fail(ExitCode::precondition, "the build checkpoint " + to_string(state.read.checkpoint->status) + fix);
     if (!state.fresh) fail(ExitCode::precondition, "the build checkpoint is " + state.stale_reason + fix);
     const Checkpoint &build = *state.read.checkpoint;
-    const Experiment experiment = load_experiment(run.manifest());
     const std::string manifest = run.relative(run.manifest());
     BuiltKernels kernels;
     kernels.baseline = {"baseline", recorded_cubin(run, build, "baseline", experiment.baseline_source.kernel_sources.front()),

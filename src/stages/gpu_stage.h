@@ -57,7 +57,9 @@ struct BuiltKernels {
 // checkpoint is missing, failed or stale, or naming the file when an artifact is not recorded, the
 // cubin is missing, or its SHA-256 differs from the record; Error(usage) for a manifest `abi` that
 // names no adapter. Every GPU stage finds its cubins and their adapters here.
-BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states);
+BuiltKernels built_kernels(const StageContext &context);
+// The same for a process that reads a run another process holds (sage2tp exec under sanitize or ncu).
+BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states, const Experiment &experiment);
 
 // The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
 // Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").
