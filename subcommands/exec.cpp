@@ -69,13 +69,13 @@ int exec_command(const Args &args) {
     }
 
     const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
+    const BuiltAttention &built = kernels.variant(variant);  // a usage error before any GPU is asked for
     const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
     require_kernels_for_device("exec", kernels, device);
     const GeneratedInputs host =
         workload ? workload_inputs(*workload)
                  : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
     const CubinModule quantize(kernels.quantize);
-    const BuiltAttention &built = kernels.variant(variant);
     const CubinModule attention(built.cubin);
     const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
     const KernelRun out =
