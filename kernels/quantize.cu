@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 
 #include "sage2tp_abi.h"
+#include "input_generator_math.h"
 #include "mma_fragments.cuh"
 
 namespace s2tp {
@@ -283,6 +284,79 @@ __device__ __forceinline__ void k_mean(const s2tp_k_mean_params &p) {
     static_cast<T *>(p.mean)[batch * p.stride_bz_mean + head * p.stride_h_mean + channel] = from_f32<T>(mean);
 }
 
+// ---- Input generator ---------------------------------------------------------------------------------------
+// The arithmetic is in input_generator_math.h, which the host's unit tests compile too.
+
+template <bool Half>
+__device__ __forceinline__ void generate_inputs(const s2tp_generate_params &p) {
+    // Every tensor has fewer than 2^31 elements (AttentionShape::validate), so 32 bits index it.
+    const uint32_t element = blockIdx.x * S2TP_GENERATE_THREADS + threadIdx.x;
+    if (element >= p.batch * p.heads * p.len * p.head_dim) {
+        return;
+    }
+    const generator::GeneratedElement generated = generator::generated_element(p, element, Half);
+    static_cast<uint16_t *>(p.output)[generated.offset] = generated.bits;
+}
+
+// ---- Output checks -----------------------------------------------------------------------------------------
+// Counts summed per CTA, then one atomic add per CTA.
+
+__device__ __forceinline__ void add_block_count(uint32_t count, unsigned long long *result) {
+    __shared__ uint32_t warp_counts[S2TP_CHECK_THREADS / 32];
+#pragma unroll
+    for (uint32_t offset = 16; offset > 0; offset /= 2) {
+        count += __shfl_xor_sync(0xffffffffu, count, offset);
+    }
+    if (threadIdx.x % 32 == 0) {
+        warp_counts[threadIdx.x / 32] = count;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t total = 0;
+#pragma unroll
+        for (uint32_t w = 0; w < S2TP_CHECK_THREADS / 32; ++w) {
+            total += warp_counts[w];
+        }
+        if (total > 0) {
+            atomicAdd(result, static_cast<unsigned long long>(total));
+        }
+    }
+}
+
+template <uint32_t InfBits>
+__device__ __forceinline__ void count_nan(const s2tp_count_nan_params &p) {
+    const unsigned long long first = (static_cast<unsigned long long>(blockIdx.x) * S2TP_CHECK_THREADS + threadIdx.x) * 8;
+    uint32_t count = 0;
+    if (first + 8 <= p.count) {
+        const uint4 raw = *reinterpret_cast<const uint4 *>(p.data + first);
+        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (uint32_t w = 0; w < 4; ++w) {
+            count += S2TP_IS_NAN16(words[w] & 0xffffu, InfBits) + S2TP_IS_NAN16(words[w] >> 16, InfBits);
+        }
+    } else {
+        for (unsigned long long i = first; i < p.count; ++i) {
+            count += S2TP_IS_NAN16(p.data[i], InfBits);
+        }
+    }
+    add_block_count(count, p.result);
+}
+
+__device__ __forceinline__ void compare_bytes(const s2tp_compare_params &p) {
+    const unsigned long long first = (static_cast<unsigned long long>(blockIdx.x) * S2TP_CHECK_THREADS + threadIdx.x) * 16;
+    uint32_t differs = 0;
+    if (first + 16 <= p.bytes) {
+        const uint4 a = *reinterpret_cast<const uint4 *>(p.a + first);
+        const uint4 b = *reinterpret_cast<const uint4 *>(p.b + first);
+        differs = (a.x != b.x) | (a.y != b.y) | (a.z != b.z) | (a.w != b.w);
+    } else {
+        for (unsigned long long i = first; i < p.bytes; ++i) {
+            differs |= p.a[i] != p.b[i];
+        }
+    }
+    add_block_count(differs, p.result);
+}
+
 // ---- SM clock probe ----------------------------------------------------------------------------------------
 
 __device__ __forceinline__ unsigned long long read_globaltimer() {
@@ -324,6 +398,21 @@ extern "C" __global__ void s2tp_quant_v_fp8_f16(const s2tp_quant_v_fp8_params pa
 extern "C" __global__ void s2tp_quant_v_fp8_bf16(const s2tp_quant_v_fp8_params params) {
     s2tp::quantize_v_fp8<__nv_bfloat16>(params);
 }
+
+extern "C" __global__ void s2tp_generate_inputs_f16(const s2tp_generate_params params) {
+    s2tp::generate_inputs<true>(params);
+}
+extern "C" __global__ void s2tp_generate_inputs_bf16(const s2tp_generate_params params) {
+    s2tp::generate_inputs<false>(params);
+}
+
+extern "C" __global__ void s2tp_count_nan_f16(const s2tp_count_nan_params params) {
+    s2tp::count_nan<S2TP_F16_INF_BITS>(params);
+}
+extern "C" __global__ void s2tp_count_nan_bf16(const s2tp_count_nan_params params) {
+    s2tp::count_nan<S2TP_BF16_INF_BITS>(params);
+}
+extern "C" __global__ void s2tp_compare_bytes(const s2tp_compare_params params) { s2tp::compare_bytes(params); }
 
 extern "C" __global__ void s2tp_sm_clock_probe(const s2tp_clock_probe_params params) {
     if (threadIdx.x != 0 || blockIdx.x != 0) {

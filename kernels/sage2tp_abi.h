@@ -122,6 +122,61 @@ typedef struct s2tp_quant_v_fp8_params {
     float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM; a runtime value, as upstream's divisions see it */
 } s2tp_quant_v_fp8_params;
 
+/* ---- Input generator (lives in the quantization cubin) ---- */
+
+/* One tensor of model/input_generator.h's generate_inputs, bit for bit: the same counter-based hash
+ * (SplitMix64 over seed, stream and element), the same Irwin-Hall normal deviates and per-channel
+ * parameters, the same exact double steps and the same roundings to float and then to the dtype.
+ * Element e counts in canonical (b, h, token, d) order whatever the layout; it is written at
+ * b*stride_bz + token*stride_seq + h*stride_h + d. One thread per element: grid
+ * (ceil(B*H*N*D / S2TP_GENERATE_THREADS), 1, 1), block (S2TP_GENERATE_THREADS, 1, 1).
+ * Entry points s2tp_generate_inputs_{f16,bf16}, named after the dtype they write. */
+#define S2TP_GENERATE_THREADS 256
+#define S2TP_GENERATED_Q 0u
+#define S2TP_GENERATED_K 1u
+#define S2TP_GENERATED_V 2u
+
+typedef struct s2tp_generate_params {
+    void *output;            /* f16 or bf16, [B,N,H,D] (NHD) or [B,H,N,D] (HND) */
+    unsigned long long seed;
+    uint32_t tensor;         /* S2TP_GENERATED_Q, _K or _V: the statistics and random streams used */
+    uint32_t batch, heads, len, head_dim;
+    uint32_t stride_bz, stride_seq, stride_h;
+} s2tp_generate_params;
+
+/* ---- Output checks (live in the quantization cubin) ---- */
+
+/* Both count into one unsigned long long in device memory, which the host zeroes first; the data
+ * must be 16-byte aligned (every cudaMalloc allocation is). Grid (ceil(ceil(count / 8) /
+ * S2TP_CHECK_THREADS), 1, 1) for NaN counting (8 elements per thread), (ceil(ceil(bytes / 16) /
+ * S2TP_CHECK_THREADS), 1, 1) for comparing (16 bytes per thread); block (S2TP_CHECK_THREADS, 1, 1). */
+#define S2TP_CHECK_THREADS 256
+
+/* A 16-bit float is NaN when its magnitude bits exceed infinity's: 0x7c00 in f16, 0x7f80 in bf16. */
+#define S2TP_F16_INF_BITS 0x7c00u
+#define S2TP_BF16_INF_BITS 0x7f80u
+#define S2TP_IS_NAN16(bits, inf_bits) ((((uint32_t)(bits)) & 0x7fffu) > (inf_bits))
+
+/* Entry points s2tp_count_nan_{f16,bf16}: adds the number of NaN elements of data to *result. */
+typedef struct s2tp_count_nan_params {
+    const uint16_t *data;
+    unsigned long long count;      /* elements */
+    unsigned long long *result;
+} s2tp_count_nan_params;
+
+/* Entry point s2tp_compare_bytes: adds to *result the number of 16-byte words (the last one may be
+ * shorter) in which a and b differ; 0 means the bytes are identical. */
+typedef struct s2tp_compare_params {
+    const uint8_t *a;
+    const uint8_t *b;
+    unsigned long long bytes;
+    unsigned long long *result;
+} s2tp_compare_params;
+
+#define S2TP_COUNT_NAN_ENTRY_F16 "s2tp_count_nan_f16"
+#define S2TP_COUNT_NAN_ENTRY_BF16 "s2tp_count_nan_bf16"
+#define S2TP_COMPARE_ENTRY "s2tp_compare_bytes"
+
 /* ---- SM clock probe (lives in the quantization cubin) ---- */
 
 /* One thread reads %globaltimer and clock64, spins until %globaltimer has advanced by at least

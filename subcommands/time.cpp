@@ -6,7 +6,9 @@
 #include "subcommands.h"
 #include "support/file_io.h"
 
+#include "gpu/gpu_input_generator.h"
 #include "gpu/launch_timer.h"
+#include "gpu/output_checks.h"
 #include "pipeline/cli.h"
 #include "support/errors.h"
 #include "model/experiment_manifest.h"
@@ -44,15 +46,24 @@ struct OutputHashes {
     std::array<std::int64_t, launches_per_round> unwritten{};
 };
 
-// Downloads each launch's output; counts NaN (the poison of unwritten elements) when asked, since a
-// NaN-free output stays NaN-free as long as its bytes do not change.
-OutputHashes hash_outputs(const AttentionProblem &problem,
-                          const std::array<AttentionOutputs, launches_per_round> &outputs, bool count_unwritten) {
+// Each launch's output SHA-256, with the bytes compared on the GPU (gpu/output_checks.h): the first
+// time (count_unwritten) they are recorded and their NaN (the poison of unwritten elements) counted;
+// afterwards each is compared with its recorded bytes, since a NaN-free output stays NaN-free as long
+// as its bytes do not change. Only an output unlike the ones hashed already is downloaded.
+OutputHashes hash_outputs(OutputChecks &checks, const std::array<AttentionOutputs, launches_per_round> &outputs,
+                          bool count_unwritten) {
+    std::vector<const DeviceBuffer *> buffers;
+    for (Launch launch : all_launches) buffers.push_back(&outputs[index_of(launch)].o);
     OutputHashes hashes;
-    for (Launch launch : all_launches) {
-        const Tensor o = download_output(problem, outputs[index_of(launch)]);
-        hashes.sha256[index_of(launch)] = sha256_hex(o.bytes.data(), o.bytes.size());
-        if (count_unwritten) hashes.unwritten[index_of(launch)] = count_nan(o);
+    if (count_unwritten) {
+        const std::vector<OutputDigest> digests = checks.record(buffers);
+        for (Launch launch : all_launches) {
+            hashes.sha256[index_of(launch)] = digests[index_of(launch)].sha256;
+            hashes.unwritten[index_of(launch)] = digests[index_of(launch)].nan_count;
+        }
+    } else {
+        const std::vector<std::string> digests = checks.current_sha256(buffers);
+        for (Launch launch : all_launches) hashes.sha256[index_of(launch)] = digests[index_of(launch)];
     }
     return hashes;
 }
@@ -254,9 +265,12 @@ int time_command(const Args &args) {
         reporter.progress("time: " + (workload.q_file ? "loading" : std::string("generating")) + " the inputs of " +
                           workload.name + " (" + shape + ")");
         DeviceQuantizedInputs inputs;
-        {
+        if (workload.q_file) {
             const GeneratedInputs host = workload_inputs(workload);
             inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+        } else {
+            inputs = quantize_on_gpu(quantize, problem,
+                                     generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, workload.seed));
         }
         std::array<AttentionOutputs, launches_per_round> outputs;
         // Packed here, once per launch, by each arm's adapter: the timed region only launches.
@@ -272,7 +286,8 @@ int time_command(const Args &args) {
         for (Launch launch : all_launches)
             launch_attention(launch == Launch::candidate ? candidate : baseline, launches[index_of(launch)]);
         synchronize("time: first launches, " + problem.describe());
-        const OutputHashes first = hash_outputs(problem, outputs, true);
+        OutputChecks checks(quantize, problem.dtype);
+        const OutputHashes first = hash_outputs(checks, outputs, true);
         const std::string &base_sha = first.sha256[index_of(Launch::baseline)];
         const std::string &cand_sha = first.sha256[index_of(Launch::candidate)];
         std::vector<std::string> output_failures;
@@ -337,7 +352,7 @@ int time_command(const Args &args) {
         reporter.end_live_line();
 
         // The timed launches rewrote every output: the bytes must still be the ones checked above.
-        const OutputHashes last = hash_outputs(problem, outputs, false);
+        const OutputHashes last = hash_outputs(checks, outputs, false);
         for (Launch launch : all_launches)
             if (last.sha256[index_of(launch)] != first.sha256[index_of(launch)])
                 result.reasons.push_back("the " + std::string(launch_name(launch)) + " launch's output changed during "

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace s2tp {
 namespace {
@@ -61,13 +62,30 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     problem.validate();
     const AttentionShape &shape = problem.shape;
     const std::string context = problem.describe();
+    require(q, problem.dtype, shape.q_shape(), "q for " + context);
+    require(k, problem.dtype, shape.kv_shape(), "k for " + context);
+    require(v, problem.dtype, shape.kv_shape(), "v for " + context);
+    DeviceInputs inputs;
+    inputs.q = upload(q, "q input");
+    inputs.k = upload(k, "k input");
+    inputs.v = upload(v, "v input");
+    return quantize_on_gpu(quantize_module, problem, inputs, k_mean);
+}
+
+DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
+                                      const DeviceInputs &inputs, const std::optional<Tensor> &k_mean) {
+    problem.validate();
+    const AttentionShape &shape = problem.shape;
+    const std::string context = problem.describe();
     const DType dtype = problem.dtype;
-    require(q, dtype, shape.q_shape(), "q for " + context);
-    require(k, dtype, shape.kv_shape(), "k for " + context);
-    require(v, dtype, shape.kv_shape(), "v for " + context);
-    DeviceBuffer q_in = upload(q, "q input");
-    DeviceBuffer k_in = upload(k, "k input");
-    DeviceBuffer v_in = upload(v, "v input");
+    for (const auto &[buffer, tensor_shape] : {std::pair<const DeviceBuffer *, Shape>{&inputs.q, shape.q_shape()},
+                                               {&inputs.k, shape.kv_shape()}, {&inputs.v, shape.kv_shape()}})
+        if (buffer->size() != bytes_of(dtype, tensor_shape))
+            fail(ExitCode::internal, "quantizing " + context + ": " + buffer->what() + " has " +
+                                         std::to_string(buffer->size()) + " bytes, not the " +
+                                         std::to_string(bytes_of(dtype, tensor_shape)) + " of " + dtype_name(dtype) +
+                                         " " + shape_to_string(tensor_shape));
+    const DeviceBuffer &q_in = inputs.q, &k_in = inputs.k, &v_in = inputs.v;
 
     DeviceQuantizedInputs out;
     out.q_int8 = allocate(DType::i8, shape.q_shape(), "q_int8");
@@ -133,7 +151,7 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
         .launch({d / S2TP_QUANT_V_CHANNELS_PER_CTA, u32(shape.heads_kv), batch}, {S2TP_QUANT_V_THREADS, 1, 1}, 0, &vp,
                 sizeof vp, nullptr, "v fp8, " + context);
 
-    // The inputs are freed on return; the kernels must be done with them first.
+    // A fault in a quantizer is reported here, named; and the caller may free the inputs on return.
     synchronize("quantizing " + context);
     return out;
 }

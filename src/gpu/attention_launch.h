@@ -47,9 +47,18 @@ struct DeviceQuantizedInputs {
     DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale;
 };
 
-// Uploads q, k, v (problem.dtype, shape's q/kv shapes) and quantizes them with the kernels of the
-// quantize cubin: the K mean first (unless k_mean is given, [B, 1, Hk, D] or [B, Hk, 1, D] as
-// host_quantizer.h describes), then Q, K minus the mean, and V.
+// q, k and v in device memory, in the problem's dtype and shape's q/kv shapes, contiguous (the device
+// side of model/input_generator.h's GeneratedInputs; gpu/gpu_input_generator.h makes them).
+struct DeviceInputs {
+    DeviceBuffer q, k, v;
+};
+
+// Quantizes q, k, v with the kernels of the quantize cubin: the K mean first (unless k_mean is given,
+// [B, 1, Hk, D] or [B, Hk, 1, D] as host_quantizer.h describes), then Q, K minus the mean, and V.
+// Throws Error(internal) when a buffer's size does not match the problem.
+DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
+                                      const DeviceInputs &inputs, const std::optional<Tensor> &k_mean = std::nullopt);
+// The same from host tensors, uploaded first after checking each dtype and shape.
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
                                       const Tensor &q, const Tensor &k, const Tensor &v,
                                       const std::optional<Tensor> &k_mean = std::nullopt);

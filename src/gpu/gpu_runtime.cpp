@@ -278,6 +278,26 @@ void poison(DeviceBuffer &buffer) {
                "poisoning " + buffer.what());
 }
 
+void zero(DeviceBuffer &buffer) {
+    if (buffer.size() == 0) return;
+    check_cuda(cudaMemsetAsync(buffer.get(), 0, buffer.size(), nullptr), "cudaMemsetAsync", "zeroing " + buffer.what());
+}
+
+void copy_device(DeviceBuffer &destination, const DeviceBuffer &source) {
+    if (destination.size() != source.size())
+        fail(ExitCode::internal, "copying " + source.what() + " (" + std::to_string(source.size()) + " bytes) into " +
+                                     destination.what() + " (" + std::to_string(destination.size()) + " bytes)");
+    if (source.size() == 0) return;
+    check_cuda(cudaMemcpyAsync(destination.get(), source.get(), source.size(), cudaMemcpyDeviceToDevice, nullptr),
+               "cudaMemcpyAsync", "copying " + source.what() + " into " + destination.what());
+}
+
+void download_bytes(const DeviceBuffer &buffer, void *destination) {
+    if (buffer.size() == 0) return;
+    check_cuda(cudaMemcpy(destination, buffer.get(), buffer.size(), cudaMemcpyDeviceToHost), "cudaMemcpy",
+               "downloading " + buffer.what());
+}
+
 // ---- Modules and kernels ----
 
 CubinModule::CubinModule(const std::filesystem::path &cubin) : path_(cubin) {

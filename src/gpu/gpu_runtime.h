@@ -121,6 +121,12 @@ Tensor download(const DeviceBuffer &buffer, DType dtype, const Shape &shape);
 // Fills every byte with 0xFF: NaN in f16, bf16 and f32, so an element a kernel failed to write is
 // visible. Done before every launch whose output is checked.
 void poison(DeviceBuffer &buffer);
+// Every byte 0, on the default stream.
+void zero(DeviceBuffer &buffer);
+// Device-to-device copy on the default stream; the buffers must be the same size.
+void copy_device(DeviceBuffer &destination, const DeviceBuffer &source);
+// The buffer's bytes into `destination`, which must hold buffer.size() bytes; waits for the copy.
+void download_bytes(const DeviceBuffer &buffer, void *destination);
 
 // ---- Modules and kernels ----
 
