@@ -186,6 +186,7 @@ TEST(PhaseSummary, TheScheduleComesFromTheActiveScheduleLine) {
     EXPECT_EQ(warp_labels("SequentialSchedule"), (std::vector<std::string>{"warp 0", "warp 1", "warp 2", "warp 3"}));
     EXPECT_EQ(warp_labels(""), warp_labels("SomeOtherSchedule"));
     EXPECT_EQ(warp_labels("TemporalPairSchedule")[1], "pair A warp 1");
+    EXPECT_EQ(warp_labels("TemporalPairDoubleVSchedule"), warp_labels("TemporalPairSchedule"));
 }
 
 TEST(PhaseSummary, OverlappingStampsAreNotedInTheTable) {

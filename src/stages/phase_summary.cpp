@@ -58,11 +58,12 @@ std::string active_schedule(const std::string &source_text) {
 }
 
 std::vector<std::string> warp_labels(const std::string &schedule) {
+    // The schedules of kernels/schedule.cuh whose warps 0,1 and 2,3 alternate as two pairs.
+    const bool pairs = schedule == "TemporalPairSchedule" || schedule == "TemporalPairDoubleVSchedule";
     std::vector<std::string> labels;
     for (std::size_t warp = 0; warp < phase_warps; ++warp) {
         const std::string plain = "warp " + std::to_string(warp);
-        labels.push_back(schedule == "TemporalPairSchedule" ? std::string("pair ") + (warp < 2 ? "A " : "B ") + plain
-                                                            : plain);
+        labels.push_back(pairs ? std::string("pair ") + (warp < 2 ? "A " : "B ") + plain : plain);
     }
     return labels;
 }

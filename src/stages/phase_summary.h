@@ -37,8 +37,8 @@ const char *phase_step_label(std::size_t step);
 // attention_entry.cu); "" when the source has no such line.
 std::string active_schedule(const std::string &source_text);
 
-// Each warp's role under `schedule`: warps 0,1 are pair A and 2,3 pair B of TemporalPairSchedule;
-// under any other schedule, known or not, just "warp N".
+// Each warp's role under `schedule`: warps 0,1 are pair A and 2,3 pair B of TemporalPairSchedule (and
+// of its double-V-buffer variant, TemporalPairDoubleVSchedule); under any other schedule, just "warp N".
 std::vector<std::string> warp_labels(const std::string &schedule);
 
 struct PhaseStepFigures {

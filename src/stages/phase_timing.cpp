@@ -222,8 +222,10 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
         const std::optional<DeviceGlobal> log = module.global(S2TP_PHASE_LOG_SYMBOL);
         if (!log)
             fail(ExitCode::precondition,
-                 shown + " defines no " + S2TP_PHASE_LOG_SYMBOL + ": its kernel sources have no phase stamps "
-                         "(kernels/phase_log.h), so " + built->variant + "'s phases cannot be measured");
+                 shown + " defines no " + S2TP_PHASE_LOG_SYMBOL + " (the extern \"C\" __device__ array of "
+                         "kernels/phase_log.h that phase-stamped kernels define under " + phase_timing_define() +
+                         "): its kernel sources have no phase stamps, so " + built->variant +
+                         "'s phases cannot be measured");
         constexpr std::size_t expected_bytes = S2TP_PHASE_LOG_SLOTS * sizeof(s2tp_phase_slot);
         if (log->bytes != expected_bytes)
             fail(ExitCode::precondition, shown + ": its " + S2TP_PHASE_LOG_SYMBOL + " has " + std::to_string(log->bytes) +
