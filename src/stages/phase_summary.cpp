@@ -266,6 +266,7 @@ std::string PhaseReport::table_text() const {
     std::ostringstream out;
     out << std::left;
     for (const VariantPhases &v : variants) {
+        if (&v != &variants.front()) out << "\n";
         out << v.variant << (v.schedule.empty() ? "" : " (" + v.schedule + ")") << ": " << v.logged_ctas << " of "
             << v.launched_ctas << " CTAs logged, " << v.cubin << "\n";
         std::size_t label_width = 6;
