@@ -20,6 +20,7 @@ int status_command(const Args &args);
 int report_command(const Args &args);
 int help_command(const Args &args);
 int clean_command(const Args &args);
+int phases_command(const Args &args);
 // Internal: one variant's launches for the sanitize stage (under compute-sanitizer) and time --ncu.
 int exec_command(const Args &args);
 

@@ -38,6 +38,9 @@ _sage2tp() {
         COMPREPLY=($(compgen -W "$(_sage2tp_commands "$program")" -- "$cur"))
     elif [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$("$program" help "$command" 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)" -- "$cur"))
+    elif [[ $command == clean || $command == phases ]]; then
+        # Their one word that is not an option is [RUN], a run directory.
+        COMPREPLY=($(compgen -d -- "$cur"))
     fi
 }
 

@@ -47,6 +47,9 @@ struct DriverApi {
     PFN_cuModuleGetFunction_v2000 module_get_function = nullptr;
     PFN_cuModuleGetFunctionCount_v12040 module_get_function_count = nullptr;
     PFN_cuModuleEnumerateFunctions_v12040 module_enumerate_functions = nullptr;
+    PFN_cuModuleGetGlobal_v3020 module_get_global = nullptr;
+    PFN_cuMemsetD8_v3020 memset_d8 = nullptr;
+    PFN_cuMemcpyDtoH_v3020 memcpy_dtoh = nullptr;
     PFN_cuFuncGetName_v12030 func_get_name = nullptr;
     PFN_cuFuncGetAttribute_v2020 func_get_attribute = nullptr;
     PFN_cuFuncSetAttribute_v9000 func_set_attribute = nullptr;
@@ -80,6 +83,9 @@ const DriverApi &driver() {
         fetch(a.module_get_function, "cuModuleGetFunction", 12000);
         fetch(a.module_get_function_count, "cuModuleGetFunctionCount", 12040);      // new in CUDA 12.4
         fetch(a.module_enumerate_functions, "cuModuleEnumerateFunctions", 12040);  // new in CUDA 12.4
+        fetch(a.module_get_global, "cuModuleGetGlobal", 12000);
+        fetch(a.memset_d8, "cuMemsetD8", 12000);
+        fetch(a.memcpy_dtoh, "cuMemcpyDtoH", 12000);
         fetch(a.func_get_name, "cuFuncGetName", 12030);                            // new in CUDA 12.3
         fetch(a.func_get_attribute, "cuFuncGetAttribute", 12000);
         fetch(a.func_set_attribute, "cuFuncSetAttribute", 12000);
@@ -361,6 +367,28 @@ std::vector<std::string> CubinModule::entry_names() const {
     }
     std::sort(names.begin(), names.end());
     return names;
+}
+
+std::optional<DeviceGlobal> CubinModule::global(const std::string &name) const {
+    CUdeviceptr address = 0;
+    std::size_t bytes = 0;
+    const CUresult result = driver().module_get_global(&address, &bytes, module_, name.c_str());
+    if (result == CUDA_ERROR_NOT_FOUND) return std::nullopt;
+    check_cu(result, "cuModuleGetGlobal", name + " in '" + path_.string() + "'");
+    return DeviceGlobal{name, static_cast<std::uint64_t>(address), bytes};
+}
+
+void zero_global(const DeviceGlobal &global, const std::string &context) {
+    check_cu(driver().memset_d8(static_cast<CUdeviceptr>(global.address), 0, global.bytes), "cuMemsetD8",
+             global.name + ", " + context);
+}
+
+std::vector<unsigned char> read_global(const DeviceGlobal &global, const std::string &context) {
+    std::vector<unsigned char> bytes(global.bytes);
+    if (!bytes.empty())
+        check_cu(driver().memcpy_dtoh(bytes.data(), static_cast<CUdeviceptr>(global.address), bytes.size()),
+                 "cuMemcpyDtoH", global.name + ", " + context);
+    return bytes;
 }
 
 // ---- Kernel arguments ----

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -225,6 +226,14 @@ private:
     mutable std::size_t dynamic_smem_allowed_ = 48 * 1024;  // every kernel may use this much without opting in
 };
 
+// A __device__ variable of a loaded module, found by name (cuModuleGetGlobal): its device address and
+// size. Valid while the module lives.
+struct DeviceGlobal {
+    std::string name;
+    std::uint64_t address = 0;  // a CUdeviceptr
+    std::size_t bytes = 0;
+};
+
 // A cubin loaded into the current device's primary context (select_device first). Move-only.
 class CubinModule {
 public:
@@ -239,12 +248,19 @@ public:
     Kernel function(const std::string &name) const;
     // The names of every kernel entry in the cubin, mangled as the cubin stores them, sorted.
     std::vector<std::string> entry_names() const;
+    // The module's __device__ variable `name`; nullopt when the cubin defines none by that name.
+    std::optional<DeviceGlobal> global(const std::string &name) const;
     const std::filesystem::path &path() const { return path_; }
 
 private:
     CUmod_st *module_ = nullptr;
     std::filesystem::path path_;
 };
+
+// Zeroes every byte of `global` (cuMemsetD8, ordered with the launches on the default stream).
+void zero_global(const DeviceGlobal &global, const std::string &context);
+// Copies `global` back once the work queued before has finished (cuMemcpyDtoH).
+std::vector<unsigned char> read_global(const DeviceGlobal &global, const std::string &context);
 
 // ---- Timing ----
 
