@@ -53,7 +53,7 @@ int phases_command(const Args &args) {
     const Experiment experiment = load_experiment(run.manifest());
     const WorkloadSpec workload = phase_workload(experiment, seq_len);
     const std::vector<StageState> states = inspect_run(run);
-    const BuiltKernels kernels = built_kernels(run, states);
+    const BuiltKernels kernels = built_kernels(run, states, experiment);
     const Checkpoint &build_checkpoint = *states[static_cast<std::size_t>(Stage::build)].read.checkpoint;
 
     const Reporter &reporter = cl.reporter();
