@@ -127,4 +127,67 @@ struct TemporalPairSchedule {
     }
 };
 
+// The hypothesis test of issue 13: the temporal pair with a second V buffer, so that V_j's copy is no
+// longer exposed between two barriers. It breaks the experiment's single-buffer rule on purpose: the
+// second buffer is static __shared__ memory of this schedule only (the launch's dynamic shared memory,
+// an ABI constant, stays as it is; the static size shows in build's resource comparison).
+// Tile j's V lives in buffer j % 2: buffer 0 is the V region of the dynamic smem, buffer 1 the static one.
+// Phases, barriers and roles are the temporal pair's, one thing moves: V_{j+1} is issued together with
+// K_{j+1} after phase 2 of tile j, and
+//   top of phase 1 of j:  cp.async.wait_group 1; CTA barrier   (K_j landed; V_j may still be in flight)
+//   top of phase 2 of j:  cp.async.wait_group 0; CTA barrier   (V_j landed, copied during phase 1)
+// V_{j+1}'s buffer last held V_{j-1}, read by pair B in phase 1 of j, so two barriers separate its last
+// read from the copy. Per warp the order stays QK_j, softmax_j, PV_j for j = 0..n-1.
+struct TemporalPairDoubleVSchedule {
+    template <typename Cta, typename State>
+    __device__ __forceinline__ static void run(const Cta &cta, State &state) {
+        __shared__ __align__(128) uint8_t second_v_buffer[Cta::kVTileBytes];
+        PendingPV pending;
+        ScheduleSteps<Cta> steps(cta, state, pending);
+        const uint32_t n = steps.num_tiles();
+        const bool pair_a = steps.in_pair_a();
+        // A select, not an array: a run-time index into a local array would put it in local memory.
+        const uint32_t first_v = steps.v_buffer();
+        const uint32_t second_v = shared_address(second_v_buffer);
+        const auto v_buffer_of = [&](uint32_t tile) { return tile % 2 == 0 ? first_v : second_v; };
+
+        steps.issue_q();
+        steps.template land_copies<0>();
+        steps.cta_barrier();
+
+        steps.issue_k_bounded_if_last(0);
+        steps.issue_v_into(first_v, 0);
+
+#pragma unroll 1
+        for (uint32_t phase = 0; phase <= 2 * n; ++phase) {
+            const uint32_t tile = phase / 2;
+            const bool first_phase = (phase % 2) == 0;
+
+            if (first_phase) {
+                steps.template land_copies<1>();
+            } else {
+                steps.template land_copies<0>();
+            }
+            steps.cta_barrier();
+
+            if (pair_a == first_phase) {
+                if (tile < n) {
+                    steps.qk_softmax_any_kind(tile);
+                }
+            } else if (phase > 0) {
+                const uint32_t pv_tile = first_phase ? tile - 1 : tile;
+                steps.pv_from(v_buffer_of(pv_tile));
+            }
+
+            steps.cta_barrier();
+
+            if (!first_phase && tile + 1 < n) {
+                steps.issue_next_k_bounded_if_last(tile);
+                steps.issue_v_into(v_buffer_of(tile + 1), tile + 1);
+            }
+        }
+        steps.finish();
+    }
+};
+
 }  // namespace s2tp
