@@ -3,7 +3,7 @@
 // Built with -DS2TP_PHASE_TIMING, every step of schedule_steps.cuh reads clock64() before and after
 // itself, and lane 0 of the warp adds the difference and a count of 1 to
 //   s2tp_phase_log[(cta * S2TP_PHASE_LOG_WARPS + warp) * S2TP_PHASE_STEPS + step]
-// with fire-and-forget atomics (red.global.add.u64: no result, so the warp does not wait for them).
+// with fire-and-forget reductions (red.relaxed.gpu.global.add.u64: no result, so nothing waits for them).
 // cta is the CTA's linear index, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); CTAs at
 // or past S2TP_PHASE_LOG_MAX_CTAS log nothing. The log is a plain extern "C" __device__ array, so its
 // PTX/ELF name is S2TP_PHASE_LOG_SYMBOL and cuModuleGetGlobal finds it.
@@ -46,8 +46,8 @@ public:
     __device__ __forceinline__ void close(s2tp_phase_step step, long long start) const {
         const long long end = clock64();
         if (slots_ != nullptr) {
-            atomicAdd(&slots_[step].cycles, static_cast<unsigned long long>(end - start));
-            atomicAdd(&slots_[step].count, 1ull);
+            add_without_result(&slots_[step].cycles, static_cast<unsigned long long>(end - start));
+            add_without_result(&slots_[step].count, 1ull);
         }
     }
 
@@ -60,6 +60,12 @@ public:
     }
 
 private:
+    // red, not atom: no result comes back, so nothing in the warp waits for the add.
+    __device__ __forceinline__ static void add_without_result(unsigned long long *address, unsigned long long value) {
+        asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;\n" ::"l"(__cvta_generic_to_global(address)),
+                     "l"(value));
+    }
+
     s2tp_phase_slot *slots_;
 };
 
