@@ -136,8 +136,9 @@ struct TemporalPairSchedule {
 // K_{j+1} after phase 2 of tile j, and
 //   top of phase 1 of j:  cp.async.wait_group 1; CTA barrier   (K_j landed; V_j may still be in flight)
 //   top of phase 2 of j:  cp.async.wait_group 0; CTA barrier   (V_j landed, copied during phase 1)
-// V_{j+1}'s buffer last held V_{j-1}, read by pair B in phase 1 of j, so two barriers separate its last
-// read from the copy. Per warp the order stays QK_j, softmax_j, PV_j for j = 0..n-1.
+// V_{j+1}'s buffer last held V_{j-1}, read by pair B in phase 1 of j, so the barriers that close phase 1
+// and phase 2 of j separate its last read from the copy. Per warp the order stays QK_j, softmax_j, PV_j
+// for j = 0..n-1.
 struct TemporalPairDoubleVSchedule {
     template <typename Cta, typename State>
     __device__ __forceinline__ static void run(const Cta &cta, State &state) {

@@ -13,7 +13,8 @@
 //
 // Every step is stamped (phase_stamps.cuh): copy waits, CTA barriers, QK+softmax, PV, copy issue, and
 // the whole schedule from construction to finish(). Without S2TP_PHASE_TIMING the stamps are empty and
-// a step is exactly the code it names, so a schedule's PTX does not depend on being written in steps.
+// a step is exactly the code it names: the two schedules written by hand before these steps existed
+// compile to the same PTX in steps (tests/test_kernel_ptx.cpp; kernels/NOTES.md says what that took).
 //
 // Contract with the epilogue (run_attention_cta): a schedule ends with a CTA barrier that follows every
 // warp's last PV, because the O staging overwrites Q, K and V.
@@ -35,7 +36,8 @@ public:
     // `pending` is the warp's softmax -> PV hand-off; the schedule owns it (a local of its own, which
     // keeps the PTX that of the hand-written schedules: as a member here it is split differently).
     __device__ __forceinline__ ScheduleSteps(const Cta &cta, State &state, PendingPV &pending)
-        : cta_(cta), state_(state), pending_(pending), stamps_(cta.warp, cta.lane), schedule_start_(PhaseStamps::now()) {}
+        : cta_(cta), state_(state), pending_(pending), stamps_(cta.warp, cta.lane),
+          schedule_start_(PhaseStamps::now()) {}
 
     __device__ __forceinline__ uint32_t num_tiles() const { return cta_.num_tiles; }
     // Warps {0,1} = pair A, {2,3} = pair B (they sit on different SM sub-partitions).
