@@ -1,6 +1,6 @@
 // The attention cubin: the 8 extern "C" entry points of sage2tp_abi.h, all built with one schedule.
-// Baseline = this file as is; candidate = this file with data/patches/temporal-pair.patch applied, which
-// changes only the ActiveSchedule line below. Build flags are upstream's: -O3 --use_fast_math.
+// Baseline = this file as is; each candidate = this file with one data/patches/temporal-pair*.patch applied,
+// which changes only the ActiveSchedule line below. Build flags are upstream's: -O3 --use_fast_math.
 #include "attention_kernel.cuh"
 #include "schedule.cuh"
 

@@ -23,6 +23,8 @@ template <uint32_t HeadDim, bool Causal>
 class AttentionCta {
 public:
     using State = WarpState<HeadDim>;
+    static constexpr uint32_t kHeadDim = HeadDim;
+    static constexpr uint32_t kVTileBytes = SmemLayout<HeadDim>::kVTileBytes;
 
     uint32_t warp;       // 0..3, threadIdx.y
     uint32_t lane;       // 0..31, threadIdx.x
@@ -80,9 +82,15 @@ public:
                                       len_kv_ - tile * S2TP_CTA_K, warp, lane);
     }
 
-    __device__ __forceinline__ void issue_v_load(uint32_t tile) const {
-        load_v_tile<HeadDim>(smem_v_, v_head_ + tile * S2TP_CTA_K, v_stride_d_, warp, lane);
+    __device__ __forceinline__ void issue_v_load(uint32_t tile) const { issue_v_load_into(smem_v_, tile); }
+
+    // The same into another V buffer of kVTileBytes (shared address), for a schedule that keeps two.
+    __device__ __forceinline__ void issue_v_load_into(uint32_t smem_v, uint32_t tile) const {
+        load_v_tile<HeadDim>(smem_v, v_head_ + tile * S2TP_CTA_K, v_stride_d_, warp, lane);
     }
+
+    // The V buffer of the ABI's dynamic shared memory.
+    __device__ __forceinline__ uint32_t v_buffer() const { return smem_v_; }
 
     // k_scale of a tile; a plain global load the schedule can issue ahead of its use.
     __device__ __forceinline__ float k_scale_of(uint32_t tile) const { return k_scale_row_[tile]; }
@@ -114,7 +122,12 @@ public:
 
     // PV of the tile whose P is in `pending`, against the V tile currently in smem.
     __device__ __forceinline__ void pv(State &state, const PendingPV &pending) const {
-        pv_stage<HeadDim>(state, pending, smem_v_, v_lane_offset_);
+        pv_from(smem_v_, state, pending);
+    }
+
+    // The same against the V tile in another buffer (laid out like the V region).
+    __device__ __forceinline__ void pv_from(uint32_t smem_v, State &state, const PendingPV &pending) const {
+        pv_stage<HeadDim>(state, pending, smem_v, v_lane_offset_);
     }
 
     // ---- epilogue (after the schedule's final barrier: O staging aliases Q, K and V) ----

@@ -56,6 +56,36 @@ __device__ __forceinline__ void mma_e4m3_f16acc_m16n8k32_accumulate(uint32_t *h,
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// ---- Accumulator fragments of a 16x16 block --------------------------------------------------------------
+// Two m16n8 C/D fragments side by side (the n8 halves of a 16-wide block) as 8 values per lane, the layout
+// every score block and output block of the kernel uses: element e is register e % 4 of n8 half e / 4, so
+//   row    g + 8 * row_half(e)            (row_half = (e % 4) / 2)
+//   column 2t + column_offset(e)          (column_offset = 8 * (e / 4) + e % 2)
+// A lane's 4 values of one row (half h) are elements 2h, 2h+1 (first n8 half) and 2h+4, 2h+5 (second);
+// the 4 lanes of a quad (same g) hold the rest of the row, so a row reduction is a quad reduction.
+struct AccumulatorLayout16x16 {
+    static constexpr uint32_t kElements = 8;
+
+    __device__ __forceinline__ static constexpr uint32_t row_half(uint32_t e) { return (e % 4) / 2; }
+    __device__ __forceinline__ static constexpr uint32_t column_offset(uint32_t e) { return 8 * (e / 4) + e % 2; }
+    // The i-th (0..3) of the lane's elements in row half h, in column order.
+    __device__ __forceinline__ static constexpr uint32_t row_element(uint32_t h, uint32_t i) {
+        return 2 * h + (i % 2) + 4 * (i / 2);
+    }
+};
+
+// Reductions over the 4 lanes of a quad (lanes 4g..4g+3), xor 1 then xor 2. Max is exact; for the sum
+// each lane adds the same two pairs in the same order up to commutativity, so all 4 lanes agree bit for bit.
+__device__ __forceinline__ float quad_max(float value) {
+    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 1));
+    return fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 2));
+}
+
+__device__ __forceinline__ float quad_sum_rn(float value) {
+    value = __fadd_rn(value, __shfl_xor_sync(0xffffffffu, value, 1));
+    return __fadd_rn(value, __shfl_xor_sync(0xffffffffu, value, 2));
+}
+
 // ---- Shared memory to registers --------------------------------------------------------------------------
 // Four 8x8 b16 matrices; lanes 8i..8i+7 supply the 16-byte row addresses of matrix i, and register i
 // of lane L receives bytes 4*(L%4)..+3 of row L/4 of matrix i. Volatile: it reads shared memory that

@@ -1,20 +1,17 @@
-// The two warp schedules of the experiment. This is the ONLY place the baseline and the candidate differ;
+// The warp schedules of the experiment. This is the ONLY place the baseline and the candidates differ;
 // attention_entry.cu selects one of them.
 //
 // A schedule orders, for the 4 warps of a CTA, the copies (cp.async groups), the CTA barriers and each
 // warp's two stages per KV tile: qk_softmax (reads Q and K smem) and pv (reads V smem). It must keep every
 // warp's own sequence QK_j -> softmax_j -> PV_j in tile order; the numerics then cannot change, because no
-// value ever crosses warps (reference section 7). Interface used, from AttentionCta:
-//   warp, num_tiles, issue_q_load(), issue_k_load<Bounded>(tile), issue_v_load(tile), k_scale_of(tile),
-//   qk_softmax<Kind>(tile, k_scale, state, pending), qk_softmax_any_kind(...), pv(state, pending).
-// Contract with the epilogue: run() returns after a CTA barrier that follows every warp's last PV,
-// because the O staging overwrites Q, K and V.
+// value ever crosses warps (reference section 7). It is written in the steps of schedule_steps.cuh, which
+// also stamp it under S2TP_PHASE_TIMING. It ends with a CTA barrier after every warp's last PV, because
+// the O staging overwrites Q, K and V.
 #pragma once
 
 #include <cstdint>
 
-#include "smem_tiles.cuh"
-#include "softmax_state.cuh"
+#include "schedule_steps.cuh"
 
 namespace s2tp {
 
@@ -25,60 +22,52 @@ struct SequentialSchedule {
     template <typename Cta, typename State>
     __device__ __forceinline__ static void run(const Cta &cta, State &state) {
         PendingPV pending;
-        const uint32_t n = cta.num_tiles;
+        ScheduleSteps<Cta> steps(cta, state, pending);
+        const uint32_t n = steps.num_tiles();
 
-        cta.issue_q_load();
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
+        steps.issue_q();
+        steps.template land_copies<0>();
+        steps.cta_barrier();
 
-        cta.template issue_k_load<true>(0);
-        cp_async_commit();
-        float k_scale = cta.k_scale_of(0);
-        cta.issue_v_load(0);
-        cp_async_commit();
+        steps.template issue_k<true>(0);
+        steps.issue_v(0);
 
 #pragma unroll 1
         for (uint32_t tile = 0; tile + 2 < n; ++tile) {
-            cp_async_wait<1>();  // K_tile landed (V_tile may still be in flight)
-            __syncthreads();
-            cta.template qk_softmax<TileKind::kMain>(tile, k_scale, state, pending);
-            __syncthreads();  // every warp is done reading K_tile
-            cta.template issue_k_load<false>(tile + 1);
-            cp_async_commit();
-            k_scale = cta.k_scale_of(tile + 1);
-            cp_async_wait<1>();  // V_tile landed
-            __syncthreads();
-            cta.pv(state, pending);
-            __syncthreads();  // every warp is done reading V_tile
-            cta.issue_v_load(tile + 1);
-            cp_async_commit();
+            steps.template land_copies<1>();  // K_tile landed (V_tile may still be in flight)
+            steps.cta_barrier();
+            steps.template qk_softmax<TileKind::kMain>(tile);
+            steps.cta_barrier();  // every warp is done reading K_tile
+            steps.template issue_next_k<false>(tile);
+            steps.template land_copies<1>();  // V_tile landed
+            steps.cta_barrier();
+            steps.pv();
+            steps.cta_barrier();  // every warp is done reading V_tile
+            steps.issue_v(tile + 1);
         }
 
         if (n > 1) {
             const uint32_t tile = n - 2;
-            cp_async_wait<1>();
-            __syncthreads();
-            cta.template qk_softmax<TileKind::kPenultimate>(tile, k_scale, state, pending);
-            __syncthreads();
-            cta.template issue_k_load<true>(tile + 1);
-            cp_async_commit();
-            k_scale = cta.k_scale_of(tile + 1);
-            cp_async_wait<1>();
-            __syncthreads();
-            cta.pv(state, pending);
-            __syncthreads();
-            cta.issue_v_load(tile + 1);
-            cp_async_commit();
+            steps.template land_copies<1>();
+            steps.cta_barrier();
+            steps.template qk_softmax<TileKind::kPenultimate>(tile);
+            steps.cta_barrier();
+            steps.template issue_next_k<true>(tile);
+            steps.template land_copies<1>();
+            steps.cta_barrier();
+            steps.pv();
+            steps.cta_barrier();
+            steps.issue_v(tile + 1);
         }
 
-        cp_async_wait<1>();
-        __syncthreads();
-        cta.template qk_softmax<TileKind::kLast>(n - 1, k_scale, state, pending);
-        cp_async_wait<0>();
-        __syncthreads();
-        cta.pv(state, pending);
-        __syncthreads();  // the O staging may now overwrite Q, K and V
+        steps.template land_copies<1>();
+        steps.cta_barrier();
+        steps.template qk_softmax<TileKind::kLast>(n - 1);
+        steps.template land_copies<0>();
+        steps.cta_barrier();
+        steps.pv();
+        steps.cta_barrier();  // the O staging may now overwrite Q, K and V
+        steps.finish();
     }
 };
 
@@ -98,55 +87,107 @@ struct TemporalPairSchedule {
     template <typename Cta, typename State>
     __device__ __forceinline__ static void run(const Cta &cta, State &state) {
         PendingPV pending;
-        const uint32_t n = cta.num_tiles;
-        const bool pair_a = cta.warp < 2;
+        ScheduleSteps<Cta> steps(cta, state, pending);
+        const uint32_t n = steps.num_tiles();
+        const bool pair_a = steps.in_pair_a();
 
-        cta.issue_q_load();
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
+        steps.issue_q();
+        steps.template land_copies<0>();
+        steps.cta_barrier();
 
-        if (n == 1) {
-            cta.template issue_k_load<true>(0);
-        } else {
-            cta.template issue_k_load<false>(0);
-        }
-        cp_async_commit();
-        float k_scale = cta.k_scale_of(0);
+        steps.issue_k_bounded_if_last(0);
 
 #pragma unroll 1
         for (uint32_t phase = 0; phase <= 2 * n; ++phase) {
             const uint32_t tile = phase / 2;
             const bool first_phase = (phase % 2) == 0;
 
-            cp_async_wait<0>();
-            __syncthreads();
+            steps.template land_copies<0>();
+            steps.cta_barrier();
 
             if (pair_a == first_phase) {
                 if (tile < n) {
-                    cta.qk_softmax_any_kind(tile, k_scale, state, pending);
+                    steps.qk_softmax_any_kind(tile);
                 }
             } else if (phase > 0) {
-                cta.pv(state, pending);
+                steps.pv();
             }
 
-            __syncthreads();
+            steps.cta_barrier();
 
             if (first_phase) {
                 if (tile < n) {
-                    cta.issue_v_load(tile);
-                    cp_async_commit();
+                    steps.issue_v(tile);
                 }
             } else if (tile + 1 < n) {
-                if (tile + 2 == n) {
-                    cta.template issue_k_load<true>(tile + 1);
-                } else {
-                    cta.template issue_k_load<false>(tile + 1);
-                }
-                cp_async_commit();
-                k_scale = cta.k_scale_of(tile + 1);
+                steps.issue_next_k_bounded_if_last(tile);
             }
         }
+        steps.finish();
+    }
+};
+
+// The hypothesis test of issue 13: the temporal pair with a second V buffer, so that V_j's copy is no
+// longer exposed between two barriers. It breaks the experiment's single-buffer rule on purpose: the
+// second buffer is static __shared__ memory of this schedule only (the launch's dynamic shared memory,
+// an ABI constant, stays as it is; the static size shows in build's resource comparison).
+// Tile j's V lives in buffer j % 2: buffer 0 is the V region of the dynamic smem, buffer 1 the static one.
+// Phases, barriers and roles are the temporal pair's, one thing moves: V_{j+1} is issued together with
+// K_{j+1} after phase 2 of tile j, and
+//   top of phase 1 of j:  cp.async.wait_group 1; CTA barrier   (K_j landed; V_j may still be in flight)
+//   top of phase 2 of j:  cp.async.wait_group 0; CTA barrier   (V_j landed, copied during phase 1)
+// V_{j+1}'s buffer last held V_{j-1}, read by pair B in phase 1 of j, so the barriers that close phase 1
+// and phase 2 of j separate its last read from the copy. Per warp the order stays QK_j, softmax_j, PV_j
+// for j = 0..n-1.
+struct TemporalPairDoubleVSchedule {
+    template <typename Cta, typename State>
+    __device__ __forceinline__ static void run(const Cta &cta, State &state) {
+        __shared__ __align__(128) uint8_t second_v_buffer[Cta::kVTileBytes];
+        PendingPV pending;
+        ScheduleSteps<Cta> steps(cta, state, pending);
+        const uint32_t n = steps.num_tiles();
+        const bool pair_a = steps.in_pair_a();
+        // A select, not an array: a run-time index into a local array would put it in local memory.
+        const uint32_t first_v = steps.v_buffer();
+        const uint32_t second_v = shared_address(second_v_buffer);
+        const auto v_buffer_of = [&](uint32_t tile) { return tile % 2 == 0 ? first_v : second_v; };
+
+        steps.issue_q();
+        steps.template land_copies<0>();
+        steps.cta_barrier();
+
+        steps.issue_k_bounded_if_last(0);
+        steps.issue_v_into(first_v, 0);
+
+#pragma unroll 1
+        for (uint32_t phase = 0; phase <= 2 * n; ++phase) {
+            const uint32_t tile = phase / 2;
+            const bool first_phase = (phase % 2) == 0;
+
+            if (first_phase) {
+                steps.template land_copies<1>();
+            } else {
+                steps.template land_copies<0>();
+            }
+            steps.cta_barrier();
+
+            if (pair_a == first_phase) {
+                if (tile < n) {
+                    steps.qk_softmax_any_kind(tile);
+                }
+            } else if (phase > 0) {
+                const uint32_t pv_tile = first_phase ? tile - 1 : tile;
+                steps.pv_from(v_buffer_of(pv_tile));
+            }
+
+            steps.cta_barrier();
+
+            if (!first_phase && tile + 1 < n) {
+                steps.issue_next_k_bounded_if_last(tile);
+                steps.issue_v_into(v_buffer_of(tile + 1), tile + 1);
+            }
+        }
+        steps.finish();
     }
 };
 

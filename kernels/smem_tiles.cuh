@@ -60,17 +60,21 @@ struct SmemLayout {
 
     // Q (S2TP_CTA_Q rows), then K and V (S2TP_CTA_K rows each), HeadDim bytes a row; the O staging
     // (S2TP_CTA_Q rows of 2*HeadDim bytes) reuses all of it after the last PV.
+    static constexpr uint32_t kQTileBytes = S2TP_CTA_Q * HeadDim;
+    static constexpr uint32_t kKTileBytes = S2TP_CTA_K * HeadDim;
+    static constexpr uint32_t kVTileBytes = S2TP_CTA_K * HeadDim;  // HeadDim channels of S2TP_CTA_K tokens
     static constexpr uint32_t kQOffset = 0;
-    static constexpr uint32_t kKOffset = kQOffset + S2TP_CTA_Q * HeadDim;
-    static constexpr uint32_t kVOffset = kKOffset + S2TP_CTA_K * HeadDim;
-    static constexpr uint32_t kBytes = kVOffset + S2TP_CTA_K * HeadDim;
+    static constexpr uint32_t kKOffset = kQOffset + kQTileBytes;
+    static constexpr uint32_t kVOffset = kKOffset + kKTileBytes;
+    static constexpr uint32_t kBytes = kVOffset + kVTileBytes;
     static_assert(kBytes == S2TP_ATTN_SMEM_BYTES(HeadDim), "the ABI's dynamic shared memory must hold Q, K and V");
     static_assert(S2TP_CTA_Q * 2 * HeadDim <= kBytes, "the O staging must fit in the Q/K/V region");
 
     static constexpr uint32_t kQKRowBytes = HeadDim;
     static constexpr uint32_t kQKRowChunks = HeadDim / 16;
     static constexpr bool kQKSwizzle128 = (HeadDim == 128);
-    static constexpr uint32_t kVRowBytes = 64;
+    static constexpr uint32_t kVRowBytes = S2TP_CTA_K;
+    static_assert(kVRowBytes * HeadDim == kVTileBytes, "a V row holds one byte per token of the tile");
     static constexpr uint32_t kORowBytes = 2 * HeadDim;
     static constexpr uint32_t kORowChunks = 2 * HeadDim / 16;
 

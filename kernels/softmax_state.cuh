@@ -22,6 +22,9 @@
 
 namespace s2tp {
 
+// Score blocks x[fq][fk] and output blocks ro[fq][b] are 16x16 accumulator blocks.
+using Fragment = AccumulatorLayout16x16;
+
 // S_FP8_OFFSET: the row maximum maps to 2^8.807 ~ 447.9, just below e4m3's 448.
 constexpr float kFp8ExpOffset = 8.807f;
 // Masked logit; on the last two tiles it is scaled by the unfolded softmax scale, so ex2 underflows to 0.
@@ -126,8 +129,8 @@ __device__ __forceinline__ void softmax_stage(const int32_t (&s)[2][4][8], WarpS
                     x[fq][fk][e] = raw;
                 } else {
                     float value = __fmul_rn(raw, dequant);
-                    const uint32_t q_idx = mask.q_row + 16 * fq + 8 * ((e % 4) / 2);
-                    const uint32_t kv_idx = mask.kv_col + 16 * fk + 8 * (e / 4) + e % 2;
+                    const uint32_t q_idx = mask.q_row + 16 * fq + 8 * Fragment::row_half(e);
+                    const uint32_t kv_idx = mask.kv_col + 16 * fk + Fragment::column_offset(e);
                     if (Causal && kv_idx > q_idx) {
                         value = kMaskedLogit;
                     }
@@ -150,12 +153,12 @@ __device__ __forceinline__ void softmax_stage(const int32_t (&s)[2][4][8], WarpS
             float row_max = kMaskedLogit;
 #pragma unroll
             for (uint32_t fk = 0; fk < 4; ++fk) {
-                row_max = fmaxf(row_max, fmaxf(fmaxf(x[fq][fk][2 * h], x[fq][fk][2 * h + 1]),
-                                               fmaxf(x[fq][fk][2 * h + 4], x[fq][fk][2 * h + 5])));
+                const float *row = x[fq][fk];
+                row_max = fmaxf(row_max,
+                                fmaxf(fmaxf(row[Fragment::row_element(h, 0)], row[Fragment::row_element(h, 1)]),
+                                      fmaxf(row[Fragment::row_element(h, 2)], row[Fragment::row_element(h, 3)])));
             }
-            float tile_max = __fmaf_rn(row_max, scale, -kFp8ExpOffset);
-            tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-            tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+            const float tile_max = quad_max(__fmaf_rn(row_max, scale, -kFp8ExpOffset));
 
             const float m_prev = state.m[fq][h];
             const float m_new = fmaxf(m_prev, tile_max);
@@ -167,7 +170,7 @@ __device__ __forceinline__ void softmax_stage(const int32_t (&s)[2][4][8], WarpS
             for (uint32_t fk = 0; fk < 4; ++fk) {
 #pragma unroll
                 for (uint32_t i = 0; i < 4; ++i) {
-                    const uint32_t e = 2 * h + (i % 2) + 4 * (i / 2);
+                    const uint32_t e = Fragment::row_element(h, i);
                     x[fq][fk][e] = ex2_approx(__fmaf_rn(x[fq][fk][e], scale, neg_m));
                 }
             }
@@ -182,9 +185,11 @@ __device__ __forceinline__ void softmax_stage(const int32_t (&s)[2][4][8], WarpS
         for (uint32_t h = 0; h < 2; ++h) {
 #pragma unroll
             for (uint32_t fk = 0; fk < 4; ++fk) {
-                const float part = __fadd_rn(__fadd_rn(__fadd_rn(x[fq][fk][2 * h], x[fq][fk][2 * h + 1]),
-                                                       x[fq][fk][2 * h + 4]),
-                                             x[fq][fk][2 * h + 5]);
+                const float *row = x[fq][fk];
+                const float part = __fadd_rn(__fadd_rn(__fadd_rn(row[Fragment::row_element(h, 0)],
+                                                                 row[Fragment::row_element(h, 1)]),
+                                                       row[Fragment::row_element(h, 2)]),
+                                             row[Fragment::row_element(h, 3)]);
                 state.d[fq][h] = (fk == 0) ? __fmaf_rn(out.o[fq][h], state.d[fq][h], part)
                                            : __fadd_rn(state.d[fq][h], part);
             }
@@ -202,7 +207,8 @@ __device__ __forceinline__ void softmax_stage(const int32_t (&s)[2][4][8], WarpS
             for (uint32_t r = 0; r < 4; ++r) {
                 const float *block = x[fq][2 * c + r / 2];
                 const uint32_t h = r % 2;
-                out.p[fq][c][r] = pack_e4m3x4(block[2 * h], block[2 * h + 1], block[2 * h + 4], block[2 * h + 5]);
+                out.p[fq][c][r] = pack_e4m3x4(block[Fragment::row_element(h, 0)], block[Fragment::row_element(h, 1)],
+                                              block[Fragment::row_element(h, 2)], block[Fragment::row_element(h, 3)]);
             }
         }
     }
@@ -245,8 +251,8 @@ __device__ __forceinline__ void pv_stage(WarpState<HeadDim> &state, const Pendin
     }
 }
 
-// End of the KV loop: quad-reduce d (xor 1 then xor 2; fp add is commutative, so the 4 lanes agree
-// bit for bit) and normalise RO by rcp.approx(d). Order as upstream: O = (RO * rcp(d)) * v_scale.
+// End of the KV loop: quad-reduce d (quad_sum_rn: the 4 lanes agree bit for bit) and normalise RO by
+// rcp.approx(d). Order as upstream: O = (RO * rcp(d)) * v_scale.
 template <uint32_t HeadDim>
 __device__ __forceinline__ void normalize(WarpState<HeadDim> &state) {
     float inverse[2][2];
@@ -254,11 +260,8 @@ __device__ __forceinline__ void normalize(WarpState<HeadDim> &state) {
     for (uint32_t fq = 0; fq < 2; ++fq) {
 #pragma unroll
         for (uint32_t h = 0; h < 2; ++h) {
-            float d = state.d[fq][h];
-            d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
-            d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
-            state.d[fq][h] = d;
-            inverse[fq][h] = rcp_approx(d);
+            state.d[fq][h] = quad_sum_rn(state.d[fq][h]);
+            inverse[fq][h] = rcp_approx(state.d[fq][h]);
         }
     }
 #pragma unroll
@@ -267,7 +270,7 @@ __device__ __forceinline__ void normalize(WarpState<HeadDim> &state) {
         for (uint32_t b = 0; b < WarpState<HeadDim>::kOutBlocks; ++b) {
 #pragma unroll
             for (uint32_t e = 0; e < 8; ++e) {
-                state.ro[fq][b][e] = __fmul_rn(state.ro[fq][b][e], inverse[fq][(e % 4) / 2]);
+                state.ro[fq][b][e] = __fmul_rn(state.ro[fq][b][e], inverse[fq][Fragment::row_half(e)]);
             }
         }
     }

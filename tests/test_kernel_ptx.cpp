@@ -1,8 +1,8 @@
 // The kernels' PTX, instruction for instruction: each kernel source (the baseline entry file, the
-// candidate made by data/patches/temporal-pair.patch, the quantizers) is compiled to PTX with the
-// build stage's flags and its digest compared with tests/data/kernel_ptx.toml. A refactoring of the
-// kernel headers must leave these digests alone; a change meant to alter the kernels updates the file
-// (the failure message prints the new digest) and says so in kernels/NOTES.md.
+// candidates made by data/patches/temporal-pair.patch and temporal-pair-double-v.patch, the quantizers)
+// is compiled to PTX with the build stage's flags and its digest compared with tests/data/kernel_ptx.toml.
+// A refactoring of the kernel headers must leave these digests alone; a change meant to alter the kernels
+// updates the file (the failure message prints the new digest) and says so in kernels/NOTES.md.
 //
 // Comment lines ("//", the compiler's banner) are left out of the digest, and path hashes masked. The digests hold for the nvcc
 // recorded in the file; with another nvcc the test is skipped, since PTX legitimately changes with it.
@@ -25,6 +25,16 @@ using namespace s2tp;
 namespace {
 
 const fs::path source_root = S2TP_SOURCE_ROOT;
+
+// The candidates' entry files, each the baseline's with one patch of data/patches applied.
+struct PatchedEntry {
+    const char *source;  // the file's name without .cu, and its table in tests/data/kernel_ptx.toml
+    const char *patch;
+};
+const PatchedEntry patched_entries[] = {
+    {"candidate_attention_entry", "temporal-pair.patch"},
+    {"temporal_pair_double_v_attention_entry", "temporal-pair-double-v.patch"},
+};
 
 // Anonymous namespaces get a hash of the source's path in their mangled names
 // ("_INTERNAL_2fdd947d_", "_GLOBAL__N__2fdd947d_"); the same code compiled from another folder must
@@ -49,13 +59,15 @@ protected:
         dir_ = fs::temp_directory_path() / ("s2tp-ptx-" + std::to_string(::getpid()));
         fs::remove_all(dir_);
         fs::create_directories(dir_);
-        // The candidate's entry file, exactly as prepare makes it: the baseline's with the patch applied.
+        // Each candidate's entry file, exactly as prepare makes it: the baseline's with its patch applied.
         fs::copy(source_root / "kernels", dir_ / "kernels");
-        ProcessResult patched = run_process({"patch", "--quiet", "-p1", "-d", dir_.string(), "-i",
-                                             (source_root / "data/patches/temporal-pair.patch").string()});
-        ASSERT_EQ(patched.exit_code, 0) << patched.err;
-        fs::rename(dir_ / "kernels/attention_entry.cu", dir_ / "kernels/candidate_attention_entry.cu");
-        fs::copy_file(source_root / "kernels/attention_entry.cu", dir_ / "kernels/attention_entry.cu");
+        for (const PatchedEntry &entry : patched_entries) {
+            ProcessResult patched = run_process({"patch", "--quiet", "-p1", "-d", dir_.string(), "-i",
+                                                 (source_root / "data/patches" / entry.patch).string()});
+            ASSERT_EQ(patched.exit_code, 0) << entry.patch << ": " << patched.err;
+            fs::rename(dir_ / "kernels/attention_entry.cu", dir_ / "kernels" / (std::string(entry.source) + ".cu"));
+            fs::copy_file(source_root / "kernels/attention_entry.cu", dir_ / "kernels/attention_entry.cu");
+        }
         recorded_ = toml::parse_file((source_root / "tests/data/kernel_ptx.toml").string());
     }
     static void TearDownTestSuite() {
@@ -93,6 +105,7 @@ TEST_P(KernelPtx, IsTheRecordedPtx) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, KernelPtx,
-                         ::testing::Values("attention_entry", "candidate_attention_entry", "quantize"));
+                         ::testing::Values("attention_entry", "candidate_attention_entry",
+                                           "temporal_pair_double_v_attention_entry", "quantize"));
 
 }  // namespace
