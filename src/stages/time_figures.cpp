@@ -370,10 +370,7 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
         << f.stopped_by.value_or("?") << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.ratio && c.ratio->median) {
-            std::string words = speed_in_words(*c.ratio->median);
-            // speed_in_words speaks of "the candidate"; name it.
-            if (words.rfind("the candidate", 0) == 0) words = c.name + words.substr(std::string("the candidate").size());
-            out << "\n  " << words;
+            out << "\n  " << speed_in_words(*c.ratio->median, c.name);
         }
     if (!plot.empty()) out << "\n  plot: " << plot;
     return out.str() + ncu_text();
