@@ -3,12 +3,18 @@
 // candidates keep the manifest's order, and the printer names each candidate and the repeat spread.
 #include "stages/time_figures.h"
 
+#include "build_config.h"
+#include "support/file_io.h"
+
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 namespace s2tp {
 namespace {
+
+namespace fs = std::filesystem;
 
 ArmTimeFigures arm(double p50) {
     ArmTimeFigures a;
@@ -188,6 +194,33 @@ TEST(TimeFigures, ThePrinterNamesEveryCandidateAndTheRepeatSpread) {
     EXPECT_NE(text.find("in 3 processes"), std::string::npos) << text;
     EXPECT_NE(text.find("plot: reports/time.svg"), std::string::npos) << text;
     EXPECT_NE(text.find("Nsight Compute, one launch each, zeta"), std::string::npos) << text;
+}
+
+// Every key the struct writes (the candidates' and the ncu runs' own names aside) is named in
+// sage2tp-checkpoint(5) as ".Ic key", so the documented contract cannot drift from the writer.
+void collect_keys(const toml::table &table, std::set<std::string> &keys, bool names_are_data) {
+    for (const auto &[key, node] : table) {
+        const std::string name(key.str());
+        if (!names_are_data) keys.insert(name);
+        const bool children_named_by_data = name == "candidates" || name == "runs";
+        if (const toml::table *sub = node.as_table()) collect_keys(*sub, keys, !names_are_data && children_named_by_data);
+        if (const toml::array *array = node.as_array())
+            for (const toml::node &element : *array)
+                if (const toml::table *sub = element.as_table()) collect_keys(*sub, keys, false);
+    }
+}
+
+TEST(TimeFigures, TheManPageNamesEveryKey) {
+    const std::string page = read_text_file(fs::path(S2TP_SOURCE_ROOT) / "man" / "sage2tp-checkpoint.5");
+    const std::string section = page.substr(page.find(".Ss Figures of time"),
+                                            page.find(".Ss Figures of gate") - page.find(".Ss Figures of time"));
+    std::set<std::string> keys;
+    collect_keys(full_figures().to_toml(), keys, false);
+    EXPECT_GT(keys.size(), 40u);
+    for (const std::string &key : keys)
+        EXPECT_TRUE(section.find("Ic " + key + "\n") != std::string::npos ||
+                    section.find("Ic " + key + " ") != std::string::npos)
+            << "sage2tp-checkpoint(5) does not name the time figure '" << key << "'";
 }
 
 TEST(TimeFigures, ThePrinterShowsUnknownFiguresAsUnknown) {
