@@ -67,15 +67,7 @@ int time_command(const Args &args) {
 
     // A repeat's child reads the run its parent holds: no lock, no checkpoint.
     if (cl.has("repeat-child")) {
-        const RunDirectory run(require_existing_run(cl.selection()));
-        Experiment experiment = load_experiment(run.manifest());
-        apply_run_pins(experiment.workload, run.pins());
-        const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
-        const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
-        const DeviceFacts device = require_gpu("time", device_index);
-        require_kernels_for_device("time", kernels, device);
-        run_repeat_child({workload, kernels, device, timing_settings(experiment, overrides),
-                          expected_output_sha256(workload, kernels.arch), pin},
+        run_repeat_child(RunDirectory(require_existing_run(cl.selection())), overrides, workload_file, pin, device_index,
                          fs::absolute(cl.result()["repeat-child"].as<std::string>()), reporter);
         return 0;
     }

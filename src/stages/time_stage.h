@@ -142,7 +142,10 @@ TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repea
 // pin, ncu. Writes under run.reports() and, with pin, the run's pins file.
 StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
 
-// The child side of --repeat: measure_arms, written to `file` (atomically).
-void run_repeat_child(const MeasureRequest &request, const std::filesystem::path &file, const Reporter &reporter);
+// The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,
+// no checkpoint), runs measure_arms with the parent's settings and writes it to `file` atomically.
+void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
+                      const std::optional<std::filesystem::path> &workload_file, bool pin, int device_index,
+                      const std::filesystem::path &file, const Reporter &reporter);
 
 }  // namespace s2tp
