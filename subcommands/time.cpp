@@ -59,6 +59,8 @@ int time_command(const Args &args) {
     // --pin records into the run's own manifest, which another workload's output does not belong to.
     if (pin && cl.has("workload"))
         fail(ExitCode::usage, "--pin records the manifest's workload output; it cannot be combined with --workload");
+    if (cl.has("order-seed") && !cl.has("repeat-child"))
+        fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
     TimeOverrides overrides{flag("target-half-width"), flag("budget"), std::nullopt, std::nullopt};
     if (flag("min-rounds")) overrides.min_rounds = static_cast<std::size_t>(*flag("min-rounds"));
     if (cl.has("order-seed")) overrides.order_seed = cl.result()["order-seed"].as<std::uint64_t>();
