@@ -399,14 +399,16 @@ toml::array rounds_array(const std::vector<TimingRun> &repeats, const std::vecto
             const InterleavedRound &round = repeats[r].rounds[i];
             toml::array order;
             for (Arm arm : round.order) order.push_back(arms[arm]);
-            toml::table entry{{"repeat", static_cast<std::int64_t>(r + 1)},
-                              {"round", static_cast<std::int64_t>(i)},
-                              {"order", order},
-                              {"throttled", round.throttled}};
+            // The samples by arm name in a table of their own: a candidate may be named like a round's key.
+            toml::table samples;
             for (Arm arm = 0; arm < arms.size(); ++arm)
-                entry.insert(arms[arm], toml::table{{"time_ms", round[arm].time_ms},
-                                                    {"sm_clock_mhz", round[arm].sm_clock_mhz}});
-            rounds.push_back(entry);
+                samples.insert(arms[arm], toml::table{{"time_ms", round[arm].time_ms},
+                                                      {"sm_clock_mhz", round[arm].sm_clock_mhz}});
+            rounds.push_back(toml::table{{"repeat", static_cast<std::int64_t>(r + 1)},
+                                         {"round", static_cast<std::int64_t>(i)},
+                                         {"order", order},
+                                         {"throttled", round.throttled},
+                                         {"samples", samples}});
         }
     return rounds;
 }
