@@ -338,6 +338,17 @@ TEST(MeasureInterleaved, EveryCandidateGetsItsRatioAndTheStopRuleWaitsForTheWide
     EXPECT_FALSE(stats.ratios[2].between_repeat_spread) << "one process has no between-repeat spread";
 }
 
+TEST(MeasureInterleaved, AnAaRunOfTwoArmsStopsOnTheControlsInterval) {
+    SyntheticTimer timer;
+    timer.base_ms = {55.0, 55.0};
+    const TimingRun run = measure_interleaved(timer, settings_for_tests(), timer.clock());
+    EXPECT_EQ(run.stopped_by, StopReason::half_width);
+    EXPECT_EQ(run.kept_rounds, 20u);
+    const TimingStats stats = timing_stats({run}, settings_for_tests().bootstrap);
+    ASSERT_EQ(stats.arms.size(), 2u);
+    EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 1.0);
+}
+
 TEST(TimingStats, RepeatsAreCombinedWithTheTwoLevelBootstrap) {
     // Five "processes" whose candidate runs 1% faster or slower than the others: the combined interval
     // must be far wider than any one repeat's, and the spread and within-width are reported apart.
