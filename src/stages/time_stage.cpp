@@ -389,6 +389,14 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
                                      " and wrote no measurement");
     ArmMeasurement m = ArmMeasurement::from_toml(toml::parse_file(file.string()), in.run.relative(file));
     fs::remove(file, ec);
+    std::string medians;
+    if (m.timing.kept_rounds >= 2)
+        for (Arm arm = first_candidate_arm; arm < m.first.size(); ++arm)
+            medians += ", " + in.kernels.candidates.at(arm - first_candidate_arm).variant + "/baseline " +
+                       fixed(median(kept_ratios(m.timing.rounds, arm)), 4);
+    reporter.progress("  " + where + ": " + std::to_string(m.timing.kept_rounds) + " rounds kept, " +
+                      std::to_string(m.timing.throttled_rounds) + " throttled, stopped by " +
+                      stop_reason_name(m.timing.stopped_by) + medians);
     return m;
 }
 
