@@ -13,70 +13,98 @@
 namespace s2tp {
 namespace {
 
-std::size_t index_of(Launch launch) { return static_cast<std::size_t>(launch); }
+// The fixed three-arm run most tests use: baseline, control, one candidate.
+constexpr std::size_t three_arms = 3;
+constexpr Arm candidate_arm = first_candidate_arm;
 
 // ---- Round order ----
 
 TEST(RoundOrder, SameSeedSameSequenceOtherSeedOtherSequence) {
-    RoundOrderGenerator a(42), b(42), c(43);
-    bool differs = false;
-    for (int round = 0; round < 600; ++round) {
-        const RoundOrder from_a = a.next();
-        EXPECT_EQ(from_a, b.next()) << "round " << round;
-        differs = differs || from_a != c.next();
+    for (std::size_t arms = 2; arms <= 6; ++arms) {
+        RoundOrderGenerator a(42, arms), b(42, arms), c(43, arms);
+        bool differs = false;
+        for (int round = 0; round < 600; ++round) {
+            const RoundOrder from_a = a.next();
+            EXPECT_EQ(from_a, b.next()) << arms << " arms, round " << round;
+            differs = differs || from_a != c.next();
+        }
+        // Two arms have only two orders, which both seeds alternate; a seed decides only which comes first.
+        if (arms > 2) EXPECT_TRUE(differs) << arms << " arms: seeds 42 and 43 gave the same 600 orders";
     }
-    EXPECT_TRUE(differs) << "seeds 42 and 43 gave the same 600 orders";
 }
 
-TEST(RoundOrder, EveryBlockOfSixHoldsEachOrderOnce) {
+TEST(RoundOrder, ThreeArmsEveryBlockOfSixHoldsEachOrderOnce) {
     for (std::uint64_t seed = 0; seed < 25; ++seed) {
-        RoundOrderGenerator orders(seed);
+        RoundOrderGenerator orders(seed, three_arms);
+        ASSERT_EQ(orders.block_size(), 6u);
         for (int block = 0; block < 40; ++block) {
             std::set<RoundOrder> seen;
-            for (int i = 0; i < 6; ++i) {
-                const RoundOrder order = orders.next();
-                std::set<Launch> distinct(order.begin(), order.end());
-                ASSERT_EQ(distinct.size(), 3u) << "seed " << seed << ": an order repeats a launch";
-                seen.insert(order);
-            }
+            for (int i = 0; i < 6; ++i) seen.insert(orders.next());
             EXPECT_EQ(seen.size(), 6u) << "seed " << seed << ", block " << block;
         }
     }
 }
 
-TEST(RoundOrder, EachLaunchTakesEachPositionEquallyOften) {
-    RoundOrderGenerator orders(20261129);
-    std::map<std::pair<Launch, std::size_t>, int> count;
-    const int rounds = 6 * 50;
-    for (int round = 0; round < rounds; ++round) {
-        const RoundOrder order = orders.next();
-        for (std::size_t position = 0; position < order.size(); ++position) ++count[{order[position], position}];
-    }
-    for (Launch launch : all_launches)
-        for (std::size_t position = 0; position < launches_per_round; ++position)
-            EXPECT_EQ((count[{launch, position}]), rounds / 3) << launch_name(launch) << " at position " << position;
-}
-
-TEST(RoundOrder, TheFirstLaunchChangesEveryRoundAcrossBlocks) {
-    for (std::uint64_t seed = 0; seed < 50; ++seed) {
-        RoundOrderGenerator orders(seed);
-        Launch previous_first = orders.next()[0];
-        for (int round = 1; round < 120; ++round) {
-            const Launch first = orders.next()[0];
-            ASSERT_NE(first, previous_first) << "seed " << seed << ", round " << round;
-            previous_first = first;
+TEST(RoundOrder, EveryOrderHoldsEveryArmOnce) {
+    for (std::size_t arms = 2; arms <= 8; ++arms) {
+        RoundOrderGenerator orders(7, arms);
+        for (int round = 0; round < 200; ++round) {
+            const RoundOrder order = orders.next();
+            ASSERT_EQ(order.size(), arms);
+            std::set<Arm> distinct(order.begin(), order.end());
+            ASSERT_EQ(distinct.size(), arms) << arms << " arms, round " << round << ": an order repeats an arm";
+            ASSERT_LT(*distinct.rbegin(), arms);
         }
     }
+}
+
+TEST(RoundOrder, EachArmTakesEachPositionEquallyOftenInEveryBlock) {
+    for (std::size_t arms = 2; arms <= 6; ++arms)
+        for (std::uint64_t seed : {0ull, 1ull, 20261129ull}) {
+            RoundOrderGenerator orders(seed, arms);
+            for (int block = 0; block < 30; ++block) {
+                std::map<std::pair<Arm, std::size_t>, int> count;
+                for (std::size_t round = 0; round < orders.block_size(); ++round) {
+                    const RoundOrder order = orders.next();
+                    for (std::size_t position = 0; position < order.size(); ++position) ++count[{order[position], position}];
+                }
+                for (Arm arm = 0; arm < arms; ++arm)
+                    for (std::size_t position = 0; position < arms; ++position)
+                        ASSERT_EQ((count[{arm, position}]), 2)
+                            << arms << " arms, seed " << seed << ", block " << block << ": arm " << arm
+                            << " at position " << position;
+            }
+        }
+}
+
+TEST(RoundOrder, TheFirstArmChangesEveryRoundAcrossBlocks) {
+    for (std::size_t arms = 2; arms <= 6; ++arms)
+        for (std::uint64_t seed = 0; seed < 50; ++seed) {
+            RoundOrderGenerator orders(seed, arms);
+            Arm previous_first = orders.next()[0];
+            for (int round = 1; round < 120; ++round) {
+                const Arm first = orders.next()[0];
+                ASSERT_NE(first, previous_first) << arms << " arms, seed " << seed << ", round " << round;
+                previous_first = first;
+            }
+        }
+}
+
+TEST(RoundOrder, RejectsArmCountsOutsideTwoToEight) {
+    EXPECT_THROW(RoundOrderGenerator(1, 1), Error);
+    EXPECT_THROW(RoundOrderGenerator(1, 9), Error);
+    EXPECT_NO_THROW(RoundOrderGenerator(1, 8));
+    EXPECT_EQ(arm_names({"x", "y"}), (std::vector<std::string>{"baseline", "baseline_control", "x", "y"}));
+    EXPECT_EQ(stop_rule_arms(2), std::vector<Arm>{control_arm});
+    EXPECT_EQ(stop_rule_arms(4), (std::vector<Arm>{2, 3}));
 }
 
 // ---- Throttled rounds ----
 
 InterleavedRound round_of(double baseline_mhz, double control_mhz, double candidate_mhz) {
     InterleavedRound round;
-    round.order = all_launches;
-    round.samples[index_of(Launch::baseline)] = {50.0, baseline_mhz};
-    round.samples[index_of(Launch::baseline_control)] = {50.0, control_mhz};
-    round.samples[index_of(Launch::candidate)] = {70.0, candidate_mhz};
+    round.order = {baseline_arm, control_arm, candidate_arm};
+    round.samples = {{50.0, baseline_mhz}, {50.0, control_mhz}, {70.0, candidate_mhz}};
     return round;
 }
 
@@ -93,26 +121,27 @@ TEST(RoundThrottled, AnySlowSampleThrottlesTheWholeRound) {
 
 // ---- The loop, driven by synthetic timers ----
 
-// A timer with fixed per-launch base times, a per-round multiplicative noise drawn from a seed, an
+// A timer with fixed per-arm base times, a per-round multiplicative noise drawn from a seed, an
 // optional slowdown of whatever launch runs first in a round, and chosen samples that run throttled.
 // Its wall clock advances by every sample's time plus 1 ms of overhead per timed launch.
 class SyntheticTimer : public LaunchTimer {
 public:
-    std::array<double, launches_per_round> base_ms = {55.0, 55.0, 74.0};
+    std::vector<double> base_ms = {55.0, 55.0, 74.0};
     double noise = 0.0;                  // relative spread of each sample, uniform in [-noise, noise]
     double first_position_penalty = 0.0;  // relative slowdown of the first launch of each round
     std::set<std::size_t> throttled_samples;  // indices of timed calls that report a low clock
     double throttled_time_ms = 1000.0;        // what a throttled sample reports as its time
-    std::vector<std::pair<bool, Launch>> calls;  // (timed?, launch) in call order
+    std::vector<std::pair<bool, Arm>> calls;  // (timed?, arm) in call order
     double seconds = 0.0;
 
-    void warm_up(Launch launch) override { calls.emplace_back(false, launch); }
+    std::size_t arms() const override { return base_ms.size(); }
+    void warm_up(Arm arm) override { calls.emplace_back(false, arm); }
 
-    LaunchSample timed(Launch launch) override {
+    LaunchSample timed(Arm arm) override {
         const std::size_t index = timed_calls_++;
-        calls.emplace_back(true, launch);
-        const bool first_in_round = index % launches_per_round == 0;
-        double time = base_ms[index_of(launch)] * (1.0 + (first_in_round ? first_position_penalty : 0.0));
+        calls.emplace_back(true, arm);
+        const bool first_in_round = index % base_ms.size() == 0;
+        double time = base_ms[arm] * (1.0 + (first_in_round ? first_position_penalty : 0.0));
         if (noise > 0.0) time *= 1.0 + noise * (2.0 * static_cast<double>(random_.below(1u << 20)) / (1u << 20) - 1.0);
         LaunchSample sample{time, 1980.0};
         if (throttled_samples.count(index)) sample = {throttled_time_ms, 600.0};
@@ -148,24 +177,24 @@ TEST(MeasureInterleaved, WarmsUpEveryLaunchThenFollowsTheSeededOrders) {
     const TimingSettings settings = settings_for_tests();
     const TimingRun run = measure_interleaved(timer, settings, timer.clock());
 
-    const std::size_t warmups = settings.warmup_launches * launches_per_round;
+    const std::size_t warmups = settings.warmup_launches * three_arms;
     ASSERT_GE(timer.calls.size(), warmups);
-    std::map<Launch, int> warmed;
+    std::map<Arm, int> warmed;
     for (std::size_t i = 0; i < warmups; ++i) {
         EXPECT_FALSE(timer.calls[i].first) << "call " << i << " should be a warm-up";
         ++warmed[timer.calls[i].second];
     }
-    for (Launch launch : all_launches) EXPECT_EQ(warmed[launch], 2) << launch_name(launch);
+    for (Arm arm = 0; arm < three_arms; ++arm) EXPECT_EQ(warmed[arm], 2) << "arm " << arm;
 
-    RoundOrderGenerator expected(settings.order_seed);
+    RoundOrderGenerator expected(settings.order_seed, three_arms);
     std::size_t call = warmups;
     for (const InterleavedRound &round : run.rounds) {
         const RoundOrder order = expected.next();
         EXPECT_EQ(round.order, order);
-        for (Launch launch : order) {
+        for (Arm arm : order) {
             ASSERT_LT(call, timer.calls.size());
             EXPECT_TRUE(timer.calls[call].first);
-            EXPECT_EQ(timer.calls[call].second, launch);
+            EXPECT_EQ(timer.calls[call].second, arm);
             ++call;
         }
     }
@@ -203,7 +232,7 @@ TEST(MeasureInterleaved, StopsWhenTheHalfWidthFallsUnderTheTarget) {
     EXPECT_EQ(checked_at.back(), run.kept_rounds);
     EXPECT_LT(last_reported_half_width, settings.target_half_width);
     const RatioInterval final_interval =
-        bootstrap_median_interval(kept_ratios(run.rounds, Launch::candidate), settings.bootstrap);
+        bootstrap_median_interval(kept_ratios(run.rounds, candidate_arm), settings.bootstrap);
     EXPECT_LT(final_interval.half_width_rel, settings.target_half_width);
     EXPECT_NEAR(final_interval.median, 74.0 / 55.0, 0.01);
 }
@@ -243,15 +272,15 @@ TEST(MeasureInterleaved, ThrottledRoundsAreDroppedWholeAndCounted) {
         EXPECT_EQ(run.rounds[i].throttled, i == 2 || i == 5 || i == 11) << "round " << i;
 
     // None of the throttled rounds' samples (not even their normal-clock ones) reach the statistics.
-    for (Launch launch : all_launches) {
-        const std::vector<double> kept = kept_times(run.rounds, launch);
+    for (Arm arm = 0; arm < three_arms; ++arm) {
+        const std::vector<double> kept = kept_times(run.rounds, arm);
         ASSERT_EQ(kept.size(), 20u);
-        for (double t : kept) EXPECT_EQ(t, timer.base_ms[index_of(launch)]);
+        for (double t : kept) EXPECT_EQ(t, timer.base_ms[arm]);
     }
-    const TimingStats stats = timing_stats(run, settings_for_tests().bootstrap);
-    EXPECT_EQ(stats[Launch::candidate].n, 20u);
-    EXPECT_DOUBLE_EQ(stats[Launch::candidate].max, 74.0);
-    EXPECT_DOUBLE_EQ(stats.candidate_vs_baseline.median, 74.0 / 55.0);
+    const TimingStats stats = timing_stats({run}, settings_for_tests().bootstrap);
+    EXPECT_EQ(stats[candidate_arm].n, 20u);
+    EXPECT_DOUBLE_EQ(stats[candidate_arm].max, 74.0);
+    EXPECT_DOUBLE_EQ(stats.vs_baseline(candidate_arm).median, 74.0 / 55.0);
     // The clock figures show what the card did, throttled samples included.
     EXPECT_DOUBLE_EQ(stats.clock_min_mhz, 600.0);
     EXPECT_DOUBLE_EQ(stats.clock_max_mhz, 1980.0);
@@ -268,10 +297,10 @@ TEST(MeasureInterleaved, APositionEffectCancelsOutOfTheAaControl) {
     settings.min_rounds = 60;
     settings.budget_seconds = 60;
     const TimingRun run = measure_interleaved(timer, settings, timer.clock());
-    const TimingStats stats = timing_stats(run, settings.bootstrap);
-    EXPECT_DOUBLE_EQ(stats.control_vs_baseline.median, 1.0);
-    EXPECT_DOUBLE_EQ(stats.candidate_vs_baseline.median, 1.0);
-    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline).has_value());
+    const TimingStats stats = timing_stats({run}, settings.bootstrap);
+    EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 1.0);
+    EXPECT_DOUBLE_EQ(stats.vs_baseline(candidate_arm).median, 1.0);
+    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline()).has_value());
 }
 
 TEST(MeasureInterleaved, RejectsSettingsThatCannotWork) {
@@ -282,6 +311,64 @@ TEST(MeasureInterleaved, RejectsSettingsThatCannotWork) {
     settings = settings_for_tests();
     settings.min_rounds = 1;
     EXPECT_THROW(measure_interleaved(timer, settings, timer.clock()), Error);
+}
+
+TEST(MeasureInterleaved, EveryCandidateGetsItsRatioAndTheStopRuleWaitsForTheWidest) {
+    // Two candidates: a quiet one and a noisy one; sampling goes on until the noisy one is precise.
+    class TwoCandidates : public SyntheticTimer {
+    public:
+        LaunchSample timed(Arm arm) override {
+            LaunchSample sample = SyntheticTimer::timed(arm);
+            if (arm == 3) sample.time_ms *= 1.0 + 0.03 * (2.0 * static_cast<double>(noise_.below(1u << 20)) / (1u << 20) - 1.0);
+            return sample;
+        }
+        SplitMix64 noise_{11};
+    } timer;
+    timer.base_ms = {55.0, 55.0, 74.0, 60.0};
+    TimingSettings settings = settings_for_tests();
+    settings.budget_seconds = 3600;
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    ASSERT_EQ(run.stopped_by, StopReason::half_width);
+    EXPECT_GT(run.kept_rounds, 20u) << "the quiet candidate alone would have stopped at 20";
+    for (const InterleavedRound &round : run.rounds) ASSERT_EQ(round.samples.size(), 4u);
+    const TimingStats stats = timing_stats({run}, settings.bootstrap);
+    EXPECT_DOUBLE_EQ(stats.vs_baseline(2).median, 74.0 / 55.0);
+    EXPECT_NEAR(stats.vs_baseline(3).median, 60.0 / 55.0, 0.01);
+    EXPECT_LT(stats.vs_baseline(3).half_width_rel, settings.target_half_width);
+    EXPECT_FALSE(stats.ratios[2].between_repeat_spread) << "one process has no between-repeat spread";
+}
+
+TEST(MeasureInterleaved, AnAaRunOfTwoArmsStopsOnTheControlsInterval) {
+    SyntheticTimer timer;
+    timer.base_ms = {55.0, 55.0};
+    const TimingRun run = measure_interleaved(timer, settings_for_tests(), timer.clock());
+    EXPECT_EQ(run.stopped_by, StopReason::half_width);
+    EXPECT_EQ(run.kept_rounds, 20u);
+    const TimingStats stats = timing_stats({run}, settings_for_tests().bootstrap);
+    ASSERT_EQ(stats.arms.size(), 2u);
+    EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 1.0);
+}
+
+TEST(TimingStats, RepeatsAreCombinedWithTheTwoLevelBootstrap) {
+    // Five "processes" whose candidate runs 1% faster or slower than the others: the combined interval
+    // must be far wider than any one repeat's, and the spread and within-width are reported apart.
+    std::vector<TimingRun> repeats;
+    const std::vector<double> shift = {1.00, 1.01, 0.99, 1.005, 0.995};
+    for (double factor : shift) {
+        SyntheticTimer timer;
+        timer.base_ms = {55.0, 55.0, 74.0 * factor};
+        timer.noise = 0.002;
+        repeats.push_back(measure_interleaved(timer, settings_for_tests(), timer.clock()));
+    }
+    const TimingStats stats = timing_stats(repeats, settings_for_tests().bootstrap);
+    const RepeatedRatio &candidate = stats.ratios[candidate_arm];
+    ASSERT_EQ(candidate.repeat_medians.size(), 5u);
+    ASSERT_TRUE(candidate.between_repeat_spread && candidate.within_repeat_half_width);
+    EXPECT_NEAR(*candidate.between_repeat_spread, 0.0079, 0.002);  // stdev of the five shifts
+    EXPECT_LT(*candidate.within_repeat_half_width, 0.003);
+    EXPECT_GT(candidate.interval.half_width_rel, 2.0 * *candidate.within_repeat_half_width);
+    EXPECT_EQ(stats[candidate_arm].n, 5 * repeats[0].kept_rounds);
+    ASSERT_TRUE(stats.ratios[control_arm].between_repeat_spread) << "the A/A control gets the same treatment";
 }
 
 TEST(StopCheck, CadenceGrowsWithTheKeptRounds) {
@@ -318,9 +405,9 @@ TEST(TooNoisy, ASystematicallySlowerControlIsCaught) {
     SyntheticTimer timer;
     timer.base_ms = {55.0, 56.1, 74.0};  // the "same" kernel 2% slower in its second slot
     const TimingSettings settings = settings_for_tests();
-    const TimingStats stats = timing_stats(measure_interleaved(timer, settings, timer.clock()), settings.bootstrap);
-    EXPECT_DOUBLE_EQ(stats.control_vs_baseline.median, 56.1 / 55.0);
-    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline).has_value());
+    const TimingStats stats = timing_stats({measure_interleaved(timer, settings, timer.clock())}, settings.bootstrap);
+    EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 56.1 / 55.0);
+    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline()).has_value());
 }
 
 // ---- Throughput and the L2 decision ----
@@ -368,6 +455,7 @@ TEST(SpeedInWords, SaysHowMuchFasterOrSlowerTheCandidateIs) {
     EXPECT_EQ(speed_in_words(0.88), "the candidate is 12.0% faster (0.880x the baseline's time)");
     EXPECT_EQ(speed_in_words(1.0004), "the candidate is as fast as the baseline (1.000x the baseline's time)");
     EXPECT_EQ(speed_in_words(0.9996), "the candidate is as fast as the baseline (1.000x the baseline's time)");
+    EXPECT_EQ(speed_in_words(1.2, "wide-v"), "wide-v is 20.0% slower (1.200x the baseline's time)");
 }
 
 }  // namespace

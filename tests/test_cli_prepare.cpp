@@ -497,12 +497,13 @@ TEST_F(Cli, StatusSaysWhatToRunNextFromInsideTheRun) {
     EXPECT_NE(r.out.find("next: sage2tp run --run run"), std::string::npos) << r.out;
 }
 
-// time's --budget, --target-half-width and --min-rounds take the ranges of the manifest's [time] keys,
+// time's --budget, --target-half-width, --min-rounds and --repeat take the ranges of the manifest's [time] keys,
 // checked before anything else; --pin records the manifest's own workload, so it refuses --workload.
 TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
     for (const std::vector<std::string> &bad : std::vector<std::vector<std::string>>{
              {"--min-rounds", "2"}, {"--min-rounds", "1000001"}, {"--min-rounds", "20.5"},
-             {"--budget", "0.5"}, {"--target-half-width", "0.6"}}) {
+             {"--budget", "0.5"}, {"--target-half-width", "0.6"}, {"--repeat", "0"}, {"--repeat", "101"},
+             {"--repeat", "2.5"}}) {
         std::vector<std::string> args{"time"};
         args.insert(args.end(), bad.begin(), bad.end());
         ProcessResult r = sage2tp(args);

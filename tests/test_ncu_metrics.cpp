@@ -167,13 +167,14 @@ TEST(NcuProfile, MissingNcuIsAWarningNotAFailure) {
     NcuProfiles profiles;
     {
         RunDirectory run(root / "run");
-        profiles = profile_with_ncu(run, NcuRequest{"s2tp_attn_hd128_bf16_nomask", "s2tp_attn_hd128_bf16_nomask", default_ncu_metrics(), 0, 0},
-                                    Reporter(false, 0));
+        const NcuRequest request{{{"baseline", "s2tp_attn_hd128_bf16_nomask"}, {"candidate", "s2tp_attn_hd128_bf16_nomask"}},
+                                 default_ncu_metrics(), 0, 0};
+        profiles = profile_with_ncu(run, request, Reporter(false, 0));
     }
     ::setenv("PATH", old_path.c_str(), 1);
-    EXPECT_EQ(profiles.figures["requested"].value_or(false), true);
-    EXPECT_EQ(profiles.figures["found"].value_or(true), false);
-    EXPECT_FALSE(profiles.comparison);
+    EXPECT_EQ(profiles.figures.requested, std::optional<bool>(true));
+    EXPECT_EQ(profiles.figures.found, std::optional<bool>(false));
+    EXPECT_TRUE(profiles.comparisons.empty());
     EXPECT_TRUE(profiles.artifacts.empty());
     fs::remove_all(root);
 }

@@ -162,6 +162,60 @@ TEST(Bootstrap, IntervalContainsTrueMedianWithExpectedWidth) {
     EXPECT_EQ(ci.seed, 42u);
 }
 
+// Groups (processes) with a between-group effect b ~ N(0, sigma_between) and rounds with a
+// within-group scatter e ~ N(0, sigma_within), as ratios exp(b + e): the true median is 1.
+std::vector<std::vector<double>> grouped_sample(std::uint64_t seed, std::size_t groups, std::size_t per_group,
+                                                double sigma_between, double sigma_within) {
+    SplitMix64 rng(seed);
+    const auto uniform_open = [&rng] { return (static_cast<double>(rng.next() >> 11) + 0.5) * 0x1.0p-53; };
+    const auto normal = [&] { return std::sqrt(-2.0 * std::log(uniform_open())) * std::cos(2.0 * pi * uniform_open()); };
+    std::vector<std::vector<double>> sample(groups);
+    for (std::vector<double> &group : sample) {
+        const double between = sigma_between * normal();
+        for (std::size_t i = 0; i < per_group; ++i) group.push_back(std::exp(between + sigma_within * normal()));
+    }
+    return sample;
+}
+
+TEST(TwoLevelBootstrap, WidthFollowsTheBetweenGroupSpreadWhenItDominates) {
+    const std::size_t groups = 20, per_group = 100;
+    const double sigma_between = 0.01, sigma_within = 0.001;
+    const auto sample = grouped_sample(5, groups, per_group, sigma_between, sigma_within);
+    const RatioInterval ci = two_level_bootstrap_median_interval(sample, {42, 2000, 0.95});
+    // The pooled median moves with the mean of the group effects: standard error sigma_between / sqrt(groups).
+    const double expected_half_width = 1.96 * sigma_between / std::sqrt(double(groups));
+    EXPECT_GT(ci.half_width_rel, 0.5 * expected_half_width) << ci.lo << " .. " << ci.hi;
+    EXPECT_LT(ci.half_width_rel, 2.0 * expected_half_width) << ci.lo << " .. " << ci.hi;
+    EXPECT_EQ(ci.n, groups * per_group);
+    // A bootstrap of the pooled rounds, blind to the groups, is several times too narrow here.
+    std::vector<double> pooled;
+    for (const auto &group : sample) pooled.insert(pooled.end(), group.begin(), group.end());
+    EXPECT_LT(bootstrap_median_interval(pooled, {42, 2000, 0.95}).half_width_rel, 0.4 * ci.half_width_rel);
+}
+
+TEST(TwoLevelBootstrap, WidthFollowsTheWithinGroupScatterWhenItDominates) {
+    const std::size_t groups = 20, per_group = 100;
+    const double sigma_between = 0.0001, sigma_within = 0.01;
+    const RatioInterval ci =
+        two_level_bootstrap_median_interval(grouped_sample(6, groups, per_group, sigma_between, sigma_within),
+                                            {42, 2000, 0.95});
+    // Every round counts: the standard error of a normal median, 1.2533 sigma / sqrt(n), over all rounds.
+    const double expected_half_width = 1.96 * 1.2533 * sigma_within / std::sqrt(double(groups * per_group));
+    EXPECT_GT(ci.half_width_rel, 0.5 * expected_half_width) << ci.lo << " .. " << ci.hi;
+    EXPECT_LT(ci.half_width_rel, 2.0 * expected_half_width) << ci.lo << " .. " << ci.hi;
+    EXPECT_TRUE(ci.contains(1.0)) << ci.lo << " .. " << ci.hi;
+}
+
+TEST(TwoLevelBootstrap, OneGroupIsThePlainBootstrapAndEmptyInputIsRejected) {
+    const std::vector<double> ratios = lognormal_sample(3, 200, 0.0, 0.05);
+    const RatioInterval one = two_level_bootstrap_median_interval({ratios}, {9, 1000, 0.95});
+    const RatioInterval plain = bootstrap_median_interval(ratios, {9, 1000, 0.95});
+    EXPECT_EQ(one.lo, plain.lo);
+    EXPECT_EQ(one.hi, plain.hi);
+    EXPECT_THROW(two_level_bootstrap_median_interval({}, {9, 1000, 0.95}), Error);
+    EXPECT_THROW(two_level_bootstrap_median_interval({ratios, {}}, {9, 1000, 0.95}), Error);
+}
+
 TEST(Bootstrap, CoverageIsCloseToNominal) {
     // Over many independent data sets a 95% interval should miss the true median only rarely; an
     // interval that is too narrow (e.g. resampling without replacement) misses far more often.

@@ -94,10 +94,9 @@ TimePlot example_plot() {
     TimePlot plot;
     plot.title = "Wan2.1 block 24: TemporalPair vs Sequential";
     plot.subtitle = "B=1 H=40 N=32760 D=128, NVIDIA H200, 64 rounds (2 throttled pairs dropped)";
-    plot.baseline = {"baseline (Sequential)", times_around(212.0, 64)};
-    plot.candidate = {"candidate (TemporalPair)", times_around(203.0, 64)};
-    plot.candidate_vs_baseline = bootstrap_median_interval(
-        paired_ratios(plot.candidate.times_ms, plot.baseline.times_ms), {17, 1000, 0.95});
+    plot.arms = {{"baseline (Sequential)", times_around(212.0, 64)}, {"candidate (TemporalPair)", times_around(203.0, 64)}};
+    plot.ratios = {{"candidate", bootstrap_median_interval(paired_ratios(plot.arms[1].times_ms, plot.arms[0].times_ms),
+                                                            {17, 1000, 0.95})}};
     plot.baseline_vs_baseline.median = 1.0004;
     plot.baseline_vs_baseline.lo = 0.9981;
     plot.baseline_vs_baseline.hi = 1.0027;
@@ -128,8 +127,8 @@ TEST(SvgPlot, IsWellFormedAndSelfContained) {
 TEST(SvgPlot, ShowsTheFiguresAPersonNeeds) {
     const TimePlot plot = example_plot();
     const std::string svg = render_time_plot_svg(plot);
-    const Summary base = summarize(plot.baseline.times_ms);
-    const RatioInterval &ab = plot.candidate_vs_baseline;
+    const Summary base = summarize(plot.arms[0].times_ms);
+    const RatioInterval &ab = plot.ratios[0].interval;
     char p50[32];
     std::snprintf(p50, sizeof p50, "p50 %.2f ms", base.p50);  // 5 significant digits at ~212 ms
     EXPECT_NE(svg.find(p50), std::string::npos) << p50;
@@ -149,9 +148,9 @@ TEST(SvgPlot, ShowsTheFiguresAPersonNeeds) {
 
 TEST(SvgPlot, FlagsANoisyControlAndASlowerCandidate) {
     TimePlot plot = example_plot();
-    plot.candidate_vs_baseline.lo = 1.010;
-    plot.candidate_vs_baseline.median = 1.015;
-    plot.candidate_vs_baseline.hi = 1.020;
+    plot.ratios[0].interval.lo = 1.010;
+    plot.ratios[0].interval.median = 1.015;
+    plot.ratios[0].interval.hi = 1.020;
     plot.baseline_vs_baseline.lo = 1.004;
     plot.baseline_vs_baseline.hi = 1.009;
     const std::string svg = render_time_plot_svg(plot);
@@ -159,11 +158,29 @@ TEST(SvgPlot, FlagsANoisyControlAndASlowerCandidate) {
     EXPECT_NE(svg.find("excludes 1: machine too noisy"), std::string::npos);
 }
 
+TEST(SvgPlot, ShowsEveryArmAndEveryRatio) {
+    TimePlot plot = example_plot();
+    plot.arms.insert(plot.arms.begin() + 1, TimeSeries{"baseline_control", times_around(212.1, 64)});
+    plot.arms.push_back({"wide-v", times_around(230.0, 64)});
+    RatioInterval slower;
+    slower.median = 1.085, slower.lo = 1.080, slower.hi = 1.090, slower.half_width_rel = 0.0046, slower.n = 64;
+    slower.resamples = 1000, slower.seed = 17, slower.confidence = 0.95;
+    plot.ratios.push_back({"wide-v", slower});
+    const std::string svg = render_time_plot_svg(plot);
+    EXPECT_EQ(xml_problem(svg), "");
+    EXPECT_EQ(count(svg, "<circle"), 4u * 64u + 3u) << "four strips of dots, three ratio medians";
+    for (const char *text : {"baseline_control", "wide-v / baseline", "wide-v slower", "candidate / baseline",
+                             "1.0850 [1.0800, 1.0900]", "baseline / baseline (A/A)"})
+        EXPECT_NE(svg.find(text), std::string::npos) << text;
+    // The page grows with the rows instead of drawing them over each other (545 for two arms).
+    EXPECT_NE(svg.find("height=\"755.00\""), std::string::npos);
+}
+
 TEST(SvgPlot, EscapesEveryText) {
     TimePlot plot = example_plot();
     plot.title = "A<B & \"C\" 'D'";
     plot.subtitle = "x > y\x01";
-    plot.baseline.label = "base<script>";
+    plot.arms[0].label = "base<script>";
     const std::string svg = render_time_plot_svg(plot);
     EXPECT_EQ(xml_problem(svg), "");
     EXPECT_NE(svg.find("A&lt;B &amp; &quot;C&quot; &apos;D&apos;"), std::string::npos);
@@ -178,8 +195,8 @@ TEST(SvgPlot, IsDeterministic) {
 
 TEST(SvgPlot, HandlesIdenticalSamples) {
     TimePlot plot = example_plot();
-    plot.baseline.times_ms = std::vector<double>(10, 5.0);
-    plot.candidate.times_ms = std::vector<double>(10, 5.0);
+    plot.arms[0].times_ms = std::vector<double>(10, 5.0);
+    plot.arms[1].times_ms = std::vector<double>(10, 5.0);
     const std::string svg = render_time_plot_svg(plot);
     EXPECT_EQ(xml_problem(svg), "");
     EXPECT_EQ(svg.find("nan"), std::string::npos);
@@ -188,7 +205,7 @@ TEST(SvgPlot, HandlesIdenticalSamples) {
 
 TEST(SvgPlot, RefusesUndrawableInput) {
     TimePlot plot = example_plot();
-    plot.baseline.times_ms = {1.0};
+    plot.arms[0].times_ms = {1.0};
     EXPECT_THROW(render_time_plot_svg(plot), Error);
     plot = example_plot();
     plot.baseline_vs_baseline.hi = std::nan("");

@@ -15,24 +15,21 @@ namespace {
 // Page geometry in SVG user units (pixels). Both panels share one horizontal plot area so the eye
 // can move straight down from the time strips to the ratio intervals.
 constexpr double page_width = 1000;
-constexpr double page_height = 545;
 constexpr double label_x = 20;
 constexpr double plot_left = 210;
 constexpr double plot_right = 700;
 constexpr double figures_x = 725;
 
-constexpr double baseline_row_y = 125;
-constexpr double candidate_row_y = 200;
-constexpr double time_axis_y = 245;
-constexpr double ab_row_y = 360;
-constexpr double aa_row_y = 420;
-constexpr double ratio_axis_y = 455;
+constexpr double first_time_row_y = 125;  // rows grow down from here, one per arm, then one per ratio
+constexpr double time_row_step = 75;
+constexpr double ratio_row_step = 60;
 
 constexpr double box_half_height = 14;
 constexpr double jitter_half_height = 18;
 
-constexpr const char *baseline_color = "#4c72b0";
-constexpr const char *candidate_color = "#dd8452";
+// One colour per arm, the baseline's first (a colour-blind-safe qualitative palette, seaborn "deep").
+constexpr const char *arm_colors[] = {"#4c72b0", "#8172b3", "#dd8452", "#55a868", "#c44e52",
+                                      "#937860", "#da8bc3", "#8c8c8c"};
 constexpr const char *faster_color = "#2a9d3a";
 constexpr const char *slower_color = "#c8302c";
 constexpr const char *neutral_color = "#555555";
@@ -74,7 +71,7 @@ double nice_step(double span) {
 
 class Svg {
 public:
-    Svg() {
+    explicit Svg(double page_height) {
         out_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
         out_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + coord(page_width) +
                 "\" height=\"" + coord(page_height) + "\" viewBox=\"0 0 " + coord(page_width) + " " +
@@ -202,51 +199,74 @@ std::string xml_escape(const std::string &text) {
 }
 
 std::string render_time_plot_svg(const TimePlot &plot) {
-    const Summary base = summarize(plot.baseline.times_ms);
-    const Summary cand = summarize(plot.candidate.times_ms);
-    require_finite(base.max, "a baseline time");
-    require_finite(base.min, "a baseline time");
-    require_finite(cand.max, "a candidate time");
-    require_finite(cand.min, "a candidate time");
-    const RatioInterval &ab = plot.candidate_vs_baseline;
+    if (plot.arms.empty() || plot.ratios.empty())
+        fail(ExitCode::internal, "svg plot: needs at least one arm and one ratio");
+    std::vector<Summary> summaries;
+    double time_lo = 0, time_hi = 0;
+    for (const TimeSeries &arm : plot.arms) {
+        summaries.push_back(summarize(arm.times_ms));
+        require_finite(summaries.back().max, "a sample time");
+        require_finite(summaries.back().min, "a sample time");
+        time_lo = summaries.size() == 1 ? summaries.back().min : std::min(time_lo, summaries.back().min);
+        time_hi = summaries.size() == 1 ? summaries.back().max : std::max(time_hi, summaries.back().max);
+    }
     const RatioInterval &aa = plot.baseline_vs_baseline;
-    require_drawable(ab, "the candidate/baseline interval");
+    double ratio_lo = std::min(1.0, aa.lo), ratio_hi = std::max(1.0, aa.hi);
+    for (const PlotRatio &ratio : plot.ratios) {
+        require_drawable(ratio.interval, "a candidate/baseline interval");
+        ratio_lo = std::min(ratio_lo, ratio.interval.lo);
+        ratio_hi = std::max(ratio_hi, ratio.interval.hi);
+    }
     require_drawable(aa, "the A/A interval");
 
-    Svg svg;
+    const double time_axis_y = first_time_row_y + time_row_step * static_cast<double>(plot.arms.size() - 1) + 45;
+    const double ratio_title_y = time_axis_y + 61;
+    const double first_ratio_row_y = ratio_title_y + 54;
+    const double aa_row_y = first_ratio_row_y + ratio_row_step * static_cast<double>(plot.ratios.size());
+    const double ratio_axis_y = aa_row_y + 35;
+    const double page_height = ratio_axis_y + 90;
+
+    Svg svg(page_height);
     svg.title(plot.title);
     svg.rect(0, 0, page_width, page_height, "fill=\"#ffffff\"");
     svg.text(label_x, 30, plot.title, "font-size=\"18\" font-weight=\"bold\"");
     svg.text(label_x, 52, plot.subtitle, "fill=\"#333333\"");
 
     svg.text(label_x, 84, "Time per launch (lower is better)", "font-size=\"14\" font-weight=\"bold\"");
-    const Axis time_axis = padded_axis(std::min(base.min, cand.min), std::max(base.max, cand.max), 0.04);
-    draw_time_row(svg, time_axis, plot.baseline, base, baseline_row_y, baseline_color, 1);
-    draw_time_row(svg, time_axis, plot.candidate, cand, candidate_row_y, candidate_color, 2);
+    const Axis time_axis = padded_axis(time_lo, time_hi, 0.04);
+    for (std::size_t i = 0; i < plot.arms.size(); ++i)
+        draw_time_row(svg, time_axis, plot.arms[i], summaries[i], first_time_row_y + time_row_step * static_cast<double>(i),
+                      arm_colors[i % (sizeof arm_colors / sizeof *arm_colors)], i + 1);
     draw_axis(svg, time_axis, time_axis_y, "time per launch (ms)");
 
-    svg.text(label_x, 306,
-             "Ratio candidate / baseline: median of per-round ratios, " + confidence_text(ab.confidence) +
+    const RatioInterval &first = plot.ratios.front().interval;
+    svg.text(label_x, ratio_title_y,
+             "Ratio candidate / baseline: median of per-round ratios, " + confidence_text(first.confidence) +
                  " bootstrap interval",
              "font-size=\"14\" font-weight=\"bold\"");
-    const Axis ratio_axis = padded_axis(std::min({1.0, ab.lo, aa.lo}), std::max({1.0, ab.hi, aa.hi}), 0.15);
-    svg.line(ratio_axis.to_x(1.0), ab_row_y - 22, ratio_axis.to_x(1.0), ratio_axis_y,
+    const Axis ratio_axis = padded_axis(ratio_lo, ratio_hi, 0.15);
+    svg.line(ratio_axis.to_x(1.0), first_ratio_row_y - 22, ratio_axis.to_x(1.0), ratio_axis_y,
              "stroke=\"#888888\" stroke-dasharray=\"4 3\"");
-    svg.text(ratio_axis.to_x(1.0), ab_row_y - 26, "1 = no difference", "text-anchor=\"middle\" fill=\"#555555\"");
+    svg.text(ratio_axis.to_x(1.0), first_ratio_row_y - 26, "1 = no difference", "text-anchor=\"middle\" fill=\"#555555\"");
 
-    const char *ab_color = ab.hi < 1.0 ? faster_color : ab.lo > 1.0 ? slower_color : neutral_color;
-    const std::string ab_reading = ab.hi < 1.0   ? "candidate faster"
-                                   : ab.lo > 1.0 ? "candidate slower"
-                                                 : "no clear difference";
-    draw_ratio_row(svg, ratio_axis, "candidate / baseline", ab, ab_row_y, ab_color, ab_reading);
+    for (std::size_t i = 0; i < plot.ratios.size(); ++i) {
+        const PlotRatio &ratio = plot.ratios[i];
+        const RatioInterval &ab = ratio.interval;
+        const char *color = ab.hi < 1.0 ? faster_color : ab.lo > 1.0 ? slower_color : neutral_color;
+        const std::string reading = ab.hi < 1.0   ? ratio.name + " faster"
+                                    : ab.lo > 1.0 ? ratio.name + " slower"
+                                                  : "no clear difference";
+        draw_ratio_row(svg, ratio_axis, ratio.name + " / baseline", ab,
+                       first_ratio_row_y + ratio_row_step * static_cast<double>(i), color, reading);
+    }
     const bool aa_ok = aa.contains(1.0);
     draw_ratio_row(svg, ratio_axis, "baseline / baseline (A/A)", aa, aa_row_y, aa_ok ? neutral_color : slower_color,
                    aa_ok ? "contains 1: control ok" : "excludes 1: machine too noisy");
     draw_axis(svg, ratio_axis, ratio_axis_y, "ratio (below 1: candidate faster)");
 
-    svg.text(label_x, 530,
+    svg.text(label_x, ratio_axis_y + 75,
              "Box p25-p75, whiskers p10-p90, black bar p50, dots: samples. Bootstrap: " +
-                 std::to_string(ab.resamples) + " resamples, seed " + std::to_string(ab.seed) + " (A/B), " +
+                 std::to_string(first.resamples) + " resamples, seed " + std::to_string(first.seed) + " (A/B), " +
                  std::to_string(aa.resamples) + " resamples, seed " + std::to_string(aa.seed) + " (A/A).",
              "fill=\"#555555\" font-size=\"11\"");
     return svg.finish();

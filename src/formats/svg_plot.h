@@ -1,7 +1,8 @@
 // reports/time.svg: the time stage's result as one picture a person can read at a glance. Top panel:
-// each variant's sample times as a strip of dots over a box (p25-p75), whiskers (p10-p90) and a bar at
-// p50. Bottom panel: the candidate/baseline ratio and the baseline/baseline (A/A) control, each as its
-// median with its bootstrap interval on a ratio axis with a reference line at 1.
+// each arm's sample times (the baseline, its A/A control, every candidate) as a strip of dots over a
+// box (p25-p75), whiskers (p10-p90) and a bar at p50. Bottom panel: every candidate/baseline ratio and
+// the baseline/baseline (A/A) control, each as its median with its bootstrap interval on one ratio
+// axis with a reference line at 1. The page grows with the number of arms.
 //
 // The output is self-contained SVG 1.1 (no scripts, no external fonts or styles) and deterministic:
 // the same input gives the same bytes, so the file can be hashed and diffed like any other artifact.
@@ -19,13 +20,17 @@ struct TimeSeries {
     std::vector<double> times_ms; // kept samples, at least 2
 };
 
+struct PlotRatio {
+    std::string name;  // the candidate's: the row reads "NAME / baseline", "NAME faster"
+    RatioInterval interval;
+};
+
 struct TimePlot {
     std::string title;
     std::string subtitle;  // workload, device, rounds and dropped rounds: whatever the caller wants shown
-    TimeSeries baseline;
-    TimeSeries candidate;
-    RatioInterval candidate_vs_baseline;
-    RatioInterval baseline_vs_baseline;  // the A/A control
+    std::vector<TimeSeries> arms;          // the baseline first, then the others; at least 1
+    std::vector<PlotRatio> ratios;         // one per candidate, at least 1
+    RatioInterval baseline_vs_baseline;    // the A/A control
 };
 
 std::string render_time_plot_svg(const TimePlot &plot);

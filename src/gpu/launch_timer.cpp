@@ -1,5 +1,9 @@
 #include "gpu/launch_timer.h"
 
+#include "support/errors.h"
+
+#include <utility>
+
 namespace s2tp {
 
 std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const AttentionOutputs &outputs) {
@@ -8,22 +12,23 @@ std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const
            inputs.v_fp8.size() + inputs.v_scale.size() + outputs.o.size() + outputs.lse.size();
 }
 
-GpuLaunchTimer::GpuLaunchTimer(const Kernel &baseline, const Kernel &candidate,
-                               const std::array<AttentionLaunch, launches_per_round> &launches, SmClockProbe &clock,
-                               L2Flusher *flusher)
-    : baseline_(baseline), candidate_(candidate), launches_(launches), clock_(clock), flusher_(flusher) {}
-
-void GpuLaunchTimer::launch(Launch launch) {
-    const Kernel &kernel = launch == Launch::candidate ? candidate_ : baseline_;
-    launch_attention(kernel, launches_[static_cast<std::size_t>(launch)]);
+GpuLaunchTimer::GpuLaunchTimer(std::vector<const Kernel *> kernels, std::vector<AttentionLaunch> launches,
+                               SmClockProbe &clock, L2Flusher *flusher)
+    : kernels_(std::move(kernels)), launches_(std::move(launches)), clock_(clock), flusher_(flusher) {
+    check_arm_count(kernels_.size());
+    if (launches_.size() != kernels_.size())
+        fail(ExitCode::internal, "launch timer: " + std::to_string(kernels_.size()) + " kernels but " +
+                                     std::to_string(launches_.size()) + " packed launches");
 }
 
-void GpuLaunchTimer::warm_up(Launch launch) { this->launch(launch); }
+void GpuLaunchTimer::launch(Arm arm) { launch_attention(*kernels_.at(arm), launches_.at(arm)); }
 
-LaunchSample GpuLaunchTimer::timed(Launch launch) {
+void GpuLaunchTimer::warm_up(Arm arm) { launch(arm); }
+
+LaunchSample GpuLaunchTimer::timed(Arm arm) {
     if (flusher_) flusher_->flush(nullptr);
     timer_.start(nullptr);
-    this->launch(launch);
+    launch(arm);
     timer_.stop(nullptr);
     LaunchSample sample;
     sample.time_ms = timer_.elapsed_ms();

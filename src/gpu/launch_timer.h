@@ -7,32 +7,31 @@
 #include "gpu/kernel_abi.h"
 #include "model/ab_timing.h"
 
-#include <array>
 #include <cstddef>
+#include <vector>
 
 namespace s2tp {
 
 // Bytes an attention launch reads or writes: the quantized q, k, v with their scales, and the output.
 std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const AttentionOutputs &outputs);
 
-// The real timer: the baseline kernel for both baseline launches and the candidate kernel, each with
-// its own launch packed by its arm's ABI adapter beforehand (same inputs, separate outputs), on the
-// default stream; the SM clock probe runs right after each timed launch. With a flusher, L2 is flushed
-// before every timed launch.
+// The real timer: one kernel and one launch per arm (the baseline's kernel for arms 0 and 1), each
+// launch packed by its arm's ABI adapter beforehand (same inputs, separate outputs), on the default
+// stream; the SM clock probe runs right after each timed launch. With a flusher, L2 is flushed before
+// every timed launch. The kernels are referenced, not owned: they must outlive the timer.
 class GpuLaunchTimer : public LaunchTimer {
 public:
-    GpuLaunchTimer(const Kernel &baseline, const Kernel &candidate,
-                   const std::array<AttentionLaunch, launches_per_round> &launches, SmClockProbe &clock,
+    GpuLaunchTimer(std::vector<const Kernel *> kernels, std::vector<AttentionLaunch> launches, SmClockProbe &clock,
                    L2Flusher *flusher);
-    void warm_up(Launch launch) override;
-    LaunchSample timed(Launch launch) override;
+    std::size_t arms() const override { return kernels_.size(); }
+    void warm_up(Arm arm) override;
+    LaunchSample timed(Arm arm) override;
 
 private:
-    void launch(Launch launch);
+    void launch(Arm arm);
 
-    const Kernel &baseline_;
-    const Kernel &candidate_;
-    std::array<AttentionLaunch, launches_per_round> launches_;
+    std::vector<const Kernel *> kernels_;
+    std::vector<AttentionLaunch> launches_;
     SmClockProbe &clock_;
     L2Flusher *flusher_;
     EventTimer timer_;

@@ -11,16 +11,25 @@
 
 namespace s2tp {
 
-const char *launch_name(Launch launch) {
-    switch (launch) {
-        case Launch::baseline: return "baseline";
-        case Launch::baseline_control: return "baseline_control";
-        case Launch::candidate: return "candidate";
-    }
-    return "?";
+void check_arm_count(std::size_t arms) {
+    if (arms < min_arms || arms > max_arms)
+        fail(ExitCode::usage, "time interleaves " + std::to_string(min_arms) + " to " + std::to_string(max_arms) +
+                                  " arms (the baseline, its A/A control and up to " +
+                                  std::to_string(max_arms - first_candidate_arm) + " candidates), not " +
+                                  std::to_string(arms));
+}
+
+std::vector<std::string> arm_names(const std::vector<std::string> &candidate_names) {
+    std::vector<std::string> names{"baseline", "baseline_control"};
+    names.insert(names.end(), candidate_names.begin(), candidate_names.end());
+    return names;
 }
 
 // ---- Round order ----
+
+RoundOrderGenerator::RoundOrderGenerator(std::uint64_t seed, std::size_t arms) : arms_(arms), random_(seed) {
+    check_arm_count(arms);
+}
 
 RoundOrder RoundOrderGenerator::next() {
     if (position_ == block_.size()) plan_block();
@@ -28,30 +37,26 @@ RoundOrder RoundOrderGenerator::next() {
 }
 
 void RoundOrderGenerator::plan_block() {
-    // The launches that go first cycle through a drawn permutation twice (p0 p1 p2 p0 p1 p2), so the
-    // first launch changes every round. The permutation is redrawn until p0 differs from the previous
-    // block's last first launch. Each first launch is followed by its other two in both orders, one per
-    // half of the block, the half drawn per launch: the block holds all six orders once.
-    const std::optional<Launch> previous_first =
-        block_.empty() ? std::nullopt : std::optional<Launch>(block_.back()[0]);
-    RoundOrder firsts = all_launches;
+    // Rotation k of p puts p[k] first, so the first arm runs through p; the reverse's rotations start
+    // at offset 1 so that the block's halves do not meet on one first arm. The permutation is redrawn
+    // until its first arm differs from the previous block's last first arm.
+    const std::optional<Arm> previous_first = block_.empty() ? std::nullopt : std::optional<Arm>(block_.back()[0]);
+    RoundOrder p(arms_);
+    for (Arm arm = 0; arm < arms_; ++arm) p[arm] = arm;
     do {
-        for (std::size_t i = firsts.size() - 1; i > 0; --i)  // Fisher-Yates with unbiased integer draws
-            std::swap(firsts[i], firsts[random_.below(i + 1)]);
-    } while (previous_first && firsts[0] == *previous_first);
+        for (std::size_t i = p.size() - 1; i > 0; --i)  // Fisher-Yates with unbiased integer draws
+            std::swap(p[i], p[random_.below(i + 1)]);
+    } while (previous_first && p[0] == *previous_first);
+    const RoundOrder reversed(p.rbegin(), p.rend());
 
-    std::array<RoundOrder, launches_per_round> early{}, late{};
-    for (std::size_t i = 0; i < firsts.size(); ++i) {
-        std::array<Launch, 2> rest{};
-        std::size_t filled = 0;
-        for (Launch other : all_launches)
-            if (other != firsts[i]) rest[filled++] = other;
-        if (random_.below(2) == 1) std::swap(rest[0], rest[1]);
-        early[i] = {firsts[i], rest[0], rest[1]};
-        late[i] = {firsts[i], rest[1], rest[0]};
-    }
-    block_.assign(early.begin(), early.end());
-    block_.insert(block_.end(), late.begin(), late.end());
+    const auto rotation = [this](const RoundOrder &order, std::size_t k) {
+        RoundOrder rotated(arms_);
+        for (std::size_t position = 0; position < arms_; ++position) rotated[position] = order[(k + position) % arms_];
+        return rotated;
+    };
+    block_.clear();
+    for (std::size_t k = 0; k < arms_; ++k) block_.push_back(rotation(p, k));
+    for (std::size_t k = 0; k < arms_; ++k) block_.push_back(rotation(reversed, (k + 1) % arms_));
     position_ = 0;
 }
 
@@ -96,15 +101,23 @@ const char *stop_reason_name(StopReason reason) {
 
 std::size_t next_stop_check(std::size_t kept_rounds) { return kept_rounds + std::max<std::size_t>(5, kept_rounds / 10); }
 
-std::vector<double> kept_times(const std::vector<InterleavedRound> &rounds, Launch launch) {
+std::vector<double> kept_times(const std::vector<InterleavedRound> &rounds, Arm arm) {
     std::vector<double> times;
     for (const InterleavedRound &round : rounds)
-        if (!round.throttled) times.push_back(round[launch].time_ms);
+        if (!round.throttled) times.push_back(round[arm].time_ms);
     return times;
 }
 
-std::vector<double> kept_ratios(const std::vector<InterleavedRound> &rounds, Launch numerator) {
-    return paired_ratios(kept_times(rounds, numerator), kept_times(rounds, Launch::baseline));
+std::vector<double> kept_ratios(const std::vector<InterleavedRound> &rounds, Arm numerator) {
+    return paired_ratios(kept_times(rounds, numerator), kept_times(rounds, baseline_arm));
+}
+
+std::vector<Arm> stop_rule_arms(std::size_t arms) {
+    check_arm_count(arms);
+    if (arms == min_arms) return {control_arm};
+    std::vector<Arm> candidates;
+    for (Arm arm = first_candidate_arm; arm < arms; ++arm) candidates.push_back(arm);
+    return candidates;
 }
 
 // ---- The loop ----
@@ -133,17 +146,20 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     };
 
+    const std::size_t arms = timer.arms();
+    const std::vector<Arm> waited_for = stop_rule_arms(arms);
     for (std::size_t i = 0; i < settings.warmup_launches; ++i)
-        for (Launch launch : all_launches) timer.warm_up(launch);
+        for (Arm arm = 0; arm < arms; ++arm) timer.warm_up(arm);
 
-    RoundOrderGenerator orders(settings.order_seed);
+    RoundOrderGenerator orders(settings.order_seed, arms);
     const StoppingRule rule{settings.target_half_width, settings.min_rounds};
     TimingRun run;
     std::size_t check_at = settings.min_rounds;
     for (;;) {
         InterleavedRound round;
         round.order = orders.next();
-        for (Launch launch : round.order) round.samples[static_cast<std::size_t>(launch)] = timer.timed(launch);
+        round.samples.resize(arms);
+        for (Arm arm : round.order) round.samples[arm] = timer.timed(arm);
         round.throttled = round_throttled(round, settings.reference_clock_mhz, settings.throttle_fraction);
         run.rounds.push_back(round);
         if (round.throttled) ++run.throttled_rounds;
@@ -152,13 +168,17 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
         if (!round.throttled && run.kept_rounds >= check_at) {
             ++run.stop_checks;
             check_at = next_stop_check(run.kept_rounds);
-            const RatioInterval interval =
-                bootstrap_median_interval(kept_ratios(run.rounds, Launch::candidate), settings.bootstrap);
-            const bool precise = interval_precise_enough(interval, rule);
+            // The stop rule waits for the widest interval: every candidate must be precise enough.
+            RatioInterval widest;
+            for (Arm arm : waited_for) {
+                const RatioInterval interval = bootstrap_median_interval(kept_ratios(run.rounds, arm), settings.bootstrap);
+                if (arm == waited_for.front() || interval.half_width_rel > widest.half_width_rel) widest = interval;
+            }
+            const bool precise = interval_precise_enough(widest, rule);
             if (precise) run.stopped_by = StopReason::half_width;
             if (progress) {
                 run.seconds = elapsed();
-                progress(run, interval);
+                progress(run, widest);
             }
             if (precise) break;
         }
@@ -171,15 +191,46 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
     return run;
 }
 
-TimingStats timing_stats(const TimingRun &run, const BootstrapOptions &bootstrap) {
+TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapOptions &bootstrap) {
+    if (repeats.empty()) fail(ExitCode::internal, "timing statistics of no measurement");
+    const std::size_t arms = repeats.front().rounds.empty() ? 0 : repeats.front().rounds.front().samples.size();
+    for (const TimingRun &run : repeats)
+        for (const InterleavedRound &round : run.rounds)
+            if (round.samples.size() != arms)
+                fail(ExitCode::internal, "timing statistics: a round of " + std::to_string(round.samples.size()) +
+                                             " arms among rounds of " + std::to_string(arms));
+    check_arm_count(arms);
     TimingStats stats;
-    for (Launch launch : all_launches)
-        stats.launches[static_cast<std::size_t>(launch)] = summarize(kept_times(run.rounds, launch));
-    stats.candidate_vs_baseline = bootstrap_median_interval(kept_ratios(run.rounds, Launch::candidate), bootstrap);
-    stats.control_vs_baseline = bootstrap_median_interval(kept_ratios(run.rounds, Launch::baseline_control), bootstrap);
+    stats.arms.resize(arms);
+    stats.ratios.resize(arms);
+    for (Arm arm = 0; arm < arms; ++arm) {
+        std::vector<double> pooled;
+        for (const TimingRun &run : repeats) {
+            const std::vector<double> times = kept_times(run.rounds, arm);
+            pooled.insert(pooled.end(), times.begin(), times.end());
+        }
+        stats.arms[arm] = summarize(pooled);
+    }
+    for (Arm arm = control_arm; arm < arms; ++arm) {
+        RepeatedRatio &ratio = stats.ratios[arm];
+        std::vector<std::vector<double>> groups;
+        std::vector<double> within;
+        for (const TimingRun &run : repeats) {
+            groups.push_back(kept_ratios(run.rounds, arm));
+            const RatioInterval own = bootstrap_median_interval(groups.back(), bootstrap);
+            ratio.repeat_medians.push_back(own.median);
+            within.push_back(own.half_width_rel);
+        }
+        ratio.interval = two_level_bootstrap_median_interval(groups, bootstrap);
+        if (repeats.size() >= 2) {
+            ratio.between_repeat_spread = sample_stdev(ratio.repeat_medians) / ratio.interval.median;
+            ratio.within_repeat_half_width = median(within);
+        }
+    }
     std::vector<double> clocks;
-    for (const InterleavedRound &round : run.rounds)
-        for (const LaunchSample &sample : round.samples) clocks.push_back(sample.sm_clock_mhz);
+    for (const TimingRun &run : repeats)
+        for (const InterleavedRound &round : run.rounds)
+            for (const LaunchSample &sample : round.samples) clocks.push_back(sample.sm_clock_mhz);
     clocks.erase(std::remove_if(clocks.begin(), clocks.end(), [](double c) { return std::isnan(c); }), clocks.end());
     if (!clocks.empty()) {
         stats.clock_min_mhz = *std::min_element(clocks.begin(), clocks.end());
@@ -204,14 +255,14 @@ std::optional<std::string> too_noisy_reason(const RatioInterval &aa) {
 
 namespace s2tp {
 
-std::string speed_in_words(double ratio) {
+std::string speed_in_words(double ratio, const std::string &who) {
     char times[32], percent[32];
     std::snprintf(times, sizeof times, "%.3fx", ratio);
     const double change = (ratio - 1.0) * 100.0;
     std::snprintf(percent, sizeof percent, "%.1f%%", std::fabs(change));
     const std::string share = std::string(" (") + times + " the baseline's time)";
-    if (std::string(percent) == "0.0%") return "the candidate is as fast as the baseline" + share;
-    return std::string("the candidate is ") + percent + (change > 0 ? " slower" : " faster") + share;
+    if (std::string(percent) == "0.0%") return who + " is as fast as the baseline" + share;
+    return who + " is " + percent + (change > 0 ? " slower" : " faster") + share;
 }
 
 }  // namespace s2tp

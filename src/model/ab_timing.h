@@ -1,22 +1,23 @@
-// The time stage's measurement: baseline and candidate timed in one process on identical inputs,
-// interleaved round by round, with an A/A control, per-sample SM clocks, throttled-round rejection and
-// a stop rule on the width of the ratio's bootstrap interval.
+// The time stage's measurement: the baseline and every candidate timed in one process on identical
+// inputs, interleaved round by round, with an A/A control, per-sample SM clocks, throttled-round
+// rejection and a stop rule on the width of the candidates' bootstrap intervals.
 //
-// One round launches three things, each timed alone between CUDA events: the baseline ("A"), the
-// baseline again ("A'", the control) and the candidate ("B"). The per-round ratios are B/A (what the
-// experiment asks) and A'/A (the A/A control: it goes through exactly the same path, so its interval
-// must contain 1 on a machine quiet enough to trust B/A). A and A' are two labels of one kernel placed
-// independently by the order generator, so any effect of a launch's position within a round lands on
-// both sides of A'/A equally often and cannot pass for a real difference.
+// One round launches every arm once, each timed alone between CUDA events: arm 0 is the baseline
+// ("A"), arm 1 the baseline again ("A'", the control), arms 2.. the candidates in the manifest's order
+// (2 to 8 arms). The per-round ratios are arm/A for each candidate (what the experiment asks) and A'/A
+// (the A/A control: it goes through exactly the same path, so its interval must contain 1 on a machine
+// quiet enough to trust the others). A and A' are two labels of one kernel placed independently by the
+// order generator, so any effect of a launch's position within a round lands on both sides of A'/A
+// equally often and cannot pass for a real difference.
 //
 // The loop (measure_interleaved) drives a LaunchTimer; GpuLaunchTimer (gpu/launch_timer.h) is the real
 // one, and the unit tests drive it with synthetic timers, so nothing here needs a GPU.
 //
 // Usage:
-//   s2tp::GpuLaunchTimer timer(problem, baseline_kernel, candidate_kernel, params, clock_probe, flusher_or_null);
+//   s2tp::GpuLaunchTimer timer(arm_kernels, arm_launches, clock_probe, flusher_or_null);
 //   s2tp::TimingSettings settings;   // from the manifest's [time] table and the command line
 //   s2tp::TimingRun run = s2tp::measure_interleaved(timer, settings);
-//   s2tp::TimingStats stats = s2tp::timing_stats(run, settings.bootstrap);
+//   s2tp::TimingStats stats = s2tp::timing_stats({run}, settings.bootstrap);
 #pragma once
 
 #include "model/attention_problem.h"
@@ -32,29 +33,36 @@
 
 namespace s2tp {
 
-// The three launches of a round. The values index per-launch arrays.
-enum class Launch : std::size_t { baseline = 0, baseline_control = 1, candidate = 2 };
-inline constexpr std::size_t launches_per_round = 3;
-inline constexpr std::array<Launch, launches_per_round> all_launches = {Launch::baseline, Launch::baseline_control,
-                                                                       Launch::candidate};
-// "baseline", "baseline_control", "candidate": the keys of reports/time.json.
-const char *launch_name(Launch launch);
+// An arm of a round, as an index into per-arm arrays: the baseline, the A/A control, then the candidates.
+using Arm = std::size_t;
+inline constexpr Arm baseline_arm = 0;
+inline constexpr Arm control_arm = 1;
+inline constexpr Arm first_candidate_arm = 2;
+inline constexpr std::size_t min_arms = 2;  // the baseline and its control: an A/A run
+inline constexpr std::size_t max_arms = 8;  // six candidates; a round of eight block-24 launches is ~0.5 s
+// Throws Error(usage) naming the count when it is outside [min_arms, max_arms].
+void check_arm_count(std::size_t arms);
+// "baseline", "baseline_control", then the candidates' names: the arms' keys in reports/time.json.
+std::vector<std::string> arm_names(const std::vector<std::string> &candidate_names);
 
-using RoundOrder = std::array<Launch, launches_per_round>;
+using RoundOrder = std::vector<Arm>;  // arms by position within the round
 
-// The launch order of every round, from a seed. Rounds come in blocks of six that hold each of the six
-// orders of the three launches exactly once, so every launch runs first, second and third equally
-// often; the launch that goes first changes every round (also across blocks), so no launch repeatedly
-// follows itself; which orders come when within a block is drawn from the seed. The same seed gives
-// the same sequence on every machine (integer draws from SplitMix64 only).
+// The order of the arms in every round, from a seed. Rounds come in blocks of 2N (N arms): N cyclic
+// rotations of a permutation drawn from the seed, then N rotations of its reverse. Within a block each
+// arm takes each position exactly twice, so every arm gets every position equally often; the arm that
+// goes first changes every round (also across blocks, by redrawing the permutation); and for 3 arms the
+// block holds all six orders once. The same seed gives the same sequence on every machine (integer
+// draws from SplitMix64 only).
 class RoundOrderGenerator {
 public:
-    explicit RoundOrderGenerator(std::uint64_t seed) : random_(seed) {}
+    RoundOrderGenerator(std::uint64_t seed, std::size_t arms);
     RoundOrder next();
+    std::size_t block_size() const { return 2 * arms_; }
 
 private:
     void plan_block();
 
+    std::size_t arms_;
     SplitMix64 random_;
     std::vector<RoundOrder> block_;
     std::size_t position_ = 0;
@@ -67,10 +75,10 @@ struct LaunchSample {
 };
 
 struct InterleavedRound {
-    RoundOrder order{};
-    std::array<LaunchSample, launches_per_round> samples{};  // indexed by Launch, not by position
+    RoundOrder order;
+    std::vector<LaunchSample> samples;  // indexed by arm, not by position
     bool throttled = false;
-    const LaunchSample &operator[](Launch launch) const { return samples[static_cast<std::size_t>(launch)]; }
+    const LaunchSample &operator[](Arm arm) const { return samples.at(arm); }
 };
 
 // A round is throttled when any of its samples ran below threshold_fraction * reference_clock_mhz (or
@@ -79,13 +87,14 @@ struct InterleavedRound {
 // ratios. A threshold of 0 turns the check off.
 bool round_throttled(const InterleavedRound &round, double reference_clock_mhz, double threshold_fraction);
 
-// What measure_interleaved drives. warm_up and timed each launch one kernel; timed records CUDA events
-// around the launch only (an L2 flush, when the timer does one, comes before the start event).
+// What measure_interleaved drives. warm_up and timed each launch one arm's kernel; timed records CUDA
+// events around the launch only (an L2 flush, when the timer does one, comes before the start event).
 class LaunchTimer {
 public:
     virtual ~LaunchTimer() = default;
-    virtual void warm_up(Launch launch) = 0;
-    virtual LaunchSample timed(Launch launch) = 0;
+    virtual std::size_t arms() const = 0;
+    virtual void warm_up(Arm arm) = 0;
+    virtual LaunchSample timed(Arm arm) = 0;
 };
 
 // Whether the kernels' working set could stay in L2 from one launch to the next, which would let a
@@ -100,9 +109,9 @@ bool needs_l2_flush(std::size_t footprint_bytes, std::int64_t l2_bytes);
 double attention_tops(const AttentionProblem &problem, double milliseconds);
 
 struct TimingSettings {
-    std::size_t warmup_launches = 3;     // untimed launches of each of the three, before round 1
+    std::size_t warmup_launches = 3;     // untimed launches of each arm, before round 1
     std::size_t min_rounds = 20;         // unthrottled rounds before the half-width may stop sampling
-    double target_half_width = 0.005;    // relative half-width of the B/A interval that stops sampling
+    double target_half_width = 0.005;    // relative half-width of the widest candidate interval that stops
     double budget_seconds = 60;          // stop at this much wall time (warm-up included), whatever else
     double reference_clock_mhz = 0;      // the device's default SM clock
     double throttle_fraction = 0.75;
@@ -118,9 +127,12 @@ const char *stop_reason_name(StopReason reason);  // "half_width" | "budget" (fi
 // the checks' total cost a small fraction of the sampling while overshooting the rule by at most ~10%.
 std::size_t next_stop_check(std::size_t kept_rounds);
 
-// The ratios of one numerator launch over the baseline for the kept (unthrottled) rounds, in order.
-std::vector<double> kept_ratios(const std::vector<InterleavedRound> &rounds, Launch numerator);
-std::vector<double> kept_times(const std::vector<InterleavedRound> &rounds, Launch launch);
+// The ratios of one arm over the baseline for the kept (unthrottled) rounds, in order.
+std::vector<double> kept_ratios(const std::vector<InterleavedRound> &rounds, Arm numerator);
+std::vector<double> kept_times(const std::vector<InterleavedRound> &rounds, Arm arm);
+
+// The arms whose interval the stop rule waits for: every candidate, or the control in an A/A run.
+std::vector<Arm> stop_rule_arms(std::size_t arms);
 
 struct TimingRun {
     std::vector<InterleavedRound> rounds;  // every timed round in order, throttled ones included
@@ -131,34 +143,48 @@ struct TimingRun {
     double seconds = 0;              // wall time of warm-up and rounds
 };
 
-// Called after every evaluation of the stop rule with the rounds so far and the B/A interval.
-using TimingProgress = std::function<void(const TimingRun &run, const RatioInterval &candidate_vs_baseline)>;
+// Called after every evaluation of the stop rule with the rounds so far and the widest interval of
+// the arms it waits for.
+using TimingProgress = std::function<void(const TimingRun &run, const RatioInterval &widest)>;
 
-// Warm-up (warmup_launches of each of the three launches in turn), then rounds until the B/A
-// interval's relative half-width is below the target with at least min_rounds kept rounds, or until
-// the budget is spent, whichever comes first. `seconds_since_start` is the wall clock (tests pass a
+// Warm-up (warmup_launches of every arm in turn), then rounds until the widest candidate interval's
+// relative half-width is below the target with at least min_rounds kept rounds, or until the budget
+// is spent, whichever comes first. `seconds_since_start` is the wall clock (tests pass a
 // synthetic one); the default starts at the call.
 TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings,
                               const std::function<double()> &seconds_since_start = {},
                               const TimingProgress &progress = {});
 
-struct TimingStats {
-    std::array<Summary, launches_per_round> launches;  // indexed by Launch; kept rounds only
-    RatioInterval candidate_vs_baseline;               // B/A
-    RatioInterval control_vs_baseline;                 // A'/A, the A/A control
-    double clock_min_mhz = 0, clock_median_mhz = 0, clock_max_mhz = 0;  // every sample, throttled included
-    const Summary &operator[](Launch launch) const { return launches[static_cast<std::size_t>(launch)]; }
+// One arm's ratio over the baseline across the repeats of a measurement.
+struct RepeatedRatio {
+    RatioInterval interval;              // with several repeats, the two-level bootstrap's
+    std::vector<double> repeat_medians;  // each repeat's own median ratio; one entry for a single run
+    std::optional<double> between_repeat_spread;     // stdev of repeat_medians / pooled median (2+ repeats)
+    std::optional<double> within_repeat_half_width;  // median of the repeats' own relative half-widths
 };
 
-// Needs at least 2 kept rounds (throws Error(internal) otherwise: the caller checks min_rounds first).
-TimingStats timing_stats(const TimingRun &run, const BootstrapOptions &bootstrap);
+struct TimingStats {
+    std::vector<Summary> arms;          // indexed by arm; kept rounds of every repeat pooled
+    std::vector<RepeatedRatio> ratios;  // indexed by arm; arm 0 (the baseline over itself) is left empty
+    double clock_min_mhz = 0, clock_median_mhz = 0, clock_max_mhz = 0;  // every sample, throttled included
+    const Summary &operator[](Arm arm) const { return arms.at(arm); }
+    const RatioInterval &vs_baseline(Arm arm) const { return ratios.at(arm).interval; }
+    const RatioInterval &control_vs_baseline() const { return vs_baseline(control_arm); }
+};
+
+// Over the repeats of one measurement (each a separate process with `time --repeat`, or one run): one
+// repeat gives the plain bootstrap of its rounds; several give the two-level bootstrap
+// (two_level_bootstrap_median_interval), which counts the between-process variation as well. Every
+// repeat needs at least 2 kept rounds and the same arm count (throws Error(internal) otherwise: the
+// caller checks min_rounds first).
+TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapOptions &bootstrap);
+
+// A candidate/baseline time ratio in words: "the candidate is 34.6% slower (1.346x the baseline's
+// time)", "... 12.0% faster (0.880x ...)", or "... as fast as the baseline (1.000x ...)" when the
+// percentage rounds to 0.0; `who` names the candidate.
+std::string speed_in_words(double candidate_over_baseline, const std::string &who = "the candidate");
 
 // Why the A/A control says the machine is too noisy to time on, or nothing when its interval contains 1.
-// The candidate/baseline time ratio in words: "the candidate is 34.6% slower (1.346x the baseline's
-// time)", "... 12.0% faster (0.880x ...)", or "... as fast as the baseline (1.000x ...)" when the
-// percentage rounds to 0.0.
-std::string speed_in_words(double candidate_over_baseline);
-
 std::optional<std::string> too_noisy_reason(const RatioInterval &control_vs_baseline);
 
 }  // namespace s2tp

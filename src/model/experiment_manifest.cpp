@@ -269,11 +269,13 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
     if (const toml::table *time = top.optional_table("time")) {
         TableReader r(*time, file, "[time]");
         const SettingRange &half = time_target_half_width_range, &budget = time_budget_seconds_range,
-                           &rounds = time_min_rounds_range;
+                           &rounds = time_min_rounds_range, &repeats = time_repeats_range;
         e.target_half_width = r.number_or(half.key, e.target_half_width, half.low, half.high);
         e.budget_seconds = r.number_or(budget.key, e.budget_seconds, budget.low, budget.high);
         e.min_rounds = r.integer_or(rounds.key, e.min_rounds, static_cast<std::int64_t>(rounds.low),
                                     static_cast<std::int64_t>(rounds.high));
+        e.repeats = r.integer_or(repeats.key, e.repeats, static_cast<std::int64_t>(repeats.low),
+                                 static_cast<std::int64_t>(repeats.high));
         e.warmup_launches = r.integer_or("warmup_launches", e.warmup_launches, 0, 1000);
         e.bootstrap_seed = static_cast<std::uint64_t>(r.integer_or("bootstrap_seed", 20261129, 0, INT64_MAX));
         e.bootstrap_resamples = r.integer_or("bootstrap_resamples", e.bootstrap_resamples, 100, 1000000);
@@ -457,6 +459,7 @@ std::string experiment_to_toml(const Experiment &e) {
     doc.insert("time", toml::table{{"target_half_width", e.target_half_width},
                                    {"budget_seconds", e.budget_seconds},
                                    {"min_rounds", e.min_rounds},
+                                   {"repeats", e.repeats},
                                    {"warmup_launches", e.warmup_launches},
                                    {"bootstrap_seed", static_cast<std::int64_t>(e.bootstrap_seed)},
                                    {"bootstrap_resamples", e.bootstrap_resamples},

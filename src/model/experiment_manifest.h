@@ -100,6 +100,7 @@ struct Experiment {
     double target_half_width = 0.005;
     double budget_seconds = 60.0;
     std::int64_t min_rounds = 20;  // below about 20 rounds a bootstrap interval means little
+    std::int64_t repeats = 1;      // time --repeat: measurements, each in a fresh process
     std::int64_t warmup_launches = 3;
     std::uint64_t bootstrap_seed = 20261129;
     std::int64_t bootstrap_resamples = 10000;
@@ -132,6 +133,7 @@ struct SettingRange {
 inline constexpr SettingRange time_target_half_width_range{"target_half_width", "target-half-width", 1e-5, 0.5};
 inline constexpr SettingRange time_budget_seconds_range{"budget_seconds", "budget", 1.0, 86400.0};
 inline constexpr SettingRange time_min_rounds_range{"min_rounds", "min-rounds", 3, 1000000};
+inline constexpr SettingRange time_repeats_range{"repeats", "repeat", 1, 100};
 
 // The embedded quantization source that the "support" tree is built from, and its include directory.
 inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }

@@ -37,9 +37,9 @@ toml::table artifact(const RunDirectory &run, const fs::path &file) {
 
 NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request, const Reporter &reporter) {
     NcuProfiles profiles;
-    profiles.figures.insert("requested", true);
+    profiles.figures.requested = true;
     const std::optional<fs::path> ncu = find_cuda_tool("ncu");
-    profiles.figures.insert("found", ncu.has_value());
+    profiles.figures.found = ncu.has_value();
     if (!ncu) {
         reporter.warn("time: ncu was not found (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin); "
                       "timed without Nsight Compute metrics");
@@ -49,15 +49,14 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
     version_options.timeout = std::chrono::seconds(60);
     const ProcessResult version = run_process({ncu->string(), "--version"}, version_options);
     profiles.version = first_line(version.out + version.err);
-    if (request.seq_len > 0) profiles.figures.insert("seq_len", request.seq_len);
+    if (request.seq_len > 0) profiles.figures.seq_len = request.seq_len;
     fs::create_directories(run.logs());
     fs::create_directories(run.reports());
-    std::optional<NcuRawPage> pages[2];
+    std::vector<std::optional<NcuRawPage>> pages(request.variants.size());
     double seconds = 0;
-    const char *variants[2] = {"baseline", "candidate"};
-    for (int v = 0; v < 2; ++v) {
-        const std::string variant = variants[v];
-        const std::string &kernel = v == 0 ? request.baseline_entry : request.candidate_entry;
+    for (std::size_t v = 0; v < request.variants.size(); ++v) {
+        const std::string &variant = request.variants[v].name;
+        const std::string &kernel = request.variants[v].entry;
         reporter.progress("time: profiling one " + variant + " launch with ncu (" +
                           std::to_string(request.metrics.size()) + " metrics)");
         const fs::path report_base = run.reports() / ("ncu-" + variant);
@@ -82,9 +81,9 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
         std::string log_text = ran.out + ran.err;
         std::error_code ec;
         const bool made = ran.exit_code == 0 && fs::is_regular_file(report_file, ec);
-        toml::table entry{{"exit_code", ran.exit_code}, {"log", run.relative(log)}, {"seconds", ran.seconds}};
+        NcuRunFigures entry{ran.exit_code, run.relative(log), std::nullopt, ran.seconds};
         if (made) {
-            entry.insert("report", run.relative(report_file));
+            entry.report = run.relative(report_file);
             profiles.artifacts.insert("ncu_" + variant, artifact(run, report_file));
             const ProcessResult imported =
                 run_process({ncu->string(), "--import", report_file.string(), "--csv", "--page", "raw"}, version_options);
@@ -108,18 +107,19 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
                           " (exit " + std::to_string(ran.exit_code) + "); see " + run.relative(log));
         }
         write_file_atomically(log, log_text);
-        profiles.figures.insert(variant, entry);
+        profiles.figures.runs[variant] = entry;
     }
-    profiles.figures.insert("seconds", seconds);
-    if (pages[0] && pages[1]) {
-        NcuComparison comparison = compare_ncu_metrics(request.metrics, *pages[0], 0, *pages[1], 0);
+    profiles.figures.seconds = seconds;
+    for (std::size_t v = 1; v < request.variants.size(); ++v) {
+        if (!pages[0] || !pages[v]) continue;
+        NcuComparison comparison = compare_ncu_metrics(request.metrics, *pages[0], 0, *pages[v], 0);
         std::vector<std::string> absent;
         for (const NcuMetricFigure &figure : comparison.metrics)
             if (!figure.baseline || !figure.candidate) absent.push_back(figure.name);
         if (!absent.empty())
-            reporter.warn("time: ncu gave no number for " + joined(absent) + " (see the raw pages in reports/)");
-        profiles.figures.insert("metrics", comparison.to_toml());
-        profiles.comparison = std::move(comparison);
+            reporter.warn("time: ncu gave no number for " + joined(absent) + " of " + request.variants[v].name +
+                          " (see the raw pages in reports/)");
+        profiles.comparisons.emplace(request.variants[v].name, std::move(comparison));
     }
     return profiles;
 }

@@ -1,40 +1,49 @@
-// Nsight Compute reports of the real workload, one launch of each variant, for `sage2tp time --ncu`.
+// Nsight Compute reports of the real workload, one launch of each variant (the baseline and every
+// candidate), for `sage2tp time --ncu`.
 // ncu runs `sage2tp exec --workload` so that it watches exactly one attention launch, with
 // --clock-control none: ncu's default would lock the clocks to base, changing a shared GPU's settings
 // and measuring a clock the timing never ran at. It collects only the requested metrics (--metrics,
 // no sections), which keeps the replay passes, and so the GPU time of the stage, few; each report is
-// then read back with `ncu --import R --csv --page raw` and the two launches compared.
+// then read back with `ncu --import R --csv --page raw` and each candidate's launch compared with the
+// baseline's.
 #pragma once
 
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
 #include "stages/ncu_metrics.h"
+#include "stages/time_figures.h"
 
 #include <toml++/toml.h>
 
+#include <map>
 #include <optional>
 #include <string>
 
 namespace s2tp {
 
 struct NcuProfiles {
-    toml::table figures;                 // requested, found, and per variant: exit_code, log, seconds, report
+    NcuFigures figures;                  // requested, found, seconds, seq_len, and each variant's run
     toml::table artifacts;               // ncu_<variant> = { path, sha256 } for each report made
     std::optional<std::string> version;  // first line of `ncu --version`, when ncu was found
-    std::optional<NcuComparison> comparison;  // when both variants were profiled and read back
+    // By candidate name: its comparison with the baseline, when both were profiled and read back.
+    std::map<std::string, NcuComparison> comparisons;
+};
+
+struct NcuVariant {
+    std::string name;   // "baseline" or a candidate's name: `exec --variant NAME`
+    // The attention entry the variant's `exec --workload` launches, by its mangled name (what its ABI
+    // adapter selected): ncu profiles that launch and not the quantization kernels before it.
+    std::string entry;
 };
 
 struct NcuRequest {
-    // The attention entry each variant's `exec --workload` launches, by its mangled name (what its ABI
-    // adapter selected): ncu profiles that launch and not the quantization kernels before it.
-    std::string baseline_entry, candidate_entry;
+    std::vector<NcuVariant> variants;  // the baseline first
     std::vector<std::string> metrics;  // raw metric names ([time] ncu_metrics)
     std::int64_t seq_len = 0;          // 0: the workload's shape; else len_q = len_kv = seq_len
     int device_index = 0;
 };
 
-// Never fails the caller: a missing ncu or a failed profile is a warning and a figure (the comparison
-// then lands in figures too, under "metrics").
+// Never fails the caller: a missing ncu or a failed profile is a warning and a figure.
 NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp

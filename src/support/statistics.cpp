@@ -213,6 +213,47 @@ KeptRounds reject_throttled_rounds(const std::vector<TimedRound> &rounds, double
     return kept;
 }
 
+RatioInterval two_level_bootstrap_median_interval(const std::vector<std::vector<double>> &groups,
+                                                  const BootstrapOptions &options) {
+    if (groups.empty()) fail(ExitCode::internal, "two-level bootstrap needs at least one group");
+    if (groups.size() == 1) return bootstrap_median_interval(groups.front(), options);
+    std::vector<double> pooled;
+    for (const std::vector<double> &group : groups) {
+        require_samples(group, 1, "two-level bootstrap");
+        pooled.insert(pooled.end(), group.begin(), group.end());
+    }
+    if (options.resamples < 2)
+        fail(ExitCode::internal, "bootstrap needs at least 2 resamples, got " + std::to_string(options.resamples));
+    if (!(options.confidence > 0.0 && options.confidence < 1.0))
+        fail(ExitCode::internal, "bootstrap confidence " + std::to_string(options.confidence) + " is outside (0, 1)");
+
+    SplitMix64 rng(options.seed);
+    std::vector<double> resample;
+    resample.reserve(pooled.size() * 2);
+    std::vector<double> medians(options.resamples);
+    for (double &m : medians) {
+        resample.clear();
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            const std::vector<double> &chosen = groups[rng.below(groups.size())];
+            for (std::size_t i = 0; i < chosen.size(); ++i) resample.push_back(chosen[rng.below(chosen.size())]);
+        }
+        m = median(resample);
+    }
+    std::sort(medians.begin(), medians.end());
+
+    const double tail = (1.0 - options.confidence) / 2.0;
+    RatioInterval interval;
+    interval.median = median(pooled);
+    interval.lo = percentile_of_sorted(medians, tail);
+    interval.hi = percentile_of_sorted(medians, 1.0 - tail);
+    interval.half_width_rel = (interval.hi - interval.lo) / 2.0 / interval.median;
+    interval.n = pooled.size();
+    interval.resamples = options.resamples;
+    interval.seed = options.seed;
+    interval.confidence = options.confidence;
+    return interval;
+}
+
 bool interval_precise_enough(const RatioInterval &interval, const StoppingRule &rule) {
     return interval.n >= rule.min_rounds && interval.half_width_rel < rule.target_half_width_rel;
 }

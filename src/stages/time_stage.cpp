@@ -1,0 +1,659 @@
+#include "stages/time_stage.h"
+
+#include "formats/svg_plot.h"
+#include "gpu/launch_timer.h"
+#include "stages/ncu_profile.h"
+#include "support/errors.h"
+#include "support/file_io.h"
+#include "gpu/gpu_input_generator.h"
+#include "support/hashing.h"
+#include "support/number_format.h"
+#include "support/process_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+// "b1 h40/40 n32760/32760 d128 NHD bf16 non-causal"
+std::string shape_text(const AttentionProblem &p) {
+    const AttentionShape &s = p.shape;
+    return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads_q) + "/" + std::to_string(s.heads_kv) + " n" +
+           std::to_string(s.len_q) + "/" + std::to_string(s.len_kv) + " d" + std::to_string(s.head_dim) + " " +
+           layout_name(s.layout) + " " + dtype_name(p.dtype) + " " + (p.causal ? "causal" : "non-causal");
+}
+
+std::vector<std::string> candidate_names(const BuiltKernels &kernels) {
+    std::vector<std::string> names;
+    for (const BuiltAttention &candidate : kernels.candidates) names.push_back(candidate.variant);
+    return names;
+}
+
+std::string in_where(const std::string &where) { return where.empty() ? "" : " in " + where; }
+
+toml::array digests_array(const std::vector<OutputDigest> &digests) {
+    toml::array array;
+    for (const OutputDigest &d : digests) array.push_back(toml::table{{"sha256", d.sha256}, {"unwritten", d.nan_count}});
+    return array;
+}
+
+std::vector<OutputDigest> digests_from(const toml::node_view<const toml::node> node) {
+    std::vector<OutputDigest> digests;
+    if (const toml::array *array = node.as_array())
+        for (const toml::node &entry : *array) {
+            const toml::table *t = entry.as_table();
+            if (!t) continue;
+            digests.push_back({(*t)["sha256"].value_or(std::string()), (*t)["unwritten"].value_or<std::int64_t>(0)});
+        }
+    return digests;
+}
+
+}  // namespace
+
+// ---- Output records ----
+
+std::vector<OutputDigest> output_digests(OutputChecks &checks, const std::vector<AttentionOutputs> &outputs,
+                                         bool first_record) {
+    std::vector<const DeviceBuffer *> buffers;
+    for (const AttentionOutputs &output : outputs) buffers.push_back(&output.o);
+    if (first_record) return checks.record(buffers);
+    std::vector<OutputDigest> digests;
+    for (std::string &sha256 : checks.current_sha256(buffers)) digests.push_back({std::move(sha256), 0});
+    return digests;
+}
+
+// ---- Stop conditions ----
+
+std::vector<std::string> unwritten_output_reasons(const std::vector<std::string> &arms,
+                                                  const std::vector<OutputDigest> &first) {
+    std::vector<std::string> reasons;
+    for (Arm arm = 0; arm < first.size(); ++arm)
+        if (arm != control_arm && first[arm].nan_count > 0)
+            reasons.push_back("the " + arms.at(arm) + " left " + std::to_string(first[arm].nan_count) +
+                              " output elements unwritten (still the NaN poison)");
+    return reasons;
+}
+
+std::optional<std::string> nondeterminism_reason(const std::vector<OutputDigest> &first) {
+    const std::string &base = first.at(baseline_arm).sha256, &control = first.at(control_arm).sha256;
+    if (control == base) return std::nullopt;
+    return "the baseline's output differs between two launches on the same inputs (sha256 " + base + " then " +
+           control + "): it is not deterministic";
+}
+
+std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::string> &arms,
+                                                    const std::vector<OutputDigest> &first) {
+    std::vector<std::string> reasons;
+    for (Arm arm = first_candidate_arm; arm < first.size(); ++arm)
+        if (first[arm].sha256 != first[baseline_arm].sha256)
+            reasons.push_back("the candidate " + arms.at(arm) + "'s output differs from the baseline's: sha256 " +
+                              first[arm].sha256 + " vs " + first[baseline_arm].sha256);
+    return reasons;
+}
+
+std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha256,
+                                               const std::optional<std::string> &expected, const std::string &arch) {
+    if (!expected || baseline_sha256 == *expected) return std::nullopt;
+    return "the baseline's output sha256 " + baseline_sha256 + " differs from the one pinned for " + arch + " (" +
+           *expected + "); re-pin with 'sage2tp time --pin' if the change is intended";
+}
+
+std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
+                                               const std::vector<OutputDigest> &first,
+                                               const std::optional<std::string> &expected, bool pin,
+                                               const std::string &arch) {
+    std::vector<std::string> reasons = unwritten_output_reasons(arms, first);
+    if (auto reason = nondeterminism_reason(first)) reasons.push_back(*reason);
+    for (std::string &reason : candidate_mismatch_reasons(arms, first)) reasons.push_back(std::move(reason));
+    // Under --pin the earlier pin is what gets replaced, not a criterion; the new one is written only
+    // once the timed launches have shown the baseline's bytes to be stable.
+    if (!pin)
+        if (auto reason = pin_mismatch_reason(first.at(baseline_arm).sha256, expected, arch)) reasons.push_back(*reason);
+    return reasons;
+}
+
+std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
+                                                const std::vector<OutputDigest> &reference,
+                                                const std::vector<OutputDigest> &after, const std::string &where) {
+    std::vector<std::string> reasons;
+    if (after.size() != reference.size()) {
+        reasons.push_back("the outputs after timing" + in_where(where) + " were not recorded for every arm (" +
+                          std::to_string(after.size()) + " of " + std::to_string(reference.size()) + ")");
+        return reasons;
+    }
+    for (Arm arm = 0; arm < reference.size(); ++arm)
+        if (after[arm].sha256 != reference[arm].sha256)
+            reasons.push_back("the " + arms.at(arm) + " launch's output changed during timing" + in_where(where) +
+                              " (sha256 " + reference[arm].sha256 + " then " + after[arm].sha256 +
+                              "): not deterministic");
+    return reasons;
+}
+
+std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const TimingSettings &settings,
+                                                 const std::string &where) {
+    if (run.kept_rounds >= settings.min_rounds) return std::nullopt;
+    return "only " + std::to_string(run.kept_rounds) + " unthrottled rounds (of " + std::to_string(run.rounds.size()) +
+           ") fit in the budget of " + fixed(settings.budget_seconds, 0) + " s" + in_where(where) +
+           ", fewer than min_rounds " + std::to_string(settings.min_rounds) + ": no interval to trust; raise --budget";
+}
+
+// ---- One measurement ----
+
+toml::table ArmMeasurement::to_toml() const {
+    toml::array rounds;
+    for (const InterleavedRound &round : timing.rounds) {
+        toml::array order, times, clocks;
+        for (Arm arm : round.order) order.push_back(static_cast<std::int64_t>(arm));
+        for (const LaunchSample &sample : round.samples) {
+            times.push_back(sample.time_ms);
+            clocks.push_back(sample.sm_clock_mhz);
+        }
+        rounds.push_back(toml::table{{"order", order}, {"time_ms", times}, {"sm_clock_mhz", clocks},
+                                     {"throttled", round.throttled}});
+    }
+    return toml::table{{"first", digests_array(first)},
+                       {"last", digests_array(last)},
+                       {"footprint_bytes", static_cast<std::int64_t>(footprint_bytes)},
+                       {"l2_flushed", l2_flushed},
+                       {"stopped_by", stop_reason_name(timing.stopped_by)},
+                       {"stop_checks", static_cast<std::int64_t>(timing.stop_checks)},
+                       {"seconds", timing.seconds},
+                       {"rounds", rounds}};
+}
+
+ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string &where) {
+    ArmMeasurement m;
+    m.first = digests_from(t["first"]);
+    m.last = digests_from(t["last"]);
+    if (m.first.empty()) fail(ExitCode::internal, where + ": no output record");
+    m.footprint_bytes = static_cast<std::size_t>(t["footprint_bytes"].value_or<std::int64_t>(0));
+    m.l2_flushed = t["l2_flushed"].value_or(false);
+    m.timing.stopped_by = t["stopped_by"].value_or(std::string()) == "half_width" ? StopReason::half_width : StopReason::budget;
+    m.timing.stop_checks = static_cast<std::size_t>(t["stop_checks"].value_or<std::int64_t>(0));
+    m.timing.seconds = t["seconds"].value_or(0.0);
+    if (const toml::array *rounds = t["rounds"].as_array())
+        for (const toml::node &node : *rounds) {
+            const toml::table *r = node.as_table();
+            const toml::array *order = r ? (*r)["order"].as_array() : nullptr;
+            const toml::array *times = r ? (*r)["time_ms"].as_array() : nullptr;
+            const toml::array *clocks = r ? (*r)["sm_clock_mhz"].as_array() : nullptr;
+            if (!order || !times || !clocks || times->size() != m.first.size() || clocks->size() != times->size() ||
+                order->size() != times->size())
+                fail(ExitCode::internal, where + ": round " + std::to_string(m.timing.rounds.size()) +
+                                             " does not hold one sample of each of " + std::to_string(m.first.size()) +
+                                             " arms");
+            InterleavedRound round;
+            for (const toml::node &arm : *order) round.order.push_back(static_cast<Arm>(arm.value_or<std::int64_t>(0)));
+            for (std::size_t i = 0; i < times->size(); ++i)
+                round.samples.push_back({(*times)[i].value_or(0.0), (*clocks)[i].value_or(0.0)});
+            round.throttled = (*r)["throttled"].value_or(false);
+            (round.throttled ? m.timing.throttled_rounds : m.timing.kept_rounds) += 1;
+            m.timing.rounds.push_back(std::move(round));
+        }
+    return m;
+}
+
+ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &reporter) {
+    const AttentionProblem &problem = request.workload.problem;
+    const BuiltKernels &kernels = request.kernels;
+    const std::vector<std::string> arms = arm_names(candidate_names(kernels));
+    check_arm_count(arms.size());
+
+    const CubinModule quantize(kernels.quantize);
+    // The baseline's module serves arms 0 and 1; each candidate has its own.
+    std::vector<const BuiltAttention *> built{&kernels.baseline, &kernels.baseline};
+    for (const BuiltAttention &candidate : kernels.candidates) built.push_back(&candidate);
+    std::vector<std::unique_ptr<CubinModule>> modules;
+    std::vector<Kernel> kernel_of_variant;
+    modules.push_back(std::make_unique<CubinModule>(kernels.baseline.cubin));
+    kernel_of_variant.push_back(find_attention_kernel(*kernels.baseline.abi, *modules.back(), problem));
+    for (const BuiltAttention &candidate : kernels.candidates) {
+        modules.push_back(std::make_unique<CubinModule>(candidate.cubin));
+        kernel_of_variant.push_back(find_attention_kernel(*candidate.abi, *modules.back(), problem));
+    }
+    std::vector<const Kernel *> arm_kernels{&kernel_of_variant[0], &kernel_of_variant[0]};
+    for (std::size_t c = 0; c < kernels.candidates.size(); ++c) arm_kernels.push_back(&kernel_of_variant[c + 1]);
+
+    reporter.progress("time: " + (request.workload.q_file ? "loading" : std::string("generating")) +
+                      " the inputs of " + request.workload.name + " (" + shape_text(problem) + ")");
+    // A generated workload is generated on the GPU, bit for bit as the host generator would.
+    DeviceQuantizedInputs inputs;
+    if (request.workload.q_file) {
+        const GeneratedInputs host = workload_inputs(request.workload);
+        inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+    } else {
+        inputs = quantize_on_gpu(quantize, problem,
+                                 generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed));
+    }
+    std::vector<AttentionOutputs> outputs;
+    // Packed here, once per arm, by each arm's adapter: the timed region only launches.
+    std::vector<AttentionLaunch> launches;
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        outputs.push_back(allocate_outputs(problem, arms[arm]));
+        poison_outputs(outputs.back());
+        launches.push_back(built[arm]->abi->pack(problem, attention_buffers(problem, inputs, outputs.back())));
+    }
+
+    // Outputs first: timing a kernel that computes something else would be meaningless.
+    ArmMeasurement m;
+    for (Arm arm = 0; arm < arms.size(); ++arm) launch_attention(*arm_kernels[arm], launches[arm]);
+    synchronize("time: first launches, " + problem.describe());
+    OutputChecks checks(quantize, problem.dtype);
+    m.first = output_digests(checks, outputs, true);
+    m.footprint_bytes = attention_footprint_bytes(inputs, outputs[0]);
+    m.l2_flushed = needs_l2_flush(m.footprint_bytes, request.device.l2_bytes);
+    if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.arch).empty()) return m;
+
+    std::unique_ptr<L2Flusher> flusher = m.l2_flushed ? std::make_unique<L2Flusher>(request.device) : nullptr;
+    SmClockProbe clock(quantize);
+    TimingSettings settings = request.settings;
+    settings.reference_clock_mhz = request.device.sm_clock_khz / 1000.0;
+    GpuLaunchTimer timer(arm_kernels, launches, clock, flusher.get());
+    reporter.progress("time: " + std::to_string(arms.size()) + " arms, up to " + fixed(settings.budget_seconds, 0) +
+                      " s, stopping once every candidate's half-width is below " +
+                      fixed(settings.target_half_width * 100, 3) + "% after at least " +
+                      std::to_string(settings.min_rounds) + " rounds" +
+                      (m.l2_flushed ? "; L2 flushed before every launch" : ""));
+    const auto report_progress = [&](const TimingRun &so_far, const RatioInterval &widest) {
+        const std::string line = "  " + std::to_string(so_far.rounds.size()) + " rounds (" +
+                                 std::to_string(so_far.throttled_rounds) + " throttled), " + fixed(so_far.seconds, 1) +
+                                 " s: widest half-width " + fixed(widest.half_width_rel * 100, 3) + "%";
+        // On a terminal in place, with the budget as the bound of the ETA (sampling may stop sooner).
+        if (reporter.live())
+            reporter.live_line(line + "; " + elapsed_and_eta(so_far.seconds, so_far.seconds / settings.budget_seconds) +
+                               " at most");
+        else
+            reporter.progress(line);
+    };
+    m.timing = measure_interleaved(timer, settings, {}, report_progress);
+    reporter.end_live_line();
+    // The timed launches rewrote every output: the record after timing shows whether they still hold.
+    m.last = output_digests(checks, outputs, false);
+    return m;
+}
+
+void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
+                      const std::optional<fs::path> &workload_file, bool pin, int device_index, const fs::path &file,
+                      const Reporter &reporter) {
+    Experiment experiment = load_experiment(run.manifest());
+    apply_run_pins(experiment.workload, run.pins());
+    const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
+    const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
+    const DeviceFacts device = require_gpu("time", device_index);
+    require_kernels_for_device("time", kernels, device);
+    const MeasureRequest request{workload, kernels, device, timing_settings(experiment, overrides),
+                                 expected_output_sha256(workload, kernels.arch), pin};
+    std::ostringstream text;
+    text << measure_arms(request, reporter).to_toml() << "\n";
+    write_file_atomically(file, text.str());
+}
+
+TimingSettings timing_settings(const Experiment &experiment, const TimeOverrides &overrides) {
+    TimingSettings settings;
+    settings.target_half_width = overrides.target_half_width.value_or(experiment.target_half_width);
+    settings.budget_seconds = overrides.budget_seconds.value_or(experiment.budget_seconds);
+    settings.min_rounds = overrides.min_rounds.value_or(static_cast<std::size_t>(experiment.min_rounds));
+    settings.warmup_launches = static_cast<std::size_t>(experiment.warmup_launches);
+    settings.throttle_fraction = experiment.throttle_fraction;
+    settings.order_seed = overrides.order_seed.value_or(experiment.bootstrap_seed);
+    settings.bootstrap.seed = experiment.bootstrap_seed;
+    settings.bootstrap.resamples = static_cast<std::size_t>(experiment.bootstrap_resamples);
+    return settings;
+}
+
+void add_time_inputs(Fingerprint &f, const TimeStageInputs &in) {
+    const WorkloadSpec &workload = in.workload;
+    const TimingSettings &settings = in.settings;
+    float scale = workload.problem.sm_scale;
+    f.add("workload", workload.name).add("problem", workload.problem.describe()).add("sm_scale", &scale, sizeof scale);
+    f.add("with_lse", std::int64_t{workload.problem.with_lse});
+    if (workload.q_file)
+        f.add_file("q", *workload.q_file).add_file("k", *workload.k_file).add_file("v", *workload.v_file);
+    else
+        f.add("workload_seed", static_cast<std::int64_t>(workload.seed));
+    f.add("target_half_width", &settings.target_half_width, sizeof settings.target_half_width);
+    f.add("budget_seconds", &settings.budget_seconds, sizeof settings.budget_seconds);
+    f.add("min_rounds", static_cast<std::int64_t>(settings.min_rounds));
+    f.add("warmup_launches", static_cast<std::int64_t>(settings.warmup_launches));
+    f.add("throttle_fraction", &settings.throttle_fraction, sizeof settings.throttle_fraction);
+    f.add("bootstrap_seed", static_cast<std::int64_t>(settings.bootstrap.seed));
+    f.add("resamples", static_cast<std::int64_t>(settings.bootstrap.resamples));
+    f.add("repeats", static_cast<std::int64_t>(in.repeats));
+    for (const BuiltAttention &candidate : in.kernels.candidates) f.add("candidate", candidate.variant);
+    f.add("device_name", in.device.name).add("device_uuid", in.device.uuid);
+    f.add("ncu", std::int64_t{in.ncu});
+    if (in.ncu) {
+        for (const std::string &metric : in.ncu_metrics) f.add("ncu_metric", metric);
+        f.add("ncu_seq_len", in.ncu_seq_len);
+    }
+}
+
+std::string verify_time_outputs(const Checkpoint &c, const RunDirectory &run,
+                                const std::optional<std::string> &expected_sha256, const std::string &arch) {
+    for (const auto &[name, node] : c.artifacts) {
+        const toml::table *entry = node.as_table();
+        const std::string path = entry ? (*entry)["path"].value_or(std::string()) : "";
+        const std::string sha = entry ? (*entry)["sha256"].value_or(std::string()) : "";
+        std::error_code ec;
+        if (path.empty() || !fs::is_regular_file(run.resolve(path), ec)) return path + " is missing";
+        if (sha256_file(run.resolve(path)) != sha) return path + " changed since it was written";
+    }
+    // A pin added, changed or removed by hand after the stage ran must be checked again.
+    if (TimeFigures::from_toml(c.figures).expected_sha256 != expected_sha256)
+        return "the pinned output SHA-256 for " + arch + " changed";
+    return "";
+}
+
+TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index) {
+    TimingSettings s = settings;
+    s.budget_seconds = settings.budget_seconds / static_cast<double>(repeats);
+    s.order_seed = settings.order_seed + index;
+    return s;
+}
+
+// ---- The stage ----
+
+namespace {
+
+// Starts repeat `index` as a fresh sage2tp process and reads back what it measured.
+ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, const Reporter &reporter) {
+    const TimingSettings s = repeat_settings(in.settings, in.repeats, index);
+    const fs::path file = in.run.reports() / ("time-repeat-" + std::to_string(index + 1) + ".toml");
+    const fs::path log = in.run.logs() / ("time-repeat-" + std::to_string(index + 1) + ".log");
+    fs::create_directories(in.run.reports());
+    fs::create_directories(in.run.logs());
+    std::error_code ec;
+    fs::remove(file, ec);
+    std::vector<std::string> argv{current_executable().string(), "time", "--run", in.run.root().string(),
+                                  "--repeat-child", file.string(), "--budget", shortest(s.budget_seconds),
+                                  "--min-rounds", std::to_string(s.min_rounds), "--target-half-width",
+                                  shortest(s.target_half_width), "--order-seed", std::to_string(s.order_seed),
+                                  "--device", std::to_string(in.device_index)};
+    if (in.workload_file) {
+        argv.push_back("--workload");
+        argv.push_back(in.workload_file->string());
+    }
+    if (in.pin) argv.push_back("--pin");
+    reporter.progress("time: repeat " + std::to_string(index + 1) + " of " + std::to_string(in.repeats) +
+                      " in a fresh process, up to " + fixed(s.budget_seconds, 1) + " s of sampling");
+    // Sampling stops at the repeat's budget; the rest is the repeat's start (inputs, modules, checks),
+    // which even a host-generated block-24 workload finishes in well under the margin.
+    ProcessOptions options;
+    options.timeout = std::chrono::seconds(static_cast<long long>(s.budget_seconds) + 900);
+    const ProcessResult ran = run_process(argv, options);
+    write_file_atomically(log, ran.out + ran.err);
+    const std::string where = "repeat " + std::to_string(index + 1);
+    if (ran.exit_code != 0 || !fs::is_regular_file(file, ec))
+        fail(ExitCode::internal, "time: " + where + " (" + in.run.relative(log) + ") " +
+                                     (ran.timed_out ? "ran past its " + std::to_string(options.timeout->count()) + " s"
+                                                    : "exited with " + std::to_string(ran.exit_code)) +
+                                     " and wrote no measurement");
+    ArmMeasurement m = ArmMeasurement::from_toml(toml::parse_file(file.string()), in.run.relative(file));
+    fs::remove(file, ec);
+    std::string medians;
+    if (m.timing.kept_rounds >= 2)
+        for (Arm arm = first_candidate_arm; arm < m.first.size(); ++arm)
+            medians += ", " + in.kernels.candidates.at(arm - first_candidate_arm).variant + "/baseline " +
+                       fixed(median(kept_ratios(m.timing.rounds, arm)), 4);
+    reporter.progress("  " + where + ": " + std::to_string(m.timing.kept_rounds) + " rounds kept, " +
+                      std::to_string(m.timing.throttled_rounds) + " throttled, stopped by " +
+                      stop_reason_name(m.timing.stopped_by) + medians);
+    return m;
+}
+
+toml::array rounds_array(const std::vector<TimingRun> &repeats, const std::vector<std::string> &arms) {
+    toml::array rounds;
+    for (std::size_t r = 0; r < repeats.size(); ++r)
+        for (std::size_t i = 0; i < repeats[r].rounds.size(); ++i) {
+            const InterleavedRound &round = repeats[r].rounds[i];
+            toml::array order;
+            for (Arm arm : round.order) order.push_back(arms[arm]);
+            // The samples by arm name in a table of their own: a candidate may be named like a round's key.
+            toml::table samples;
+            for (Arm arm = 0; arm < arms.size(); ++arm)
+                samples.insert(arms[arm], toml::table{{"time_ms", round[arm].time_ms},
+                                                      {"sm_clock_mhz", round[arm].sm_clock_mhz}});
+            rounds.push_back(toml::table{{"repeat", static_cast<std::int64_t>(r + 1)},
+                                         {"round", static_cast<std::int64_t>(i)},
+                                         {"order", order},
+                                         {"throttled", round.throttled},
+                                         {"samples", samples}});
+        }
+    return rounds;
+}
+
+RatioFigures ratio_figures(const RepeatedRatio &ratio) {
+    RatioFigures f = RatioFigures::of(ratio.interval);
+    if (ratio.repeat_medians.size() >= 2) {
+        f.repeat_medians = ratio.repeat_medians;
+        f.between_repeat_spread = ratio.between_repeat_spread;
+        f.within_repeat_half_width = ratio.within_repeat_half_width;
+    }
+    return f;
+}
+
+toml::table artifact(const RunDirectory &run, const fs::path &file) {
+    return toml::table{{"path", run.relative(file)}, {"sha256", sha256_file(file)}};
+}
+
+// The mangled name of the attention entry the variant's adapter selects for the problem: what ncu
+// matches (the module is loaded only to read it).
+std::string find_entry_name(const BuiltAttention &built, const AttentionProblem &problem) {
+    const CubinModule module(built.cubin);
+    return find_attention_kernel(*built.abi, module, problem).name();
+}
+
+}  // namespace
+
+StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) {
+    const AttentionProblem &problem = in.workload.problem;
+    const std::vector<std::string> candidates = candidate_names(in.kernels);
+    const std::vector<std::string> arms = arm_names(candidates);
+    check_arm_count(arms.size());
+    if (in.repeats < 1) fail(ExitCode::internal, "time: repeats must be at least 1");
+
+    StageResult result;
+    result.tools.insert("gpu", in.device.name);
+    result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
+    TimeFigures f;
+    f.workload = in.workload.name;
+    f.shape = shape_text(problem);
+    f.device = in.device.summary();
+    f.device_name = in.device.name;
+    f.arch = in.kernels.arch;
+    f.repeats = static_cast<std::int64_t>(in.repeats);
+
+    // The measurements: in this process for one, in fresh processes for several. A repeat whose first
+    // outputs fail the checks did not time anything, and the later ones are not started.
+    std::vector<ArmMeasurement> measurements;
+    const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin};
+    for (std::size_t r = 0; r < in.repeats; ++r) {
+        measurements.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
+        if (measurements.back().timing.rounds.empty()) break;
+    }
+    const ArmMeasurement &reference = measurements.front();
+    const std::string &base_sha = reference.first.at(baseline_arm).sha256;
+    f.baseline_sha256 = base_sha;
+    f.expected_sha256 = in.expected_sha256;
+    for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
+        CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
+        c.sha256 = reference.first.at(arm).sha256;
+        c.matches_baseline = *c.sha256 == base_sha;
+    }
+
+    std::vector<std::string> failures =
+        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.arch);
+    if (!failures.empty()) {
+        result.status = StageStatus::failed;
+        result.reasons = failures;
+        result.reasons.push_back(std::string("not timed") + (in.pin ? " and nothing pinned" : "") +
+                                 ": the outputs must match before the times mean anything");
+        f.outputs_match = false;
+        f.summary = in.workload.name + ": outputs do not match; not timed";
+        result.figures = f.to_toml();
+        return result;
+    }
+
+    // Every repeat must have produced the reference's bytes, before timing (a fresh process with fresh
+    // allocations) and after it.
+    std::vector<TimingRun> runs;
+    for (std::size_t r = 0; r < measurements.size(); ++r) {
+        const std::string where = in.repeats == 1 ? "" : "repeat " + std::to_string(r + 1);
+        if (r > 0)
+            for (std::string &reason : changed_output_reasons(arms, reference.first, measurements[r].first, where))
+                result.reasons.push_back(std::move(reason));
+        for (std::string &reason : changed_output_reasons(arms, reference.first, measurements[r].last, where))
+            result.reasons.push_back(std::move(reason));
+        runs.push_back(measurements[r].timing);
+    }
+    const bool stable = result.reasons.empty();
+    if (in.pin && stable) {
+        f.replaced_pin = pin_expected_output_sha256(in.run.pins(), in.workload, in.kernels.arch, base_sha);
+        if (f.replaced_pin) reporter.warn("time: --pin replaced the earlier pin " + *f.replaced_pin + " for " + in.kernels.arch);
+        reporter.progress("time: pinned the baseline's output sha256 " + base_sha + " for " + in.kernels.arch + " in " +
+                          in.run.relative(in.run.pins()));
+        f.expected_sha256 = base_sha;
+    } else if (in.pin) {
+        result.reasons.push_back("nothing pinned: the outputs changed while being timed");
+    }
+    f.outputs_match = stable;
+
+    std::size_t rounds = 0, throttled = 0, kept = 0;
+    double seconds = 0;
+    for (const TimingRun &run : runs) {
+        rounds += run.rounds.size();
+        throttled += run.throttled_rounds;
+        kept += run.kept_rounds;
+        seconds += run.seconds;
+    }
+    f.rounds = static_cast<std::int64_t>(rounds);
+    f.throttled_rounds = static_cast<std::int64_t>(throttled);
+    f.stopped_by = stop_reason_name(runs.back().stopped_by);
+    f.l2_flushed = reference.l2_flushed;
+    f.footprint_bytes = static_cast<std::int64_t>(reference.footprint_bytes);
+    f.order_seed = static_cast<std::int64_t>(in.settings.order_seed);
+    f.warmup_launches = static_cast<std::int64_t>(in.settings.warmup_launches);
+    f.min_rounds = static_cast<std::int64_t>(in.settings.min_rounds);
+    f.target_half_width = in.settings.target_half_width;
+    f.budget_seconds = in.settings.budget_seconds;
+    f.measure_seconds = seconds;
+
+    toml::array arm_list;
+    for (const std::string &name : arms) arm_list.push_back(name);
+    toml::table report{{"workload", in.workload.name},
+                       {"shape", *f.shape},
+                       {"problem", problem.describe()},
+                       {"device", in.device.summary()},
+                       {"device_uuid", in.device.uuid},
+                       {"reference_sm_clock_mhz", in.device.sm_clock_khz / 1000.0},
+                       {"throttle_fraction", in.settings.throttle_fraction},
+                       {"l2_flushed", reference.l2_flushed},
+                       {"footprint_bytes", static_cast<std::int64_t>(reference.footprint_bytes)},
+                       {"warmup_launches", static_cast<std::int64_t>(in.settings.warmup_launches)},
+                       {"order_seed", static_cast<std::int64_t>(in.settings.order_seed)},
+                       {"repeats", static_cast<std::int64_t>(in.repeats)},
+                       {"arms", arm_list},
+                       {"stopped_by", *f.stopped_by},
+                       {"seconds", seconds},
+                       {"rounds", rounds_array(runs, arms)}};
+
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+        const TimingSettings s = in.repeats == 1 ? in.settings : repeat_settings(in.settings, in.repeats, r);
+        if (auto reason = too_few_rounds_reason(runs[r], s, in.repeats == 1 ? "" : "repeat " + std::to_string(r + 1)))
+            result.reasons.push_back(*reason);
+    }
+    const bool enough_rounds = std::all_of(runs.begin(), runs.end(), [&](const TimingRun &run) {
+        return run.kept_rounds >= in.settings.min_rounds;
+    });
+    if (enough_rounds) {
+        const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
+        f.baseline = ArmTimeFigures::of(stats[baseline_arm], attention_tops(problem, stats[baseline_arm].p50));
+        f.baseline_control = ArmTimeFigures::of(stats[control_arm], attention_tops(problem, stats[control_arm].p50));
+        f.aa = ratio_figures(stats.ratios[control_arm]);
+        for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
+            CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
+            c.timing = ArmTimeFigures::of(stats[arm], attention_tops(problem, stats[arm].p50));
+            c.ratio = ratio_figures(stats.ratios[arm]);
+        }
+        f.sm_clock_min_mhz = stats.clock_min_mhz;
+        f.sm_clock_median_mhz = stats.clock_median_mhz;
+        f.sm_clock_max_mhz = stats.clock_max_mhz;
+        const RatioInterval &aa = stats.control_vs_baseline();
+        if (auto noisy = too_noisy_reason(aa)) result.reasons.push_back(*noisy);
+        const toml::table figures = f.to_toml();
+        for (const char *key : {"baseline", "baseline_control", "aa", "candidates", "sm_clock_mhz"})
+            report.insert(std::string("stats_") + key, *figures[key].as_table());
+
+        TimePlot plot;
+        plot.title = "sage2tp time: " + in.workload.name;
+        plot.subtitle = *f.shape + " on " + in.device.name + "; " + std::to_string(kept) + " rounds kept" +
+                        (in.repeats > 1 ? " in " + std::to_string(in.repeats) + " processes" : std::string()) + ", " +
+                        std::to_string(throttled) + " throttled; stopped by " + *f.stopped_by;
+        for (Arm arm = 0; arm < arms.size(); ++arm) {
+            std::vector<double> times;
+            for (const TimingRun &run : runs) {
+                const std::vector<double> t = kept_times(run.rounds, arm);
+                times.insert(times.end(), t.begin(), t.end());
+            }
+            plot.arms.push_back({arms[arm], times});
+            if (arm >= first_candidate_arm) plot.ratios.push_back({arms[arm], stats.vs_baseline(arm)});
+        }
+        plot.baseline_vs_baseline = aa;
+        if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], aa});  // an A/A run
+        const fs::path svg = in.run.reports() / "time.svg";
+        fs::create_directories(in.run.reports());
+        write_file_atomically(svg, render_time_plot_svg(plot));
+        result.artifacts.insert("time_svg", artifact(in.run, svg));
+
+        std::ostringstream summary;
+        summary << in.workload.name << ":";
+        for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
+            const RatioInterval &r = stats.vs_baseline(arm);
+            summary << (arm > first_candidate_arm ? ";" : "") << " " << arms[arm] << "/baseline " << fixed(r.median, 4)
+                    << " [" << fixed(r.lo, 4) << ", " << fixed(r.hi, 4) << "], p50 "
+                    << fixed(stats[baseline_arm].p50, 2) << " -> " << fixed(stats[arm].p50, 2) << " ms";
+        }
+        summary << ", A/A " << fixed(aa.median, 4) << (aa.contains(1.0) ? "" : " (too noisy)") << ", " << kept
+                << " rounds" << (in.repeats > 1 ? " in " + std::to_string(in.repeats) + " processes" : std::string());
+        f.summary = summary.str();
+    } else {
+        f.summary = in.workload.name + ": " + std::to_string(kept) + " unthrottled rounds, too few for an interval";
+    }
+    report.insert("sha256", toml::table{{"baseline", base_sha}, {"match", stable}});
+
+    const fs::path json = in.run.reports() / "time.json";
+    fs::create_directories(in.run.reports());
+    std::ostringstream json_text;
+    json_text << toml::json_formatter{report} << "\n";
+    write_file_atomically(json, json_text.str());
+    result.artifacts.insert("time_json", artifact(in.run, json));
+
+    if (in.ncu) {
+        std::vector<NcuVariant> variants{{"baseline", find_entry_name(in.kernels.baseline, problem)}};
+        for (const BuiltAttention &candidate : in.kernels.candidates)
+            variants.push_back({candidate.variant, find_entry_name(candidate, problem)});
+        NcuProfiles profiles =
+            profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index}, reporter);
+        if (profiles.version) result.tools.insert("ncu", *profiles.version);
+        for (auto &&[name, node] : profiles.artifacts) result.artifacts.insert(name, node);
+        f.ncu = profiles.figures;
+        std::string changes;
+        for (auto &[name, comparison] : profiles.comparisons) {
+            if (!comparison.largest_changes.empty())
+                changes += (changes.empty() ? "" : "; ") + name + ": " + comparison.largest_changes_text();
+            f.candidate_or_add(name).ncu = std::move(comparison);
+        }
+        if (!changes.empty()) f.summary = f.summary.value_or(std::string()) + "; ncu: " + changes;
+    }
+
+    result.figures = f.to_toml();
+    result.status = result.reasons.empty() ? StageStatus::passed : StageStatus::failed;
+    return result;
+}
+
+}  // namespace s2tp

@@ -1,0 +1,148 @@
+// The time stage's body: the baseline, its A/A control and every candidate on the run's real workload,
+// interleaved in one process per measurement (model/ab_timing.h), with the experiment's stop
+// conditions as separate functions, and `time --repeat N` as N measurements in fresh sage2tp processes
+// whose rounds the parent combines with a two-level bootstrap.
+//
+// One measurement (measure_arms) loads the modules, generates and quantizes the inputs, launches every
+// arm once and records its outputs (output_digests), times the rounds, then records the outputs again:
+// the parent compares both records. With repeats, each child runs measure_arms in its own process
+// (`sage2tp time --repeat-child FILE`, no lock: the parent holds the run) and writes it to FILE.
+//
+// Usage (subcommands/time.cpp):
+//   TimeStageInputs in{run, workload, kernels, device, settings, ...};
+//   StageResult result = run_time_stage(in, reporter);
+#pragma once
+
+#include "gpu/output_checks.h"
+
+#include "gpu/attention_launch.h"
+#include "gpu/gpu_runtime.h"
+#include "model/ab_timing.h"
+#include "model/experiment_manifest.h"
+#include "pipeline/cli.h"
+#include "pipeline/run_directory.h"
+#include "pipeline/stage_pipeline.h"
+#include "stages/gpu_stage.h"
+#include "stages/time_figures.h"
+#include "support/hashing.h"
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// The one place the time stage reads its outputs back, on the GPU (gpu/output_checks.h). The first
+// record hashes each distinct output once and counts the elements that still hold the NaN poison; a
+// later record compares each output with its recorded bytes on the GPU and downloads only one that
+// changed (its NaN count is not taken again: a NaN-free output stays NaN-free while its bytes do not
+// change).
+std::vector<OutputDigest> output_digests(OutputChecks &checks, const std::vector<AttentionOutputs> &outputs,
+                                         bool first_record);
+
+// ---- The stop conditions, each a pure function of the records (arms named by arm_names) ----
+
+// One reason per arm that left elements unwritten.
+std::vector<std::string> unwritten_output_reasons(const std::vector<std::string> &arms,
+                                                  const std::vector<OutputDigest> &first);
+// The A/A control's output differs from the baseline's: the baseline is not deterministic.
+std::optional<std::string> nondeterminism_reason(const std::vector<OutputDigest> &first);
+// One reason per candidate whose output differs from the baseline's.
+std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::string> &arms,
+                                                    const std::vector<OutputDigest> &first);
+// The baseline's digest differs from the one pinned for `arch`.
+std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha256,
+                                               const std::optional<std::string> &expected, const std::string &arch);
+// All of the above that must hold before anything is timed (the pin is not a criterion under --pin).
+std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
+                                               const std::vector<OutputDigest> &first,
+                                               const std::optional<std::string> &expected, bool pin,
+                                               const std::string &arch);
+// One reason per arm whose output after timing differs from the reference record (`where` says which
+// measurement, e.g. "repeat 3", or "" for a single one).
+std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
+                                                const std::vector<OutputDigest> &reference,
+                                                const std::vector<OutputDigest> &after, const std::string &where);
+// Fewer unthrottled rounds than min_rounds: no interval to trust.
+std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const TimingSettings &settings,
+                                                 const std::string &where);
+
+// ---- One measurement ----
+
+struct ArmMeasurement {
+    std::vector<OutputDigest> first;  // before timing
+    std::vector<OutputDigest> last;   // after timing; empty when the first record already failed
+    TimingRun timing;                 // no rounds when the first record failed
+    std::size_t footprint_bytes = 0;
+    bool l2_flushed = false;
+
+    toml::table to_toml() const;  // the file a --repeat-child writes
+    static ArmMeasurement from_toml(const toml::table &table, const std::string &where);
+};
+
+struct MeasureRequest {
+    const WorkloadSpec &workload;
+    const BuiltKernels &kernels;
+    const DeviceFacts &device;
+    TimingSettings settings;
+    std::optional<std::string> expected_sha256;  // checked before timing unless `pin`
+    bool pin = false;
+};
+
+// Loads the modules, makes the inputs, records the first outputs and, when they pass
+// first_output_failures, times the rounds and records the outputs again.
+ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &reporter);
+
+// ---- The stage ----
+
+struct TimeStageInputs {
+    const RunDirectory &run;
+    const WorkloadSpec &workload;
+    const std::optional<std::filesystem::path> workload_file;  // time --workload FILE, passed to the children
+    const BuiltKernels &kernels;
+    const DeviceFacts &device;
+    TimingSettings settings;     // budget_seconds is the whole stage's sampling budget
+    std::size_t repeats = 1;
+    std::optional<std::string> expected_sha256;
+    bool pin = false;
+    bool ncu = false;
+    std::vector<std::string> ncu_metrics;
+    std::int64_t ncu_seq_len = 0;
+    int device_index = 0;
+};
+
+// The manifest's [time] settings with the command line's overrides applied.
+struct TimeOverrides {
+    std::optional<double> target_half_width, budget_seconds;
+    std::optional<std::size_t> min_rounds;
+    std::optional<std::uint64_t> order_seed;
+};
+TimingSettings timing_settings(const Experiment &experiment, const TimeOverrides &overrides);
+
+// Everything the stage consumes, for its input fingerprint.
+void add_time_inputs(Fingerprint &fingerprint, const TimeStageInputs &inputs);
+
+// Why a passed time checkpoint no longer describes what is on disk (an artifact missing or changed, the
+// pin for the arch added, changed or removed by hand since), or "" when it still does.
+std::string verify_time_outputs(const Checkpoint &checkpoint, const RunDirectory &run,
+                                const std::optional<std::string> &expected_sha256, const std::string &arch);
+
+// The budget and order seed of repeat `index` (0-based) of `repeats`: the stage's budget split evenly,
+// and a seed of its own per repeat so the repeats do not share one sequence of orders.
+TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index);
+
+// The whole stage: measurements, checks, figures (TimeFigures), reports/time.json and time.svg, the
+// pin, ncu. Writes under run.reports() and, with pin, the run's pins file.
+StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
+
+// The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,
+// no checkpoint), runs measure_arms with the parent's settings and writes it to `file` atomically.
+void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
+                      const std::optional<std::filesystem::path> &workload_file, bool pin, int device_index,
+                      const std::filesystem::path &file, const Reporter &reporter);
+
+}  // namespace s2tp
