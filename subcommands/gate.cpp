@@ -74,7 +74,8 @@ GateThresholds thresholds_for(const Experiment &experiment, const CommandLine &c
 
 int gate_command(const Args &args) {
     CommandLine cl("gate",
-                   "Turn every checkpoint into one verdict. Needs a passed, fresh time checkpoint; "
+                   "Turn every checkpoint into a verdict per candidate and one overall verdict. Needs a passed, "
+                   "fresh time checkpoint; "
                    "'sage2tp status' shows a run that stopped earlier.",
                    args);
     cl.add_options()

@@ -19,6 +19,10 @@
 
 namespace s2tp {
 
+// The figures layout of the build, sanitize and parity checkpoints (the baseline's part once, each
+// candidate's under [figures.candidates.NAME]); part of those stages' fingerprints.
+inline constexpr const char *kFiguresLayout = "per-candidate-1";
+
 // One entry point of one variant: ptxas's resources and the modelled occupancy. Every number is
 // optional so that a checkpoint lacking one reads back unset (the gate then reports NOT CHECKED).
 struct EntryResources {

@@ -103,6 +103,8 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
     work.stage = Stage::build;
     work.add_inputs = [&](Fingerprint &f) {
         // The compiler by its version, not its path: the same nvcc packaged differently is the same.
+        // Checkpoints written before the figures were kept per candidate are not read as current.
+        f.add("figures_layout", kFiguresLayout);
         f.add("arch", arch).add("nvcc", compiler);
         // The adapters decide which entries the resource table holds.
         f.add("baseline_abi", baseline_abi.name());

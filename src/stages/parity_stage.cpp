@@ -2,6 +2,7 @@
 
 #include "model/cpu_reference.h"
 #include "model/experiment_manifest.h"
+#include "stages/build_figures.h"
 #include "model/shape_sets.h"
 #include "stages/gpu_stage.h"
 #include "stages/parity_check.h"
@@ -40,6 +41,8 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
     StageWork work;
     work.stage = Stage::parity;
     work.add_inputs = [&](Fingerprint &f) {
+        // Checkpoints written before the figures were kept per candidate are not read as current.
+        f.add("figures_layout", kFiguresLayout);
         for (const auto &p : problems) {
             float scale = p.sm_scale;
             f.add("shape", p.describe()).add("sm_scale", &scale, sizeof scale).add("with_lse", std::int64_t{p.with_lse});

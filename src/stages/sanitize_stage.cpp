@@ -2,6 +2,7 @@
 
 #include "formats/sanitizer_report.h"
 #include "model/experiment_manifest.h"
+#include "stages/build_figures.h"
 #include "model/shape_sets.h"
 #include "stages/gpu_stage.h"
 #include "stages/kernel_build.h"
@@ -61,6 +62,8 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
     StageWork work;
     work.stage = Stage::sanitize;
     work.add_inputs = [&](Fingerprint &f) {
+        // Checkpoints written before the figures were kept per candidate are not read as current.
+        f.add("figures_layout", kFiguresLayout);
         f.add("skipped", static_cast<std::int64_t>(!skipped.empty()));
         for (const auto &name : experiment.sanitizer_tools) f.add("tool", name);
         for (const auto &shape : shape_names) f.add("shape", shape);
