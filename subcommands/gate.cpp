@@ -1,4 +1,5 @@
-// sage2tp gate: turn the run's checkpoints into one verdict. Thresholds come from the run's manifest
+// sage2tp gate: turn the run's checkpoints into a verdict per candidate and one overall verdict
+// (exit 0 only when every candidate passes). Thresholds come from the run's manifest
 // ([gate]) and may be overridden on the command line; the conditions themselves live in gate_rules.
 //
 // The gate is a stage like the others, under the same resume rule: it needs a passed, fresh time
@@ -14,6 +15,7 @@
 #include "support/errors.h"
 #include "model/experiment_manifest.h"
 #include "stages/gate_evidence.h"
+#include "stages/gate_figures.h"
 #include "model/gate_rules.h"
 #include "support/hashing.h"
 #include "pipeline/run_directory.h"
@@ -21,6 +23,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -67,72 +70,12 @@ GateThresholds thresholds_for(const Experiment &experiment, const CommandLine &c
     return thresholds;
 }
 
-toml::table thresholds_table(const GateThresholds &thresholds) {
-    toml::table table{{"max_candidate_p50_ms", thresholds.max_candidate_p50_ms},
-                      {"max_spill_growth_bytes", thresholds.max_spill_growth_bytes},
-                      {"require_sanitizer", thresholds.require_sanitizer}};
-    if (thresholds.ratio_upper_bound) table.insert("max_ratio_upper", *thresholds.ratio_upper_bound);
-    return table;
-}
-
-toml::table gate_figures(const GateResult &result, const GateThresholds &thresholds) {
-    toml::array conditions;
-    std::string blocking;
-    for (const GateCondition &c : result.conditions) {
-        conditions.push_back(toml::table{{"name", c.name},
-                                         {"status", gate_status_text(c.status)},
-                                         {"figure", c.figure},
-                                         {"detail", c.detail},
-                                         {"required", c.required}});
-        if (c.blocks())
-            blocking += (blocking.empty() ? "" : ", ") + c.name;
-    }
-    const std::string verdict = result.passed ? "PASS" : "FAIL";
-    return toml::table{{"conditions", conditions},
-                       {"verdict", verdict},
-                       {"thresholds", thresholds_table(thresholds)},
-                       {"summary", result.passed ? verdict : verdict + ": " + blocking}};
-}
-
-// The checkpoint is the record, so the report printed after a run and the one printed when up to
-// date both come from its figures.
-GateResult result_from_figures(const toml::table &figures) {
-    GateResult result;
-    if (const toml::array *conditions = figures["conditions"].as_array())
-        for (const toml::node &node : *conditions) {
-            const toml::table *entry = node.as_table();
-            if (!entry) continue;
-            GateCondition c;
-            c.name = (*entry)["name"].value_or(std::string());
-            const std::string status = (*entry)["status"].value_or(std::string());
-            for (GateStatus s : {GateStatus::pass, GateStatus::fail, GateStatus::not_checked})
-                if (status == gate_status_text(s)) c.status = s;
-            c.figure = (*entry)["figure"].value_or(std::string());
-            c.detail = (*entry)["detail"].value_or(std::string());
-            c.required = (*entry)["required"].value_or(true);
-            result.conditions.push_back(std::move(c));
-        }
-    result.passed = figures["verdict"].value_or(std::string()) == "PASS";
-    return result;
-}
-
-std::vector<std::string> failure_reasons(const GateResult &result) {
-    std::vector<std::string> reasons;
-    for (const GateCondition &c : result.conditions) {
-        if (c.status == GateStatus::fail)
-            reasons.push_back(c.name + " failed: " + c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")"));
-        else if (c.blocks())
-            reasons.push_back(c.name + " is required but was not checked: " + c.figure +
-                              (c.detail.empty() ? "" : " (" + c.detail + ")"));
-    }
-    return reasons;
-}
-
 }  // namespace
 
 int gate_command(const Args &args) {
     CommandLine cl("gate",
-                   "Turn every checkpoint into one verdict. Needs a passed, fresh time checkpoint; "
+                   "Turn every checkpoint into a verdict per candidate and one overall verdict. Needs a passed, "
+                   "fresh time checkpoint; "
                    "'sage2tp status' shows a run that stopped earlier.",
                    args);
     cl.add_options()
@@ -177,12 +120,17 @@ int gate_command(const Args &args) {
         f.add("max_ratio_upper", thresholds.ratio_upper_bound ? exact(*thresholds.ratio_upper_bound) : "off");
         f.add("require_sanitizer", thresholds.require_sanitizer ? "yes" : "no");
     };
+    std::vector<std::string> candidates;
+    for (const CandidateSpec &candidate : experiment.candidates) candidates.push_back(candidate.name);
     work.run = [&] {
-        const GateResult verdict = evaluate_gate(gather_gate_evidence(states), thresholds);
+        std::map<std::string, GateResult> verdicts;
+        for (const auto &[name, evidence] : gather_gate_evidence(states, candidates))
+            verdicts[name] = evaluate_gate(evidence, thresholds);
+        const GateFigures figures = GateFigures::of(verdicts, thresholds);
         StageResult result;
-        result.status = verdict.passed ? StageStatus::passed : StageStatus::failed;
-        result.figures = gate_figures(verdict, thresholds);
-        result.reasons = failure_reasons(verdict);
+        result.status = figures.passed ? StageStatus::passed : StageStatus::failed;
+        result.figures = figures.to_toml();
+        result.reasons = figures.reasons();
         std::ostringstream json;
         json << toml::json_formatter{result.figures} << "\n";
         write_file_atomically(report, json.str());
@@ -197,9 +145,7 @@ int gate_command(const Args &args) {
         return "";
     };
     work.summarize = [](const Checkpoint &c, const Reporter &reporter) {
-        std::string text = format_gate_report(result_from_figures(c.figures));
-        if (!text.empty() && text.back() == '\n') text.pop_back();
-        reporter.say(text);
+        reporter.say(GateFigures::from_toml(c.figures).text());
     };
     return static_cast<int>(execute_stage(context, work, cl.has("force"), cl.reporter()));
 }

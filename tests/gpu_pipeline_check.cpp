@@ -102,9 +102,11 @@ void broken_rounding(const Pipeline &pipeline, const fs::path &manifest, Expecta
 
     const Checkpoint c = pipeline.checkpoint("04-parity.toml");
     expect.check(c.status == StageStatus::failed, "the parity checkpoint records a failure");
-    expect.check(c.figures["shapes_differing"].value_or<std::int64_t>(0) > 0, "figures.shapes_differing > 0");
-    const toml::array *differences = c.figures["differences"].as_array();
-    expect.check(differences && !differences->empty(), "figures.differences lists the differences");
+    const toml::table *candidate = c.figures["candidates"]["candidate"].as_table();
+    expect.check(candidate && (*candidate)["shapes_differing"].value_or<std::int64_t>(0) > 0,
+                 "figures.candidates.candidate.shapes_differing > 0");
+    const toml::array *differences = candidate ? (*candidate)["differences"].as_array() : nullptr;
+    expect.check(differences && !differences->empty(), "figures.candidates.candidate.differences lists the differences");
     if (differences && !differences->empty()) {
         const toml::table &first = *differences->front().as_table();
         const std::string base = first["baseline_value"].value_or(std::string());
@@ -147,7 +149,9 @@ void default_experiment(const Pipeline &pipeline, Expectations &expect) {
     expect.check(pipeline.checkpoint("03-sanitize.toml").figures["total_errors"].value_or<std::int64_t>(-1) == 0,
                  "sanitize records 0 errors");
     expect.check(pipeline.stage("parity", {}).exit_code == 0, "parity exits 0");
-    expect.check(pipeline.checkpoint("04-parity.toml").figures["shapes_differing"].value_or<std::int64_t>(-1) == 0,
+    expect.check(pipeline.checkpoint("04-parity.toml")
+                         .figures["candidates"]["candidate"]["shapes_differing"]
+                         .value_or<std::int64_t>(-1) == 0,
                  "parity records 0 differing shapes");
 }
 

@@ -1,6 +1,7 @@
 // The gate's evidence as read from real checkpoint files: hand-written checkpoints, chained as the
 // stage framework chains them, go through inspect_run, gather_gate_evidence and evaluate_gate.
 #include "stages/gate_evidence.h"
+#include "stages/gate_figures.h"
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/stage_pipeline.h"
@@ -36,10 +37,6 @@ toml::table arm(std::int64_t smem, double warps_per_scheduler, std::int64_t spil
                        {"limited_by", "registers"}};
 }
 
-toml::table entry(toml::table baseline, toml::table candidate) {
-    return toml::table{{"baseline", std::move(baseline)}, {"candidate", std::move(candidate)}};
-}
-
 // A stage's checkpoint content before it is written: status, figures and reasons.
 struct Planned {
     StageStatus status = StageStatus::passed;
@@ -58,16 +55,39 @@ protected:
         plan_[Stage::prepare].figures = toml::table{{"summary", "embedded"}};
         plan_[Stage::build].figures = toml::table{
             {"arch", "sm_90a"},
-            {"kernels", toml::table{{"s2tp_attn_hd128_bf16_nomask", entry(arm(32768, 4.0, 0, 0), arm(32768, 4.0, 0, 0))},
-                                    {"s2tp_attn_hd64_f16_causal", entry(arm(16384, 6.0, 0, 0), arm(16384, 6.0, 0, 0))}}}};
-        plan_[Stage::sanitize].figures = toml::table{{"total_errors", 0}, {"failed_checks", 0}};
-        plan_[Stage::parity].figures = toml::table{{"shapes_checked", 12}, {"shapes_differing", 0}};
+            {"baseline", toml::table{{"kernels", toml::table{{"s2tp_attn_hd128_bf16_nomask", arm(32768, 4.0, 0, 0)},
+                                                             {"s2tp_attn_hd64_f16_causal", arm(16384, 6.0, 0, 0)}}}}},
+            {"candidates", toml::table{}}};
+        plan_[Stage::sanitize].figures = toml::table{{"total_errors", 0}, {"failed_checks", 0},
+                                                     {"baseline", toml::table{{"errors", 0}, {"failed_checks", 0}}},
+                                                     {"candidates", toml::table{}}};
+        plan_[Stage::parity].figures = toml::table{{"shapes_checked", 12}, {"candidates", toml::table{}}};
         plan_[Stage::time].figures = toml::table{
-            {"sha256", toml::table{{"baseline", sha_a}, {"candidate", sha_a}, {"match", true}}},
+            {"sha256", toml::table{{"baseline", sha_a}, {"match", true}}},
             {"baseline", toml::table{{"p50", 212.4}, {"n", 240}}},
-            {"candidate", toml::table{{"p50", 203.9}, {"n", 240}}},
-            {"ratio", toml::table{{"median", 0.9611}, {"ci_low", 0.9601}, {"ci_high", 0.9626}, {"half_width", 0.0013},
-                                  {"resamples", 10000}, {"seed", 20261129}}}};
+            {"candidates", toml::table{}}};
+        add_candidate("candidate", 203.9, 0.9626);
+    }
+
+    // A candidate with the baseline's resources, no sanitizer error, no differing shape and the
+    // baseline's output, timed at `p50` with a ratio interval reaching `ci_high`.
+    void add_candidate(const std::string &name, double p50, double ci_high) {
+        candidate_table(Stage::build).insert_or_assign(
+            name, toml::table{{"kernels", toml::table{{"s2tp_attn_hd128_bf16_nomask", arm(32768, 4.0, 0, 0)},
+                                                      {"s2tp_attn_hd64_f16_causal", arm(16384, 6.0, 0, 0)}}}});
+        candidate_table(Stage::sanitize).insert_or_assign(name, toml::table{{"errors", 0}, {"failed_checks", 0}});
+        candidate_table(Stage::parity).insert_or_assign(name, toml::table{{"shapes_differing", 0}});
+        candidate_table(Stage::time).insert_or_assign(
+            name, toml::table{{"sha256", sha_a},
+                              {"timing", toml::table{{"p50", p50}, {"n", 240}}},
+                              {"ratio", toml::table{{"median", 0.9611}, {"ci_low", 0.9601}, {"ci_high", ci_high},
+                                                    {"half_width", 0.0013}, {"resamples", 10000}, {"seed", 20261129}}}});
+    }
+
+    // [figures.candidates] of a stage's planned checkpoint.
+    toml::table &candidate_table(Stage stage) { return *plan_[stage].figures["candidates"].as_table(); }
+    toml::table &candidate_figures(Stage stage, const std::string &name = "candidate") {
+        return *candidate_table(stage)[name].as_table();
     }
 
     // Writes the planned checkpoints of `stages` in order, each chained to the digest of the previous
@@ -91,12 +111,17 @@ protected:
     }
     void write_all() { write({Stage::prepare, Stage::build, Stage::sanitize, Stage::parity, Stage::time}); }
 
+    GateEvidence evidence(const std::string &candidate = "candidate") {
+        return gather_gate_evidence(inspect_run(*run_), {candidate}).at(candidate);
+    }
     GateResult evaluate(const GateThresholds &thresholds = GateThresholds{}) {
-        return evaluate_gate(gather_gate_evidence(inspect_run(*run_)), thresholds);
+        return evaluate_gate(evidence(), thresholds);
     }
 
     toml::table &kernel(const std::string &name, const std::string &variant) {
-        return *plan_[Stage::build].figures["kernels"][name][variant].as_table();
+        toml::table &figures = plan_[Stage::build].figures;
+        if (variant == "baseline") return *figures["baseline"]["kernels"][name].as_table();
+        return *figures["candidates"][variant]["kernels"][name].as_table();
     }
 
     fs::path root_;
@@ -130,7 +155,7 @@ TEST_F(GateEvidenceTest, AllPassingCheckpointsPass) {
 
 TEST_F(GateEvidenceTest, EvidenceCarriesTheRecordedFigures) {
     write_all();
-    const GateEvidence e = gather_gate_evidence(inspect_run(*run_));
+    const GateEvidence e = evidence();
     EXPECT_TRUE(e.prepare.present && e.prepare.fresh && e.prepare.passed);
     EXPECT_TRUE(e.time.present && e.time.fresh && e.time.passed);
     EXPECT_EQ(e.resource_arch, "sm_90a");
@@ -160,7 +185,8 @@ TEST_F(GateEvidenceTest, FailedBuildFailsTheGateWithItsReason) {
 
 TEST_F(GateEvidenceTest, SanitizerErrorsFailWithTheCount) {
     plan_[Stage::sanitize].status = StageStatus::failed;
-    plan_[Stage::sanitize].figures = toml::table{{"total_errors", 3}, {"failed_checks", 1}};
+    plan_[Stage::sanitize].figures.insert_or_assign("total_errors", 3);
+    candidate_figures(Stage::sanitize).insert_or_assign("errors", 3);
     plan_[Stage::sanitize].reasons = {"racecheck found 3 hazards in candidate"};
     write_all();
     const GateResult result = evaluate();
@@ -172,7 +198,7 @@ TEST_F(GateEvidenceTest, SanitizerErrorsFailWithTheCount) {
 
 TEST_F(GateEvidenceTest, DifferingParityShapeFailsWithTheCount) {
     plan_[Stage::parity].status = StageStatus::failed;
-    plan_[Stage::parity].figures = toml::table{{"shapes_checked", 12}, {"shapes_differing", 2}};
+    candidate_figures(Stage::parity).insert_or_assign("shapes_differing", 2);
     write_all();
     const GateResult result = evaluate();
     const GateCondition &parity = condition(result, "parity");
@@ -182,7 +208,7 @@ TEST_F(GateEvidenceTest, DifferingParityShapeFailsWithTheCount) {
 }
 
 TEST_F(GateEvidenceTest, CandidateOutputDifferingFromTheBaselineFails) {
-    plan_[Stage::time].figures["sha256"].as_table()->insert_or_assign("candidate", sha_b);
+    candidate_figures(Stage::time).insert_or_assign("sha256", sha_b);
     write_all();
     const GateResult result = evaluate();
     const GateCondition &sha = condition(result, "output-sha");
@@ -201,13 +227,13 @@ TEST_F(GateEvidenceTest, PinnedDigestIsTheExpectedOne) {
     // The pin decides even when the baseline differs from it.
     toml::table &sha = *plan_[Stage::time].figures["sha256"].as_table();
     sha.insert_or_assign("baseline", sha_b);
-    sha.insert_or_assign("candidate", sha_c);
+    candidate_figures(Stage::time).insert_or_assign("sha256", sha_c);
     write({Stage::time});
     EXPECT_EQ(condition(evaluate(), "output-sha").status, GateStatus::pass);
 }
 
 TEST_F(GateEvidenceTest, CandidateP50AtTheThresholdFails) {
-    plan_[Stage::time].figures["candidate"].as_table()->insert_or_assign("p50", 220.0);
+    candidate_figures(Stage::time)["timing"].as_table()->insert_or_assign("p50", 220.0);
     write_all();
     const GateResult result = evaluate();
     const GateCondition &p50 = condition(result, "candidate-p50");
@@ -256,7 +282,7 @@ TEST_F(GateEvidenceTest, SpillGrowthAboveTheLimitFails) {
 }
 
 TEST_F(GateEvidenceTest, RatioIntervalReachingTheBoundFails) {
-    plan_[Stage::time].figures["ratio"].as_table()->insert_or_assign("ci_high", 0.99);
+    candidate_figures(Stage::time)["ratio"].as_table()->insert_or_assign("ci_high", 0.99);
     write_all();
     GateThresholds thresholds;
     thresholds.ratio_upper_bound = 0.98;
@@ -283,7 +309,7 @@ TEST_F(GateEvidenceTest, StaleCheckpointsAreNotEvidence) {
 }
 
 TEST_F(GateEvidenceTest, EditedCheckpointIsNotEvidence) {
-    plan_[Stage::parity].figures.insert_or_assign("shapes_differing", 2);
+    candidate_figures(Stage::parity).insert_or_assign("shapes_differing", 2);
     write_all();
     // Hiding the two differing shapes by hand breaks the checkpoint's digest.
     const fs::path parity = checkpoint_path(*run_, Stage::parity);
@@ -296,7 +322,7 @@ TEST_F(GateEvidenceTest, EditedCheckpointIsNotEvidence) {
     ASSERT_NE(at, std::string::npos) << text;
     text.replace(at, 20, "shapes_differing = 0");
     std::ofstream(parity, std::ios::trunc) << text;
-    const GateEvidence e = gather_gate_evidence(inspect_run(*run_));
+    const GateEvidence e = evidence();
     EXPECT_TRUE(e.parity.present);
     EXPECT_FALSE(e.parity.fresh);
     EXPECT_EQ(e.parity_shapes_compared, 0);  // figures of an untrusted file are not read
@@ -331,9 +357,9 @@ TEST_F(GateEvidenceTest, MissingTimeCheckpointIsNotCheckedAndFails) {
 }
 
 TEST_F(GateEvidenceTest, UnrecordedFiguresAreNeverAPass) {
-    plan_[Stage::time].figures["candidate"].as_table()->erase("p50");
-    plan_[Stage::parity].figures.erase("shapes_differing");
-    plan_[Stage::sanitize].figures.erase("total_errors");
+    candidate_figures(Stage::time)["timing"].as_table()->erase("p50");
+    candidate_figures(Stage::parity).erase("shapes_differing");
+    candidate_figures(Stage::sanitize).erase("errors");
     kernel("s2tp_attn_hd64_f16_causal", "baseline").erase("warps_per_scheduler");
     write_all();
     const GateResult result = evaluate();
@@ -341,5 +367,56 @@ TEST_F(GateEvidenceTest, UnrecordedFiguresAreNeverAPass) {
         EXPECT_NE(condition(result, unrecorded).status, GateStatus::pass) << unrecorded;
     EXPECT_EQ(condition(result, "candidate-p50").status, GateStatus::not_checked);
     EXPECT_EQ(condition(result, "warps-per-scheduler").status, GateStatus::not_checked);
+    EXPECT_FALSE(result.passed);
+}
+
+// Two candidates on one baseline: each gets its own evidence and verdict, and the overall verdict
+// (the gate's exit status) passes only when both do.
+TEST_F(GateEvidenceTest, EachCandidateGetsItsOwnVerdictAndTheOverallOneNeedsAll) {
+    add_candidate("slower", 203.9, 0.9626);
+    candidate_figures(Stage::time, "slower")["timing"].as_table()->insert_or_assign("p50", 250.0);
+    kernel("s2tp_attn_hd64_f16_causal", "slower").insert_or_assign("smem_per_block", 24576);
+    write_all();
+
+    std::map<std::string, GateResult> verdicts;
+    for (const auto &[name, e] : gather_gate_evidence(inspect_run(*run_), {"candidate", "slower"}))
+        verdicts[name] = evaluate_gate(e, GateThresholds{});
+    ASSERT_EQ(verdicts.size(), 2u);
+    EXPECT_TRUE(verdicts["candidate"].passed);
+    EXPECT_FALSE(verdicts["slower"].passed);
+    EXPECT_EQ(condition(verdicts["slower"], "candidate-p50").status, GateStatus::fail);
+    EXPECT_EQ(condition(verdicts["slower"], "shared-memory").status, GateStatus::fail);
+    EXPECT_EQ(condition(verdicts["candidate"], "shared-memory").status, GateStatus::pass);
+
+    const GateFigures figures = GateFigures::of(verdicts, GateThresholds{});
+    EXPECT_FALSE(figures.passed);  // StageStatus::failed: `sage2tp gate` exits 1
+    EXPECT_EQ(figures.summary, "FAIL: slower: candidate-p50, shared-memory");
+    const std::string text = figures.text();
+    EXPECT_TRUE(contains(text, "candidate candidate:\n")) << text;
+    EXPECT_TRUE(contains(text, "candidate slower:\n")) << text;
+    EXPECT_TRUE(contains(text, "verdict: PASS\n")) << text;
+    EXPECT_TRUE(contains(text, "verdict: FAIL (failed: candidate-p50, shared-memory)\n")) << text;
+    EXPECT_TRUE(contains(text, "overall: FAIL (1 of 2 candidates pass)")) << text;
+    const std::vector<std::string> reasons = figures.reasons();
+    ASSERT_EQ(reasons.size(), 2u);
+    EXPECT_EQ(reasons[0].rfind("slower: candidate-p50 failed: ", 0), 0u) << reasons[0];
+
+    // The checkpoint (and --json, and reports/gate.json) lists each candidate.
+    const toml::table written = figures.to_toml();
+    EXPECT_EQ(written["candidates"]["candidate"]["verdict"].value_or(std::string()), "PASS");
+    EXPECT_EQ(written["candidates"]["slower"]["verdict"].value_or(std::string()), "FAIL");
+    EXPECT_EQ(written["verdict"].value_or(std::string()), "FAIL");
+    EXPECT_TRUE(GateFigures::from_toml(written) == figures);
+
+    verdicts.erase("slower");
+    EXPECT_TRUE(GateFigures::of(verdicts, GateThresholds{}).passed);
+}
+
+// A candidate that no stage has figures for is NOT CHECKED everywhere, never a pass.
+TEST_F(GateEvidenceTest, CandidateWithoutFiguresIsNotChecked) {
+    write_all();
+    const GateResult result = evaluate_gate(evidence("unknown"), GateThresholds{});
+    for (const char *name : {"parity", "sanitizer", "output-sha", "candidate-p50", "shared-memory", "spills"})
+        EXPECT_NE(condition(result, name).status, GateStatus::pass) << name;
     EXPECT_FALSE(result.passed);
 }

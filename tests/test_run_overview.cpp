@@ -129,8 +129,10 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
     time.stage = "time";
     time.status = StageStatus::passed;
     time.figures = toml::table{{"workload", "w"}, {"shape", "b1 h40"}, {"device_name", "NVIDIA H200"},
-                               {"baseline", toml::table{{"p50", 55.439}}}, {"candidate", toml::table{{"p50", 74.534}}},
-                               {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451}}},
+                               {"baseline", toml::table{{"p50", 55.439}}},
+                               {"candidates", toml::table{{"candidate", toml::table{
+                                   {"timing", toml::table{{"p50", 74.534}}},
+                                   {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451}}}}}}},
                                {"aa", toml::table{{"median", 1.0001}}}};
     write_checkpoint(checkpoint_path(run, Stage::time), time);
     Checkpoint gate;
@@ -138,12 +140,16 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
     gate.status = StageStatus::failed;
     toml::array conditions;
     conditions.push_back(toml::table{{"name", "relative-speed"}, {"status", "FAIL"}, {"figure", "ratio 1.34 | >= 1.0"}, {"detail", ""}});
-    gate.figures = toml::table{{"summary", "FAIL: relative-speed"}, {"conditions", conditions}};
+    gate.figures = toml::table{{"summary", "FAIL: candidate: relative-speed"}, {"verdict", "FAIL"},
+                               {"candidates", toml::table{{"candidate", toml::table{{"summary", "FAIL: relative-speed"},
+                                                                                    {"verdict", "FAIL"},
+                                                                                    {"conditions", conditions}}}}}};
     write_checkpoint(checkpoint_path(run, Stage::gate), gate);
 
     const std::string text = pull_request_report(run, "text");
     EXPECT_NE(text.find("the candidate is 34.4% slower (1.344x the baseline's time)"), std::string::npos) << text;
-    EXPECT_NE(text.find("FAIL: relative-speed"), std::string::npos) << text;
+    EXPECT_NE(text.find("FAIL: candidate: relative-speed"), std::string::npos) << text;
+    EXPECT_NE(text.find("candidate/baseline  1.3441 (95% CI 1.3427 .. 1.3451)"), std::string::npos) << text;
     const std::string markdown = pull_request_report(run, "markdown");
     EXPECT_NE(markdown.find("| relative-speed | FAIL | ratio 1.34 \\| >= 1.0 |"), std::string::npos) << markdown;
     EXPECT_NE(markdown.find("| candidate p50 | 74.534 ms |"), std::string::npos) << markdown;

@@ -8,11 +8,14 @@
 //    stale one. Figures are read only from intact checkpoints; the rules ignore them unless fresh.
 //  * A figure that a checkpoint does not record stays unset, so its condition is NOT CHECKED: a
 //    missing number is never read as zero errors, zero differences or an unchanged resource.
-//  * Resources: a kernel source has several entry points (head dim x dtype x mask). Each resource
-//    condition is judged on the entry whose candidate fares worst against its own baseline
-//    (largest shared-memory growth, largest fall in warps per scheduler, largest spill growth), so
-//    a regression in any entry point reaches the gate. An entry lacking a figure leaves that
-//    figure unset for the whole kernel.
+//  * Every checkpoint is read through its typed figures (BuildFigures, SanitizeFigures,
+//    ParityFigures, TimeFigures), never by raw keys: a renamed key fails to build, not to check.
+//  * One GateEvidence per candidate: the baseline's part of each stage's figures, and that
+//    candidate's own part, keyed by its name. A candidate a stage has no figures for is NOT CHECKED
+//    there.
+//  * Resources: the worst-entry aggregates of BuildFigures (largest shared-memory growth, largest
+//    fall in warps per scheduler, largest spill growth over every entry point), so a regression in
+//    any entry point reaches the gate; an entry lacking a figure leaves it unset.
 //  * Real output: the candidate's SHA-256 of the real workload (time stage) is compared with the
 //    digest the manifest pins for the built arch when there is one, else with the baseline's own
 //    output on the same inputs: the candidate must reproduce it byte for byte.
@@ -21,11 +24,15 @@
 #include "model/gate_rules.h"
 #include "pipeline/stage_pipeline.h"
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace s2tp {
 
 // `states` is inspect_run's answer (every stage, in pipeline order); the gate's own state is ignored.
-GateEvidence gather_gate_evidence(const std::vector<StageState> &states);
+// `candidates` are the run's candidate names (Experiment::candidates); the answer has one entry each.
+std::map<std::string, GateEvidence> gather_gate_evidence(const std::vector<StageState> &states,
+                                                         const std::vector<std::string> &candidates);
 
 }  // namespace s2tp

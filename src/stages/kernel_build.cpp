@@ -120,7 +120,7 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         refuse_shell_active(tmp, "TMPDIR", "set TMPDIR to a path without $ ` \" \\");
     for (const auto &dir : torch_include_dirs)
         refuse_shell_active(dir, "the torch include directory", "point --torch-include at a path without $ ` \" \\");
-    for (const char *variant : {"baseline", "candidate"}) {
+    for (const std::string &variant : experiment.variant_names()) {
         const SourceSpec &spec = experiment.source(variant);
         for (const auto &source : spec.kernel_sources) refuse_unsafe_manifest_path(source, "kernel_sources");
         for (const auto &source : spec.support_sources) refuse_unsafe_manifest_path(source, "support_sources");
@@ -157,7 +157,7 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         job.argv.insert(job.argv.end(), {"-o", cubin.string(), (tree / source).string()});
         jobs.push_back(std::move(job));
     };
-    for (const char *variant : {"baseline", "candidate"}) {
+    for (const std::string &variant : experiment.variant_names()) {
         const SourceSpec &spec = experiment.source(variant);
         for (const auto &source : spec.kernel_sources)
             add(variant, source, true, spec.include_dirs, spec.needs_torch_headers);

@@ -3,6 +3,8 @@
 
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
+#include "stages/gate_figures.h"
+#include "stages/time_figures.h"
 #include "support/errors.h"
 
 #include <iomanip>
@@ -22,35 +24,34 @@ struct Row {
 
 std::vector<Row> time_rows(const std::optional<Checkpoint> &time) {
     if (!time) return {{"time", "result", "", "not run"}};
-    const toml::table &f = time->figures;
+    const TimeFigures f = TimeFigures::from_toml(time->figures);
     std::vector<Row> rows{{"time", "status", "", to_string(time->status)},
-                          {"time", "workload", "", f["workload"].value_or(std::string()) + ": " +
-                                                       f["shape"].value_or(std::string())},
-                          {"time", "device", "", f["device_name"].value_or(std::string())}};
-    if (f["ratio"].as_table()) {
-        rows.push_back({"time", "baseline p50", "", fixed(f["baseline"]["p50"].value_or(0.0), 3) + " ms"});
-        rows.push_back({"time", "candidate p50", "", fixed(f["candidate"]["p50"].value_or(0.0), 3) + " ms"});
-        rows.push_back({"time", "candidate/baseline", "",
-                        fixed(f["ratio"]["median"].value_or(0.0), 4) + " (95% CI " +
-                            fixed(f["ratio"]["ci_low"].value_or(0.0), 4) + " .. " +
-                            fixed(f["ratio"]["ci_high"].value_or(0.0), 4) + ")"});
-        rows.push_back({"time", "A/A control", "", fixed(f["aa"]["median"].value_or(0.0), 4)});
-        rows.push_back({"time", "in words", "", speed_in_words(f["ratio"]["median"].value_or(0.0))});
+                          {"time", "workload", "", f.workload.value_or("") + ": " + f.shape.value_or("")},
+                          {"time", "device", "", f.device_name.value_or("")}};
+    if (f.baseline && f.baseline->p50) rows.push_back({"time", "baseline p50", "", fixed(*f.baseline->p50, 3) + " ms"});
+    for (const CandidateTimeFigures &c : f.candidates) {
+        if (!c.ratio || !c.ratio->median) continue;
+        if (c.timing && c.timing->p50) rows.push_back({"time", c.name + " p50", "", fixed(*c.timing->p50, 3) + " ms"});
+        rows.push_back({"time", c.name + "/baseline", "",
+                        fixed(*c.ratio->median, 4) + " (95% CI " + fixed(c.ratio->ci_low.value_or(0.0), 4) + " .. " +
+                            fixed(c.ratio->ci_high.value_or(0.0), 4) + ")"});
+        rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median)});
     }
+    if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
     for (const auto &reason : time->reasons) rows.push_back({"time", "reason", "", reason});
     return rows;
 }
 
+// The overall verdict, then per candidate its verdict and its conditions.
 std::vector<Row> gate_rows(const Checkpoint &gate) {
-    std::vector<Row> rows{{"gate", "verdict", "", gate.figures["summary"].value_or(std::string())}};
-    if (const toml::array *conditions = gate.figures["conditions"].as_array())
-        for (const toml::node &node : *conditions)
-            if (const toml::table *c = node.as_table()) {
-                std::string value = (*c)["figure"].value_or(std::string());
-                const std::string detail = (*c)["detail"].value_or(std::string());
-                if (!detail.empty()) value += " (" + detail + ")";
-                rows.push_back({"gate", (*c)["name"].value_or(std::string()), (*c)["status"].value_or(std::string()), value});
-            }
+    const GateFigures f = GateFigures::from_toml(gate.figures);
+    std::vector<Row> rows{{"gate", "verdict", "", f.summary}};
+    for (const auto &[name, c] : f.candidates) {
+        rows.push_back({"gate", "candidate " + name, c.result.passed ? "PASS" : "FAIL", c.summary});
+        for (const GateCondition &condition : c.result.conditions)
+            rows.push_back({"gate", condition.name, gate_status_text(condition.status),
+                            condition.figure + (condition.detail.empty() ? "" : " (" + condition.detail + ")")});
+    }
     return rows;
 }
 

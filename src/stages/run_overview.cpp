@@ -1,8 +1,26 @@
 #include "stages/run_overview.h"
 
+#include "stages/build_figures.h"
+#include "stages/gate_figures.h"
+#include "stages/parity_figures.h"
+#include "stages/sanitize_figures.h"
+#include "stages/time_figures.h"
+
 namespace s2tp {
 
 namespace {
+
+// The one-line summary each stage's typed figures record (prepare's figures have no struct yet).
+std::string stage_summary(Stage stage, const toml::table &figures) {
+    switch (stage) {
+    case Stage::build: return BuildFigures::from_toml(figures).summary;
+    case Stage::sanitize: return SanitizeFigures::from_toml(figures).summary;
+    case Stage::parity: return ParityFigures::from_toml(figures).summary;
+    case Stage::time: return TimeFigures::from_toml(figures).summary.value_or("");
+    case Stage::gate: return GateFigures::from_toml(figures).summary;
+    default: return figures["summary"].value_or(std::string());
+    }
+}
 
 bool entry_failed(const toml::table &entry) {
     if (entry.contains("log") && entry.contains("command") && !entry.contains("path")) return true;  // a compile
@@ -48,7 +66,7 @@ RunOverview overview_run(const RunDirectory &run, const std::string &run_option)
         if (c) {
             line.status = to_string(c->status);
             line.finished_utc = c->finished_utc;
-            line.summary = c->figures["summary"].value_or(std::string());
+            line.summary = stage_summary(state.stage, c->figures);
             line.fresh = state.fresh ? "yes" : "no";
             if (c->status != StageStatus::passed && !c->reasons.empty()) line.first_reason = c->reasons.front();
             if (c->status == StageStatus::failed) line.log = failure_log(*c);

@@ -1,0 +1,215 @@
+#include "stages/build_stage.h"
+
+#include "formats/ptxas_report.h"
+#include "gpu/gpu_runtime.h"
+#include "gpu/kernel_abi.h"
+#include "model/arch_limits.h"
+#include "model/experiment_manifest.h"
+#include "stages/build_figures.h"
+#include "stages/kernel_build.h"
+#include "stages/resource_comparison.h"
+#include "stages/sass_histogram.h"
+#include "stages/torch_headers.h"
+#include "support/data_paths.h"
+#include "support/errors.h"
+#include "support/hashing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+// With a GPU visible the kernels are built for it, since the GPU stages can load nothing else. Without
+// one, resuming keeps the target of the last passed build (a run built with --arch sm_90a here and
+// copied to the GPU host stays sm_90a); a new target takes an explicit --arch.
+std::string requested_arch(StageContext &context, const BuildRequest &request) {
+    if (request.arch) return *request.arch;
+    if (probe_gpu().available) return "auto";
+    const auto &built = context.states()[static_cast<std::size_t>(Stage::build)].read.checkpoint;
+    if (built && built->status == StageStatus::passed) return built->figures["arch"].value_or(context.experiment().arch);
+    return context.experiment().arch;
+}
+
+CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Reporter &reporter) {
+    const auto began = std::chrono::steady_clock::now();
+    const std::string total = std::to_string(jobs.size());
+    CompileProgress progress;
+    // -v: the exact command line (also kept in the job's .cmd file).
+    progress.started = [&reporter](const CompileJob &job) {
+        std::string command = quoted_command(job.argv);
+        command.pop_back();  // its newline
+        reporter.detail("  nvcc: " + command);
+    };
+    // One line per finished compile, in a pipe as on a terminal.
+    progress.finished = [&reporter, total](const CompileJob &job, const CompileOutcome &outcome, std::size_t finished) {
+        std::ostringstream line;
+        line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " " << std::fixed
+             << std::setprecision(1) << outcome.seconds << " s"
+             << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
+        reporter.progress(line.str());
+    };
+    progress.tick = [&reporter, total, began, count = jobs.size()](const std::string &running, std::size_t finished) {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        reporter.live_line("  compiling " + std::to_string(finished) + "/" + total + " done, " +
+                           elapsed_and_eta(elapsed, static_cast<double>(finished) / count) + ":" + running);
+    };
+    return progress;
+}
+
+}  // namespace
+
+int run_build_stage(StageContext &context, const BuildRequest &request, const Reporter &reporter) {
+    if (request.jobs < 1) fail(ExitCode::usage, "--jobs must be at least 1");
+    RunDirectory &run = context.run();
+    const Experiment &experiment = context.experiment();
+    const std::string manifest = run.relative(run.manifest());
+    const KernelAbi &baseline_abi = kernel_abi(experiment.baseline_abi, manifest + " [source] abi");
+    std::map<std::string, const KernelAbi *> candidate_abis;
+    for (const CandidateSpec &candidate : experiment.candidates)
+        candidate_abis[candidate.name] = &kernel_abi(candidate.abi, manifest + " [candidate] abi");
+    const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
+    const std::string arch = resolve_target_arch(requested_arch(context, request), table);
+    const ArchLimits &limits = resolve_arch(table, arch);
+    // A GPU host may have no compiler: a passed, intact build made elsewhere is then used as it is.
+    std::optional<fs::path> nvcc;
+    std::optional<Error> no_nvcc;
+    try {
+        nvcc = find_nvcc(request.nvcc);
+    } catch (const Error &e) {
+        if (request.nvcc) throw;
+        no_nvcc = e;
+    }
+    // Looked up only for sources that include torch's headers, and only where there is a compiler to
+    // use them (a GPU host without nvcc keeps the intact build made elsewhere).
+    std::optional<TorchHeaders> torch;
+    if (needs_torch_headers(experiment) && nvcc) {
+        std::vector<std::string> requested_torch = request.torch_include;
+        for (auto &dir : requested_torch) dir = fs::absolute(dir).lexically_normal().string();
+        torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
+    }
+    const std::vector<CompileJob> jobs =
+        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch ? torch->include_dirs : std::vector<std::string>{});
+    const std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
+    // The SASS histogram compares the baseline with the first candidate.
+    const KernelAbi &sass_candidate_abi = *candidate_abis.at(experiment.candidates.front().name);
+
+    StageWork work;
+    work.stage = Stage::build;
+    work.add_inputs = [&](Fingerprint &f) {
+        // The compiler by its version, not its path: the same nvcc packaged differently is the same.
+        // Checkpoints written before the figures were kept per candidate are not read as current.
+        f.add("figures_layout", kFiguresLayout);
+        f.add("arch", arch).add("nvcc", compiler);
+        // The adapters decide which entries the resource table holds.
+        f.add("baseline_abi", baseline_abi.name());
+        for (const auto &[name, abi] : candidate_abis) f.add(name + "_abi", abi->name());
+        for (const auto &flag : experiment.nvcc_flags) f.add("nvcc_flag", flag);
+        for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
+        for (const std::string &variant : experiment.variant_names())
+            for (const auto &dir : experiment.source(variant).include_dirs) f.add(variant + " include_dir", dir);
+        if (torch)
+            for (const auto &dir : torch->include_dirs) f.add("torch_include_dir", dir);
+        for (const auto &job : jobs) f.add("source", job.variant + ":" + job.source);
+        for (const std::string &variant : experiment.variant_names()) f.add_tree(variant, run.tree(variant));
+        if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
+    };
+    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
+        for (const auto &job : jobs) {
+            std::string key = job.variant + ":" + job.source;
+            std::error_code ec;
+            if (!fs::is_regular_file(job.cubin, ec)) return run.relative(job.cubin) + " is missing";
+            if (sha256_file(job.cubin) != c.artifacts[key]["sha256"].value_or(std::string()))
+                return run.relative(job.cubin) + " changed since it was built";
+        }
+        return "";
+    };
+    work.run = [&] {
+        StageResult result;
+        result.tools.insert("nvcc", compiler);
+        const std::size_t parallel = std::min<std::size_t>(request.jobs, jobs.size());
+        reporter.progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
+                          std::to_string(parallel) + " parallel nvcc");
+        const std::vector<CompileOutcome> outcomes = run_compiles(jobs, request.jobs, compile_progress(jobs, reporter));
+        reporter.end_live_line();
+
+        BuildFigures figures;
+        figures.arch = arch;
+        figures.nvcc_version = compiler;
+        figures.jobs = request.jobs;
+        figures.flags = experiment.nvcc_flags;
+        figures.flags.insert(figures.flags.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
+        if (torch) figures.torch_headers = TorchHeadersFigure{torch->found_by, torch->include_dirs};
+        std::map<std::string, std::vector<PtxasReport>> reports;  // per variant, of its compared sources
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+            const std::string key = jobs[i].variant + ":" + jobs[i].source;
+            toml::table artifact{{"log", run.relative(jobs[i].log)}, {"command", run.relative(jobs[i].command_file)},
+                                 {"seconds", outcomes[i].seconds}};
+            if (outcomes[i].exit_code == 0 && fs::is_regular_file(jobs[i].cubin)) {
+                artifact.insert("path", run.relative(jobs[i].cubin));
+                artifact.insert("sha256", sha256_file(jobs[i].cubin));
+                if (jobs[i].compared)
+                    reports[jobs[i].variant].push_back(parse_ptxas_report(outcomes[i].output, run.relative(jobs[i].log)));
+            } else {
+                result.status = StageStatus::failed;
+                std::string first;
+                for (const auto &line : first_error_lines(outcomes[i].output, 3)) first += (first.empty() ? "" : " | ") + line;
+                result.reasons.push_back(key + " does not compile (nvcc exit " + std::to_string(outcomes[i].exit_code) +
+                                         "): " + (first.empty() ? "see " + run.relative(jobs[i].log) : first));
+            }
+            result.artifacts.insert(key, artifact);
+        }
+        if (result.status == StageStatus::failed) {
+            figures.summary = arch + ": compile failed";
+            result.figures = figures.to_toml();
+            return result;
+        }
+
+        std::vector<std::string> clashes;
+        EntryTable baseline = variant_resources(reports["baseline"], "baseline", baseline_abi, limits, clashes);
+        std::map<std::string, EntryTable> candidates;
+        for (const auto &[name, abi] : candidate_abis)
+            candidates[name] = variant_resources(reports[name], name, *abi, limits, clashes);
+        ResourceComparison compared = compare_resources(arch, baseline_abi.name(), std::move(baseline), std::move(candidates));
+        result.reasons = clashes;
+        result.reasons.insert(result.reasons.end(), compared.reasons.begin(), compared.reasons.end());
+        if (!result.reasons.empty()) result.status = StageStatus::failed;
+        if (compared.baseline.empty()) {
+            result.figures = figures.to_toml();
+            return result;
+        }
+        figures.baseline = std::move(compared.baseline);
+        figures.candidates = std::move(compared.candidates);
+        figures.summary = compared.summary;
+        if (request.sass)
+            if (auto sass = write_sass_report(run, jobs, baseline_abi, sass_candidate_abi, reporter)) figures.sass = sass->to_toml();
+        result.figures = figures.to_toml();
+        return result;
+    };
+    work.summarize = [](const Checkpoint &c, const Reporter &to) {
+        const std::string text = BuildFigures::from_toml(c.figures).text();
+        if (!text.empty()) to.say(text);
+    };
+    // A build that was up to date (here or, without nvcc, kept as built elsewhere) gets its histogram
+    // from the cubins on disk.
+    const auto with_sass = [&](ExitCode code) {
+        if (!request.sass || code != ExitCode::ok) return static_cast<int>(code);
+        const CheckpointRead done = read_checkpoint(checkpoint_path(run, Stage::build));
+        if (done.checkpoint && !done.checkpoint->figures.contains("sass"))
+            if (auto sass = write_sass_report(run, jobs, baseline_abi, sass_candidate_abi, reporter)) reporter.say(sass->table_text());
+        return static_cast<int>(code);
+    };
+    if (!nvcc) {
+        if (auto kept = keep_intact_checkpoint(context, work, "no nvcc on this host; using the cubins built before", reporter))
+            return with_sass(*kept);
+        throw *no_nvcc;
+    }
+    return with_sass(execute_stage(context, work, request.force, reporter));
+}
+
+}  // namespace s2tp

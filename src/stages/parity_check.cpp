@@ -1,0 +1,101 @@
+#include "stages/parity_check.h"
+
+#include "support/number_format.h"
+
+#include <cstring>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+namespace s2tp {
+
+ByteDifference byte_difference(const Tensor &baseline, const Tensor &candidate) {
+    ByteDifference d;
+    const std::size_t size = baseline.element_size();
+    for (std::int64_t i = 0; i < baseline.numel(); ++i) {
+        if (std::memcmp(baseline.bytes.data() + i * size, candidate.bytes.data() + i * size, size) != 0) {
+            if (d.first < 0) d.first = i;
+            ++d.differing;
+        }
+    }
+    return d;
+}
+
+std::string element_text(const Tensor &t, std::int64_t index) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, t.bytes.data() + static_cast<std::size_t>(index) * t.element_size(), t.element_size());
+    std::ostringstream s;
+    s << "0x" << std::hex << std::setw(static_cast<int>(2 * t.element_size())) << std::setfill('0') << bits << std::dec
+      << " (" << std::setprecision(9) << t.value_at(index) << ")";
+    return s.str();
+}
+
+std::optional<TensorDifference> tensor_difference(const std::string &tensor, const Tensor &baseline,
+                                                  const Tensor &candidate) {
+    const ByteDifference d = byte_difference(baseline, candidate);
+    if (d.differing == 0) return std::nullopt;
+    return TensorDifference{tensor, d.differing, baseline.numel(), shape_to_string(unravel_index(d.first, baseline.shape)),
+                            element_text(baseline, d.first), element_text(candidate, d.first)};
+}
+
+ParityFold fold_parity(const std::vector<ParityComparison> &comparisons, std::size_t shapes, std::size_t seeds,
+                       double limit, const std::vector<std::string> &candidates) {
+    ParityFold fold;
+    ParityFigures &f = fold.figures;
+    std::vector<std::string> failures;
+    std::map<std::string, std::set<std::string>> differing_shapes;
+    double worst = 0.0;
+    std::string worst_case;
+    for (const std::string &name : candidates) f.candidates[name];
+    for (const ParityComparison &c : comparisons) {
+        const std::string where = c.shape + " seed " + std::to_string(c.seed);
+        if (c.baseline_unwritten > 0)
+            failures.push_back(where + ": the baseline left " + std::to_string(c.baseline_unwritten) +
+                               " output elements unwritten (still the NaN poison)");
+        f.baseline_outputs.push_back(ParityOutput{c.shape, c.seed, c.baseline_o_sha256});
+        for (const auto &[name, run] : c.candidates) {
+            CandidateParity &figures = f.candidates[name];
+            if (run.unwritten > 0)
+                failures.push_back(name + ": " + where + ": the candidate left " + std::to_string(run.unwritten) +
+                                   " output elements unwritten (still the NaN poison)");
+            for (const TensorDifference &d : run.differences) {
+                differing_shapes[name].insert(c.shape);
+                figures.differences.push_back(ParityDifference{c.shape, c.seed, d.tensor, d.differing, d.elements,
+                                                               d.first_index, d.baseline_value, d.candidate_value});
+                failures.push_back(name + ": " + where + ": " + d.tensor + " differs in " + std::to_string(d.differing) +
+                                   " of " + std::to_string(d.elements) + " elements; first at " + d.first_index +
+                                   ": baseline " + d.baseline_value + ", candidate " + d.candidate_value);
+            }
+            figures.outputs.push_back(ParityOutput{c.shape, c.seed, run.o_sha256});
+        }
+        if (!(c.reference_rel_l2 <= worst)) {  // NaN counts as the worst
+            worst = c.reference_rel_l2;
+            worst_case = where;
+        }
+        if (c.reference_non_finite > 0 || !(c.reference_rel_l2 <= limit))
+            failures.push_back(where + ": the baseline is " + fixed(c.reference_rel_l2, 5) +
+                               " rel-L2 away from the float64 reference (limit " + fixed(limit, 5) + ", " +
+                               std::to_string(c.reference_non_finite) + " non-finite elements)");
+    }
+    for (std::size_t i = 0; i < failures.size() && i < kParityReasonsShown; ++i) fold.reasons.push_back(failures[i]);
+    if (failures.size() > kParityReasonsShown)
+        fold.reasons.push_back("and " + std::to_string(failures.size() - kParityReasonsShown) +
+                               " more failures (see figures.candidates)");
+    fold.passed = failures.empty();
+
+    f.shapes_checked = static_cast<std::int64_t>(shapes);
+    f.comparisons = static_cast<std::int64_t>(comparisons.size());
+    f.reference_worst_rel_l2 = worst;
+    f.reference_worst_case = worst_case;
+    f.reference_limit = limit;
+    std::string differ;
+    for (auto &[name, figures] : f.candidates) {
+        figures.shapes_differing = static_cast<std::int64_t>(differing_shapes[name].size());
+        differ += (differ.empty() ? "" : ", ") + name + ": " + std::to_string(*figures.shapes_differing) + " shapes differ";
+    }
+    f.summary = std::to_string(shapes) + " shapes x " + std::to_string(seeds) + " seeds: " + differ +
+                "; baseline vs float64 reference worst rel-L2 " + fixed(worst, 5) + " (limit " + fixed(limit, 5) + ")";
+    return fold;
+}
+
+}  // namespace s2tp

@@ -1,0 +1,73 @@
+// The parity check as functions of typed inputs: the bytes of two outputs compared element by
+// element, and the per-comparison results (every shape x seed: the baseline, each candidate, the
+// baseline against the float64 reference) folded into ParityFigures and the stage's reasons.
+//
+// Usage:
+//   ParityComparison c{shape, seed};  ... fill from the kernels' outputs ...
+//   ParityFold fold = fold_parity({c, ...}, problems.size(), seeds.size(), limit, {"candidate"});
+#pragma once
+
+#include "formats/tensor.h"
+#include "stages/parity_figures.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+struct ByteDifference {
+    std::int64_t differing = 0;
+    std::int64_t first = -1;  // flat index of the first differing element; -1 when identical
+};
+
+// Element by element over the stored bytes (so -0 differs from +0 and NaN payloads count).
+ByteDifference byte_difference(const Tensor &baseline, const Tensor &candidate);
+
+// "0x3c01 (1.0009766)": the stored bits and the value they decode to.
+std::string element_text(const Tensor &tensor, std::int64_t index);
+
+// A candidate's differing tensor ("o" or "lse") of one comparison.
+struct TensorDifference {
+    std::string tensor;
+    std::int64_t differing = 0, elements = 0;
+    std::string first_index, baseline_value, candidate_value;
+};
+
+// `tensor`'s difference when any element's bytes differ; the index and values of the first one.
+std::optional<TensorDifference> tensor_difference(const std::string &tensor, const Tensor &baseline,
+                                                  const Tensor &candidate);
+
+struct CandidateRun {
+    std::int64_t unwritten = 0;  // output elements still the NaN poison
+    std::string o_sha256;
+    std::vector<TensorDifference> differences;
+};
+
+// One shape and seed: the baseline, every candidate, and the baseline against the reference.
+struct ParityComparison {
+    std::string shape;
+    std::int64_t seed = 0;
+    std::int64_t baseline_unwritten = 0;
+    std::string baseline_o_sha256;
+    std::map<std::string, CandidateRun> candidates;
+    double reference_rel_l2 = 0;  // NaN counts as the worst
+    std::int64_t reference_non_finite = 0;
+};
+
+struct ParityFold {
+    ParityFigures figures;  // without device, which the stage adds
+    std::vector<std::string> reasons;
+    bool passed = false;
+};
+
+// Failures quoted one by one in the reasons; the figures list every difference.
+constexpr std::size_t kParityReasonsShown = 12;
+
+// `comparisons` in the order they ran (shape by shape, seeds within a shape); `candidates` names
+// every candidate, each of which every comparison holds.
+ParityFold fold_parity(const std::vector<ParityComparison> &comparisons, std::size_t shapes, std::size_t seeds,
+                       double reference_limit, const std::vector<std::string> &candidates);
+
+}  // namespace s2tp

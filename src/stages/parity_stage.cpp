@@ -1,0 +1,111 @@
+#include "stages/parity_stage.h"
+
+#include "model/cpu_reference.h"
+#include "model/experiment_manifest.h"
+#include "stages/build_figures.h"
+#include "model/shape_sets.h"
+#include "stages/gpu_stage.h"
+#include "stages/parity_check.h"
+#include "support/errors.h"
+#include "support/hashing.h"
+
+#include <memory>
+
+namespace s2tp {
+namespace {
+
+std::vector<AttentionProblem> parity_problems(const Experiment &experiment) {
+    std::vector<AttentionProblem> problems;
+    if (experiment.parity_default_shapes) problems = default_parity_shapes();
+    problems.insert(problems.end(), experiment.parity_shapes.begin(), experiment.parity_shapes.end());
+    return problems;
+}
+
+std::int64_t unwritten(const KernelRun &run, const AttentionProblem &problem) {
+    return count_nan(run.o) + (problem.with_lse ? count_nan(run.lse) : 0);
+}
+
+}  // namespace
+
+int run_parity_stage(StageContext &context, const ParityRequest &request, const Reporter &reporter) {
+    RunDirectory &run = context.run();
+    const Experiment &experiment = context.experiment();
+    const std::vector<AttentionProblem> problems = parity_problems(experiment);
+    if (problems.empty())
+        fail(ExitCode::usage, run.relative(run.manifest()) +
+                                  ": [parity] default_shapes is false and no [[parity.shape]] is given: nothing to compare");
+    if (experiment.parity_seeds.empty())
+        fail(ExitCode::usage, run.relative(run.manifest()) + ": [parity] seeds is empty: nothing to compare");
+    const double limit = experiment.reference_max_rel_l2;
+
+    StageWork work;
+    work.stage = Stage::parity;
+    work.add_inputs = [&](Fingerprint &f) {
+        // Checkpoints written before the figures were kept per candidate are not read as current.
+        f.add("figures_layout", kFiguresLayout);
+        for (const auto &p : problems) {
+            float scale = p.sm_scale;
+            f.add("shape", p.describe()).add("sm_scale", &scale, sizeof scale).add("with_lse", std::int64_t{p.with_lse});
+        }
+        for (std::int64_t seed : experiment.parity_seeds) f.add("seed", seed);
+        f.add("reference_max_rel_l2", &limit, sizeof limit);
+    };
+    work.run = [&] {
+        StageResult result;
+        const DeviceFacts device = require_gpu("parity", request.device_index);
+        const BuiltKernels kernels = built_kernels(context);
+        require_kernels_for_device("parity", kernels, device);
+        result.tools.insert("gpu", device.name);
+        result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
+        const CubinModule quantize(kernels.quantize);
+        const CubinModule baseline(kernels.baseline.cubin);
+        std::vector<std::unique_ptr<CubinModule>> candidates;
+        std::vector<std::string> names;
+        for (const BuiltAttention &built : kernels.candidates) {
+            candidates.push_back(std::make_unique<CubinModule>(built.cubin));
+            names.push_back(built.variant);
+        }
+
+        std::vector<ParityComparison> comparisons;
+        const std::size_t total = problems.size() * experiment.parity_seeds.size();
+        for (const AttentionProblem &problem : problems) {
+            for (const std::int64_t seed : experiment.parity_seeds) {
+                ParityComparison c{problem.describe(), seed};
+                reporter.progress("[" + std::to_string(comparisons.size() + 1) + "/" + std::to_string(total) + "] " +
+                                  c.shape + " seed " + std::to_string(seed));
+                const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
+                // Quantized once, by the baseline build's kernels; every variant reads these buffers.
+                const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+                const KernelRun base = run_attention(*kernels.baseline.abi, baseline, problem, inputs, "baseline");
+                c.baseline_unwritten = unwritten(base, problem);
+                c.baseline_o_sha256 = sha256_hex(base.o.bytes.data(), base.o.bytes.size());
+                for (std::size_t i = 0; i < candidates.size(); ++i) {
+                    const KernelRun cand = run_attention(*kernels.candidates[i].abi, *candidates[i], problem, inputs, names[i]);
+                    CandidateRun &ran = c.candidates[names[i]];
+                    ran.unwritten = unwritten(cand, problem);
+                    ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());
+                    if (auto d = tensor_difference("o", base.o, cand.o)) ran.differences.push_back(*d);
+                    if (problem.with_lse)
+                        if (auto d = tensor_difference("lse", base.lse, cand.lse)) ran.differences.push_back(*d);
+                }
+                const ReferenceResult reference = reference_attention(
+                    problem.shape, download_quantized(problem, inputs), problem.sm_scale, problem.causal);
+                const RelL2 error = relative_l2(base.o, reference.o);
+                c.reference_rel_l2 = error.rel_l2;
+                c.reference_non_finite = error.non_finite;
+                comparisons.push_back(std::move(c));
+            }
+        }
+
+        ParityFold fold = fold_parity(comparisons, problems.size(), experiment.parity_seeds.size(), limit, names);
+        fold.figures.device = device.summary();
+        result.status = fold.passed ? StageStatus::passed : StageStatus::failed;
+        result.reasons = fold.reasons;
+        result.figures = fold.figures.to_toml();
+        return result;
+    };
+    work.summarize = [](const Checkpoint &c, const Reporter &to) { to.say(ParityFigures::from_toml(c.figures).text()); };
+    return static_cast<int>(execute_stage(context, work, request.force, reporter));
+}
+
+}  // namespace s2tp

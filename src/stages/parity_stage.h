@@ -1,0 +1,18 @@
+// The parity stage: the baseline and every candidate on identical quantized inputs, output bytes (O
+// and LSE) compared exactly for every shape and seed, plus the baseline against the float64 CPU
+// reference so that "both equally wrong" cannot pass (ParityFigures, via fold_parity).
+#pragma once
+
+#include "pipeline/cli.h"
+#include "pipeline/stage_pipeline.h"
+
+namespace s2tp {
+
+struct ParityRequest {
+    int device_index = 0;
+    bool force = false;
+};
+
+int run_parity_stage(StageContext &context, const ParityRequest &request, const Reporter &reporter);
+
+}  // namespace s2tp

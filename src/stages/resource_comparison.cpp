@@ -1,0 +1,70 @@
+#include "stages/resource_comparison.h"
+
+#include <sstream>
+
+namespace s2tp {
+
+EntryResources entry_resources(const KernelResources &k, const AbiEntry &launch, const Occupancy &o) {
+    EntryResources e;
+    e.entry = launch.full_name;
+    e.registers = k.registers;
+    e.barriers = k.barriers.value_or(1);
+    e.stack_frame_bytes = k.stack_frame_bytes;
+    e.spill_store_bytes = k.spill_store_bytes;
+    e.spill_load_bytes = k.spill_load_bytes;
+    e.static_smem_bytes = k.static_smem_bytes;
+    e.dynamic_smem_bytes = launch.dynamic_smem_bytes;
+    e.smem_per_block = k.static_smem_bytes + launch.dynamic_smem_bytes;
+    e.threads_per_block = launch.threads_per_block;
+    e.blocks_per_sm = o.blocks_per_sm;
+    e.resident_warps = o.resident_warps;
+    e.warps_per_scheduler = o.warps_per_scheduler;
+    e.limited_by = limiter_names(o.limited_by);
+    return e;
+}
+
+EntryTable variant_resources(const std::vector<PtxasReport> &reports, const std::string &variant,
+                             const KernelAbi &abi, const ArchLimits &limits, std::vector<std::string> &clashes) {
+    EntryTable entries;
+    for (const PtxasReport &report : reports)
+        for (const auto &[key, k] : report) {
+            const std::optional<AbiEntry> launch = abi.describe_entry(key.name);
+            if (!launch) continue;  // not an entry the GPU stages launch through this adapter
+            const LaunchResources resources{k.registers, launch->threads_per_block, k.static_smem_bytes,
+                                            launch->dynamic_smem_bytes, k.barriers.value_or(1)};
+            auto [at, inserted] =
+                entries.emplace(launch->short_name, entry_resources(k, *launch, compute_occupancy(limits, resources)));
+            if (!inserted)
+                clashes.push_back(variant + ": two entries are " + launch->short_name + " for kernel ABI " +
+                                  abi.name() + ": " + at->second.entry + " and " + launch->full_name);
+        }
+    return entries;
+}
+
+ResourceComparison compare_resources(const std::string &arch, const std::string &baseline_abi, EntryTable baseline,
+                                     std::map<std::string, EntryTable> candidates) {
+    ResourceComparison c;
+    if (baseline.empty()) {
+        c.reasons.push_back("no attention entry point of kernel ABI " + baseline_abi +
+                            " was found in the ptxas report of the compared sources");
+        return c;
+    }
+    std::string summary;
+    for (auto &[name, entries] : candidates) {
+        for (const auto &[entry, base] : baseline)
+            if (!entries.count(entry))
+                c.reasons.push_back(name + ": entry point " + entry + " is in the baseline but not in the candidate");
+        const ResourceAggregates a = aggregate_resources(baseline, entries);
+        std::ostringstream line;
+        line << a.entries << " entries, register growth <= " << a.max_register_growth.value_or(0)
+             << ", spill growth <= " << (a.spills ? a.spills->candidate - a.spills->baseline : 0) << " B, smem "
+             << a.baseline_max_smem << "->" << a.candidate_max_smem << (a.any_warps_fell ? ", warps/scheduler FELL" : "");
+        summary += (summary.empty() ? "" : "; ") + name + ": " + line.str();
+        c.candidates.emplace(name, CandidateBuild{std::move(entries), line.str()});
+    }
+    c.summary = arch + ": " + summary;
+    c.baseline = std::move(baseline);
+    return c;
+}
+
+}  // namespace s2tp

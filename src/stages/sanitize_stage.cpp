@@ -1,0 +1,168 @@
+#include "stages/sanitize_stage.h"
+
+#include "formats/sanitizer_report.h"
+#include "model/experiment_manifest.h"
+#include "stages/build_figures.h"
+#include "model/shape_sets.h"
+#include "stages/gpu_stage.h"
+#include "stages/kernel_build.h"
+#include "stages/sanitize_figures.h"
+#include "stages/sanitize_matrix.h"
+#include "support/cuda_tools.h"
+#include "support/errors.h"
+#include "support/file_io.h"
+#include "support/number_format.h"
+#include "support/process_runner.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+// One seed for every sanitizer shape: what a check covers is the code path, not the values.
+constexpr std::uint64_t kSanitizeSeed = 1;
+
+// "Version 2025.3.1.0 (build 36400806) (public-release)" from `compute-sanitizer --version`.
+std::string sanitizer_version(const fs::path &sanitizer) {
+    ProcessOptions options;
+    options.timeout = std::chrono::seconds(60);
+    const ProcessResult result = run_process({sanitizer.string(), "--version"}, options);
+    std::istringstream lines(result.out + result.err);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("Version ", 0) == 0) return line.substr(8);
+    return "unknown (" + sanitizer.string() + " --version printed no version line)";
+}
+
+std::string skip_reason(bool skip_option) {
+    if (skip_option) return "skipped on request (--skip); the gate reports the sanitizer as not checked";
+    const char *value = std::getenv("RUN_SANITIZER");
+    if (value && std::string(value) == "0")
+        return "skipped because RUN_SANITIZER=0; the gate reports the sanitizer as not checked";
+    return "";
+}
+
+}  // namespace
+
+int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, const Reporter &reporter) {
+    const std::string skipped = skip_reason(request.skip);
+    RunDirectory &run = context.run();
+    const Experiment &experiment = context.experiment();
+    std::vector<SanitizerTool> tools;
+    for (const auto &name : experiment.sanitizer_tools) tools.push_back(parse_sanitizer_tool(name));
+    const auto &shapes = sanitizer_shapes();
+    std::vector<std::string> shape_names, candidates;
+    for (const auto &shape : shapes) shape_names.push_back(shape.describe());
+    for (const CandidateSpec &candidate : experiment.candidates) candidates.push_back(candidate.name);
+
+    StageWork work;
+    work.stage = Stage::sanitize;
+    work.add_inputs = [&](Fingerprint &f) {
+        // Checkpoints written before the figures were kept per candidate are not read as current.
+        f.add("figures_layout", kFiguresLayout);
+        f.add("skipped", static_cast<std::int64_t>(!skipped.empty()));
+        for (const auto &name : experiment.sanitizer_tools) f.add("tool", name);
+        for (const auto &shape : shape_names) f.add("shape", shape);
+        f.add("seed", static_cast<std::int64_t>(kSanitizeSeed));
+    };
+    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
+        for (const SanitizeCheck &check : SanitizeFigures::from_toml(c.figures).checks) {
+            std::error_code ec;
+            if (!fs::is_regular_file(run.resolve(check.log), ec)) return check.log + " is missing";
+        }
+        return "";
+    };
+    work.run = [&] {
+        StageResult result;
+        if (!skipped.empty()) {
+            SanitizeFigures figures;
+            figures.tools = experiment.sanitizer_tools;
+            figures.summary = "skipped (not checked)";
+            result.status = StageStatus::skipped;
+            result.reasons.push_back(skipped);
+            result.figures = figures.to_toml();
+            return result;
+        }
+
+        const DeviceFacts device = require_gpu("sanitize", request.device_index);
+        require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
+        const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
+        if (!sanitizer)
+            fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "
+                                         "$CUDA_HOME/bin, $CUDA_PATH/bin and /usr/local/cuda/bin); use --skip or "
+                                         "RUN_SANITIZER=0 to record the stage as not checked");
+        result.tools.insert("compute-sanitizer", sanitizer_version(*sanitizer));
+        result.tools.insert("gpu", device.name);
+        result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
+
+        const fs::path log_dir = run.logs() / "sanitize";
+        fs::create_directories(log_dir);
+        const std::vector<SanitizeCheckPlan> plan = plan_sanitize_checks(experiment.variant_names(), tools, shape_names);
+        std::vector<SanitizeOutcome> outcomes;
+        const auto began = std::chrono::steady_clock::now();
+        for (const SanitizeCheckPlan &check : plan) {
+            const std::string tool_name = sanitizer_tool_name(check.tool);
+            const std::string what = "[" + std::to_string(outcomes.size() + 1) + "/" + std::to_string(plan.size()) +
+                                     "] " + tool_name + " " + check.variant + " " + check.shape;
+            // On a terminal one line, rewritten in place; in a pipe one line per check.
+            if (reporter.live()) {
+                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+                reporter.live_line("  sanitize " + what + ", " +
+                                   elapsed_and_eta(elapsed, static_cast<double>(outcomes.size()) / plan.size()));
+            } else {
+                reporter.progress(what);
+            }
+            SanitizerRun config;
+            config.sanitizer = *sanitizer;
+            config.tool = check.tool;
+            config.log_file = log_dir / check.log_name;
+            fs::remove(*config.log_file);
+            const std::vector<std::string> target = {
+                current_executable().string(), "exec", "--run", run.root().string(), "--variant", check.variant,
+                "--sanitize-shape", std::to_string(check.shape_index), "--seed", std::to_string(kSanitizeSeed),
+                "--device", std::to_string(request.device_index)};
+            ProcessOptions process;
+            process.timeout = std::chrono::seconds(request.timeout_s);
+            const std::vector<std::string> argv = sanitizer_argv(config, target);
+            std::string command = quoted_command(argv);
+            command.pop_back();  // its newline
+            reporter.detail("  " + command);
+            const ProcessResult ran = run_process(argv, process);
+
+            // One log per check: the tool's records, then what sage2tp exec itself printed.
+            const std::string log =
+                (fs::exists(*config.log_file) ? read_text_file(*config.log_file) : std::string()) +
+                "\n--- sage2tp exec stdout ---\n" + ran.out + "\n--- sage2tp exec stderr ---\n" + ran.err;
+            SanitizerReport report = parse_sanitizer_output(check.tool, log, ran.exit_code);
+            if (ran.timed_out) {
+                report.passed = false;
+                report.verdict =
+                    tool_name + " did not finish within " + std::to_string(request.timeout_s) + " s (raise --timeout)";
+            }
+            std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
+                << log << "\n--- verdict ---\n" << report.verdict << "\n";
+            reporter.detail("  " + what + ": " + (report.passed ? "passed" : "FAILED") + ", " + report.verdict + " (" +
+                            fixed(ran.seconds, 1) + " s, log " + run.relative(*config.log_file) + ")");
+            outcomes.push_back(SanitizeOutcome{check, report, run.relative(*config.log_file)});
+        }
+        reporter.end_live_line();
+
+        SanitizeFold fold = fold_sanitize_checks(outcomes, shapes.size(), experiment.sanitizer_tools, candidates);
+        fold.figures.device = device.summary();
+        fold.figures.seed = static_cast<std::int64_t>(kSanitizeSeed);
+        result.status = fold.passed ? StageStatus::passed : StageStatus::failed;
+        result.reasons = fold.reasons;
+        result.figures = fold.figures.to_toml();
+        return result;
+    };
+    work.summarize = [](const Checkpoint &c, const Reporter &to) {
+        to.say(SanitizeFigures::from_toml(c.figures).text(to.verbose()));
+    };
+    return static_cast<int>(execute_stage(context, work, request.force, reporter));
+}
+
+}  // namespace s2tp

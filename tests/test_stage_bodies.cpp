@@ -1,0 +1,229 @@
+// The stage bodies as functions of typed inputs, without a GPU or a compiler: the build's resource
+// comparison, the sanitize matrix and the parity check's folding of per-shape results.
+#include "stages/parity_check.h"
+#include "stages/resource_comparison.h"
+#include "stages/sanitize_matrix.h"
+
+#include "build_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+const KernelAbi &sage2tp_abi() { return kernel_abi("sage2tp", "test_stage_bodies"); }
+
+const ArchLimits &sm90a() {
+    static const ArchLimitsTable table = load_arch_limits((fs::path(S2TP_SOURCE_ROOT) / "data/arch_limits.toml").string());
+    return resolve_arch(table, "sm_90a");
+}
+
+std::string ptxas_entry(const std::string &name, int registers, int spill_stores, int smem) {
+    return "ptxas info    : Compiling entry function '" + name + "' for 'sm_90a'\n"
+           "ptxas info    : Function properties for " + name + "\n"
+           "    0 bytes stack frame, " + std::to_string(spill_stores) + " bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used " + std::to_string(registers) + " registers, used 1 barriers, " +
+           std::to_string(smem) + " bytes smem, 400 bytes cmem[0]\n";
+}
+
+EntryResources resources(std::int64_t registers, std::int64_t smem, double warps) {
+    EntryResources e;
+    e.registers = registers;
+    e.spill_store_bytes = 0;
+    e.spill_load_bytes = 0;
+    e.smem_per_block = smem;
+    e.warps_per_scheduler = warps;
+    return e;
+}
+
+bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(ResourceComparison, PtxasEntriesBecomeTheAdaptersEntriesWithOccupancy) {
+    const PtxasReport report = parse_ptxas_report(ptxas_entry("s2tp_attn_hd128_bf16_nomask", 128, 0, 1024) +
+                                                      ptxas_entry("helper_not_an_entry", 32, 0, 0),
+                                                  "baseline.log");
+    std::vector<std::string> clashes;
+    const EntryTable entries = variant_resources({report}, "baseline", sage2tp_abi(), sm90a(), clashes);
+    EXPECT_TRUE(clashes.empty());
+    ASSERT_EQ(entries.size(), 1u) << "only the entries the adapter launches";
+    const EntryResources &e = entries.begin()->second;
+    EXPECT_EQ(e.entry, "s2tp_attn_hd128_bf16_nomask");
+    EXPECT_EQ(e.registers, 128);
+    ASSERT_TRUE(e.smem_per_block && e.static_smem_bytes && e.dynamic_smem_bytes);
+    EXPECT_EQ(*e.smem_per_block, *e.static_smem_bytes + *e.dynamic_smem_bytes);
+    ASSERT_TRUE(e.warps_per_scheduler && e.resident_warps);
+    EXPECT_DOUBLE_EQ(*e.warps_per_scheduler, *e.resident_warps / 4.0);
+
+    // The same entry in two sources of one variant cannot be told apart.
+    variant_resources({report, report}, "baseline", sage2tp_abi(), sm90a(), clashes);
+    ASSERT_EQ(clashes.size(), 1u);
+    EXPECT_TRUE(contains(clashes[0], "baseline: two entries are")) << clashes[0];
+}
+
+TEST(ResourceComparison, EveryCandidateIsComparedWithTheOneBaseline) {
+    EntryTable baseline{{"hd128", resources(128, 32768, 4.0)}, {"hd64", resources(96, 16384, 6.0)}};
+    EntryTable same = baseline;
+    EntryTable grown = baseline;
+    grown["hd64"].smem_per_block = 24576;
+    grown["hd64"].warps_per_scheduler = 4.0;
+    grown["hd128"].registers = 136;
+    const ResourceComparison c = compare_resources("sm_90a", "sage2tp", baseline, {{"candidate", same}, {"grown", grown}});
+    EXPECT_TRUE(c.reasons.empty());
+    ASSERT_EQ(c.candidates.size(), 2u);
+    EXPECT_EQ(c.candidates.at("candidate").summary,
+              "2 entries, register growth <= 0, spill growth <= 0 B, smem 32768->32768");
+    EXPECT_EQ(c.candidates.at("grown").summary,
+              "2 entries, register growth <= 8, spill growth <= 0 B, smem 32768->32768, warps/scheduler FELL");
+    EXPECT_EQ(c.summary.rfind("sm_90a: candidate: 2 entries", 0), 0u) << c.summary;
+    EXPECT_TRUE(contains(c.summary, "; grown: 2 entries")) << c.summary;
+    EXPECT_EQ(c.baseline.size(), 2u);
+}
+
+TEST(ResourceComparison, MissingEntriesAreReasons) {
+    EntryTable baseline{{"hd128", resources(128, 32768, 4.0)}, {"hd64", resources(96, 16384, 6.0)}};
+    EntryTable partial{{"hd128", resources(128, 32768, 4.0)}};
+    const ResourceComparison c = compare_resources("sm_90a", "sage2tp", baseline, {{"candidate", partial}});
+    ASSERT_EQ(c.reasons.size(), 1u);
+    EXPECT_EQ(c.reasons[0], "candidate: entry point hd64 is in the baseline but not in the candidate");
+
+    const ResourceComparison none = compare_resources("sm_90a", "sage2tp", {}, {{"candidate", partial}});
+    ASSERT_EQ(none.reasons.size(), 1u);
+    EXPECT_TRUE(contains(none.reasons[0], "no attention entry point of kernel ABI sage2tp")) << none.reasons[0];
+}
+
+TEST(SanitizeMatrix, EveryVariantToolAndShapeIsOneCheck) {
+    const auto plan = plan_sanitize_checks({"baseline", "a", "b"}, {SanitizerTool::memcheck, SanitizerTool::racecheck},
+                                           {"s0", "s1"});
+    ASSERT_EQ(plan.size(), 12u);
+    EXPECT_EQ(plan.front().variant, "baseline");
+    EXPECT_EQ(plan.front().log_name, "baseline-memcheck-shape0.log");
+    EXPECT_EQ(plan.back().variant, "b");
+    EXPECT_EQ(plan.back().log_name, "b-racecheck-shape1.log");
+    EXPECT_EQ(plan.back().shape_index, 1u);
+}
+
+TEST(SanitizeMatrix, ChecksFoldIntoPerVariantCountsAndReasons) {
+    const auto plan = plan_sanitize_checks({"baseline", "candidate", "other"}, {SanitizerTool::memcheck}, {"s0"});
+    std::vector<SanitizeOutcome> outcomes;
+    for (const SanitizeCheckPlan &check : plan) {
+        SanitizerReport report;
+        report.passed = true;
+        report.verdict = "no errors";
+        if (check.variant == "other") {
+            report.passed = false;
+            report.errors = 2;
+            report.verdict = "2 errors";
+            report.first_error_lines = {"Invalid __global__ read of size 4"};
+        }
+        outcomes.push_back(SanitizeOutcome{check, report, "logs/sanitize/" + check.log_name});
+    }
+    const SanitizeFold fold = fold_sanitize_checks(outcomes, 1, {"memcheck"}, {"candidate", "other"});
+    EXPECT_FALSE(fold.passed);
+    EXPECT_EQ(fold.figures.total_errors, 2);
+    EXPECT_EQ(fold.figures.failed_checks, 1);
+    EXPECT_EQ(fold.figures.errors_for("candidate"), 0);
+    EXPECT_EQ(fold.figures.errors_for("other"), 2);
+    EXPECT_EQ(fold.figures.summary, "3 checks (1 shapes x 1 tools x 3 variants), 1 failed, 2 errors");
+    ASSERT_EQ(fold.reasons.size(), 1u);
+    EXPECT_EQ(fold.reasons[0], "other memcheck on s0: 2 errors; first record: Invalid __global__ read of size 4 "
+                               "(log logs/sanitize/other-memcheck-shape0.log)");
+    ASSERT_EQ(fold.figures.checks.size(), 3u);
+    EXPECT_EQ(fold.figures.checks[2].passed, false);
+}
+
+TEST(SanitizeMatrix, ManyFailuresAreQuotedUpToTheLimit) {
+    std::vector<SanitizeOutcome> outcomes;
+    for (const SanitizeCheckPlan &check :
+         plan_sanitize_checks({"baseline", "candidate"}, {SanitizerTool::memcheck}, std::vector<std::string>(10, "s"))) {
+        SanitizerReport failed;
+        failed.verdict = "no summary";
+        outcomes.push_back(SanitizeOutcome{check, failed, check.log_name});
+    }
+    const SanitizeFold fold = fold_sanitize_checks(outcomes, 10, {"memcheck"}, {"candidate"});
+    ASSERT_EQ(fold.reasons.size(), kSanitizeReasonsShown + 1);
+    EXPECT_EQ(fold.reasons.back(), "and 8 more failed checks (see figures.checks)");
+    EXPECT_EQ(fold.figures.failed_checks, 20);
+}
+
+TEST(ParityCheck, ByteDifferenceCountsStoredBytes) {
+    Tensor a, b;
+    a.dtype = b.dtype = DType::f32;
+    a.shape = b.shape = {2, 2};
+    const float values[4] = {1.0f, 0.0f, 2.0f, 3.0f};
+    const float other[4] = {1.0f, -0.0f, 2.0f, 4.0f};
+    a.bytes.resize(sizeof values);
+    b.bytes.resize(sizeof other);
+    std::memcpy(a.bytes.data(), values, sizeof values);
+    std::memcpy(b.bytes.data(), other, sizeof other);
+    const ByteDifference d = byte_difference(a, b);
+    EXPECT_EQ(d.differing, 2) << "-0 differs from +0 by its bytes";
+    EXPECT_EQ(d.first, 1);
+    const std::optional<TensorDifference> t = tensor_difference("o", a, b);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->first_index, "[0, 1]");
+    EXPECT_EQ(t->baseline_value, "0x00000000 (0)");
+    EXPECT_EQ(t->candidate_value, "0x80000000 (-0)");
+    EXPECT_FALSE(tensor_difference("o", a, a));
+}
+
+TEST(ParityCheck, PerShapeResultsFoldIntoFiguresAndReasonsPerCandidate) {
+    std::vector<ParityComparison> comparisons;
+    for (const char *shape : {"s0", "s1"})
+        for (std::int64_t seed : {1, 2}) {
+            ParityComparison c;
+            c.shape = shape;
+            c.seed = seed;
+            c.baseline_o_sha256 = "aa";
+            c.reference_rel_l2 = shape == std::string("s1") && seed == 2 ? 0.02 : 0.01;
+            c.candidates["same"].o_sha256 = "aa";
+            CandidateRun &differs = c.candidates["differs"];
+            differs.o_sha256 = "bb";
+            if (shape == std::string("s1"))
+                differs.differences.push_back(TensorDifference{"o", 3, 64, "[0, 1]", "0x3c00 (1)", "0x3c01 (1.0009766)"});
+            comparisons.push_back(c);
+        }
+    const ParityFold fold = fold_parity(comparisons, 2, 2, 0.05, {"differs", "same"});
+    EXPECT_FALSE(fold.passed);
+    EXPECT_EQ(fold.figures.shapes_checked, 2);
+    EXPECT_EQ(fold.figures.comparisons, 4);
+    EXPECT_EQ(fold.figures.candidates.at("same").shapes_differing, 0);
+    EXPECT_EQ(fold.figures.candidates.at("differs").shapes_differing, 1) << "one shape, though two seeds differ";
+    EXPECT_EQ(fold.figures.candidates.at("differs").differences.size(), 2u);
+    EXPECT_EQ(fold.figures.candidates.at("same").outputs.size(), 4u);
+    EXPECT_EQ(fold.figures.baseline_outputs.size(), 4u);
+    EXPECT_DOUBLE_EQ(*fold.figures.reference_worst_rel_l2, 0.02);
+    EXPECT_EQ(fold.figures.reference_worst_case, "s1 seed 2");
+    ASSERT_EQ(fold.reasons.size(), 2u);
+    EXPECT_EQ(fold.reasons[0], "differs: s1 seed 1: o differs in 3 of 64 elements; first at [0, 1]: baseline 0x3c00 (1), "
+                               "candidate 0x3c01 (1.0009766)");
+    EXPECT_EQ(fold.figures.summary, "2 shapes x 2 seeds: differs: 1 shapes differ, same: 0 shapes differ; baseline vs "
+                                    "float64 reference worst rel-L2 0.02000 (limit 0.05000)");
+}
+
+TEST(ParityCheck, UnwrittenOutputsAndAReferenceMissFail) {
+    ParityComparison c;
+    c.shape = "s0";
+    c.seed = 7;
+    c.baseline_unwritten = 4;
+    c.candidates["candidate"].unwritten = 2;
+    c.reference_rel_l2 = std::nan("");
+    const ParityFold fold = fold_parity({c}, 1, 1, 0.05, {"candidate"});
+    EXPECT_FALSE(fold.passed);
+    ASSERT_EQ(fold.reasons.size(), 3u);
+    EXPECT_EQ(fold.reasons[0], "s0 seed 7: the baseline left 4 output elements unwritten (still the NaN poison)");
+    EXPECT_EQ(fold.reasons[1], "candidate: s0 seed 7: the candidate left 2 output elements unwritten (still the NaN poison)");
+    EXPECT_TRUE(contains(fold.reasons[2], "rel-L2 away from the float64 reference")) << fold.reasons[2];
+    EXPECT_EQ(fold.figures.reference_worst_case, "s0 seed 7") << "NaN counts as the worst";
+
+    ParityComparison clean;
+    clean.shape = "s0";
+    clean.candidates["candidate"];
+    EXPECT_TRUE(fold_parity({clean}, 1, 1, 0.05, {"candidate"}).passed);
+}

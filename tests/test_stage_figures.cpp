@@ -1,0 +1,237 @@
+// The typed stage figures (build, sanitize, parity, gate): every struct survives to_toml ->
+// from_toml unchanged, a key a checkpoint lacks reads back unset, and every key a struct writes is
+// named in sage2tp-checkpoint(5), in that stage's "Figures of" section.
+#include "stages/build_figures.h"
+#include "stages/gate_figures.h"
+#include "stages/parity_figures.h"
+#include "stages/sanitize_figures.h"
+
+#include "build_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+EntryResources entry(const std::string &name, std::int64_t smem, double warps, std::int64_t spill_store) {
+    EntryResources e;
+    e.entry = "s2tp_attn_" + name;
+    e.registers = 128;
+    e.barriers = 1;
+    e.stack_frame_bytes = 0;
+    e.spill_store_bytes = spill_store;
+    e.spill_load_bytes = 0;
+    e.static_smem_bytes = smem;
+    e.dynamic_smem_bytes = 0;
+    e.smem_per_block = smem;
+    e.threads_per_block = 128;
+    e.blocks_per_sm = 4;
+    e.resident_warps = 16;
+    e.warps_per_scheduler = warps;
+    e.limited_by = "registers";
+    return e;
+}
+
+BuildFigures sample_build() {
+    BuildFigures f;
+    f.arch = "sm_90a";
+    f.nvcc_version = "release 13.0, V13.0.48 / Build cuda_13.0";
+    f.jobs = 2;
+    f.flags = {"-O3", "-lineinfo"};
+    f.torch_headers = TorchHeadersFigure{"libtorch-dev", {"/usr/include/torch/csrc/api/include", "/usr/include"}};
+    f.baseline = {{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 32768, 4.0, 0)},
+                  {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}};
+    f.candidates["candidate"] = CandidateBuild{f.baseline, "2 entries, register growth <= 0"};
+    f.candidates["wide"] = CandidateBuild{{{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 65536, 2.0, 16)},
+                                           {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}},
+                                          "2 entries, spill growth <= 16 B"};
+    f.summary = "sm_90a: candidate: 2 entries; wide: 2 entries";
+    f.sass = toml::table{{"tool", "cuobjdump"}};
+    return f;
+}
+
+SanitizeFigures sample_sanitize() {
+    SanitizeFigures f;
+    f.tools = {"memcheck", "racecheck"};
+    f.checks = {SanitizeCheck{"baseline", "memcheck", "b1 h2 q64", 0, true, "logs/sanitize/baseline-memcheck-shape0.log"},
+                SanitizeCheck{"candidate", "racecheck", "b1 h2 q64", 3, false,
+                              "logs/sanitize/candidate-racecheck-shape0.log"}};
+    f.total_errors = 3;
+    f.failed_checks = 1;
+    f.baseline = VariantSanitize{0, 0};
+    f.candidates["candidate"] = VariantSanitize{3, 1};
+    f.device = "0: NVIDIA H200, sm_90";
+    f.seed = 1;
+    f.summary = "2 checks (1 shapes x 2 tools x 2 variants), 1 failed, 3 errors";
+    return f;
+}
+
+ParityFigures sample_parity() {
+    ParityFigures f;
+    f.shapes_checked = 2;
+    f.comparisons = 4;
+    f.reference_worst_rel_l2 = 0.0123;
+    f.reference_worst_case = "b1 h2 q64 seed 7";
+    f.reference_limit = 0.05;
+    f.baseline_outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}};
+    CandidateParity c;
+    c.shapes_differing = 1;
+    c.differences = {ParityDifference{"b1 h2 q64", 7, "o", 3, 1024, "[0, 1, 2, 3]", "0x3c01 (1.0009766)", "0x3c00 (1)"}};
+    c.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'b')}};
+    f.candidates["candidate"] = c;
+    f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
+    f.device = "0: NVIDIA H200, sm_90";
+    f.summary = "2 shapes x 2 seeds: candidate: 1 shapes differ, other: 0 shapes differ; ...";
+    return f;
+}
+
+GateFigures sample_gate() {
+    GateResult passing;
+    passing.conditions = {GateCondition{"parity", GateStatus::pass, "0 of 12 shapes differ", "", true}};
+    passing.passed = true;
+    GateResult failing;
+    failing.conditions = {GateCondition{"relative-speed", GateStatus::fail, "ratio 1.34 >= 1.0", "slower", true},
+                          GateCondition{"sanitizer", GateStatus::not_checked, "skipped", "RUN_SANITIZER=0", false}};
+    GateThresholds thresholds;
+    thresholds.ratio_upper_bound = 1.0;
+    thresholds.require_sanitizer = true;
+    return GateFigures::of({{"candidate", passing}, {"slow", failing}}, thresholds);
+}
+
+// Every key of a figures table, at any depth, except the names in `dynamic` (entry and candidate
+// names, which are data, not keys of the contract).
+void collect_keys(const toml::node &node, const std::set<std::string> &dynamic, std::set<std::string> &keys) {
+    if (const toml::table *table = node.as_table()) {
+        for (const auto &[key, child] : *table) {
+            const std::string name(key.str());
+            if (!dynamic.count(name)) keys.insert(name);
+            collect_keys(child, dynamic, keys);
+        }
+    } else if (const toml::array *array = node.as_array()) {
+        for (const auto &child : *array) collect_keys(child, dynamic, keys);
+    }
+}
+
+// The text of sage2tp-checkpoint(5) from ".Ss Figures of <stage>" to the next section.
+std::string man_section(const std::string &stage) {
+    std::ifstream in(fs::path(S2TP_SOURCE_ROOT) / "man" / "sage2tp-checkpoint.5");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string heading = ".Ss Figures of " + stage + "\n";
+    const std::size_t begin = text.find(heading);
+    if (begin == std::string::npos) return "";
+    const std::size_t end = text.find("\n.S", begin + heading.size());
+    return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// "Ic key" followed by a space, a comma or the end of the line.
+bool names_key(const std::string &section, const std::string &key) {
+    for (std::size_t at = section.find("Ic " + key); at != std::string::npos; at = section.find("Ic " + key, at + 1)) {
+        const std::size_t after = at + 3 + key.size();
+        if (after >= section.size() || section[after] == ' ' || section[after] == '\n' || section[after] == ',') return true;
+    }
+    return false;
+}
+
+void expect_documented(const std::string &stage, const toml::table &figures, const std::set<std::string> &dynamic) {
+    const std::string section = man_section(stage);
+    ASSERT_FALSE(section.empty()) << "sage2tp-checkpoint(5) has no \"Figures of " << stage << "\" section";
+    std::set<std::string> keys;
+    collect_keys(figures, dynamic, keys);
+    for (const std::string &key : keys)
+        EXPECT_TRUE(names_key(section, key)) << stage << " writes figures key '" << key
+                                             << "', which sage2tp-checkpoint(5) does not name";
+}
+
+}  // namespace
+
+TEST(StageFigures, BuildRoundTrips) {
+    const BuildFigures f = sample_build();
+    EXPECT_TRUE(BuildFigures::from_toml(f.to_toml()) == f);
+}
+
+TEST(StageFigures, SanitizeRoundTrips) {
+    const SanitizeFigures f = sample_sanitize();
+    EXPECT_TRUE(SanitizeFigures::from_toml(f.to_toml()) == f);
+}
+
+TEST(StageFigures, ParityRoundTrips) {
+    const ParityFigures f = sample_parity();
+    EXPECT_TRUE(ParityFigures::from_toml(f.to_toml()) == f);
+}
+
+TEST(StageFigures, GateRoundTrips) {
+    const GateFigures f = sample_gate();
+    EXPECT_FALSE(f.passed);
+    EXPECT_TRUE(GateFigures::from_toml(f.to_toml()) == f);
+}
+
+TEST(StageFigures, MissingKeysReadBackUnset) {
+    const BuildFigures build = BuildFigures::from_toml(toml::table{
+        {"baseline", toml::table{{"kernels", toml::table{{"hd64", toml::table{{"registers", 96}}}}}}}});
+    ASSERT_EQ(build.baseline.count("hd64"), 1u);
+    EXPECT_EQ(build.baseline.at("hd64").registers, 96);
+    EXPECT_FALSE(build.baseline.at("hd64").smem_per_block);
+    EXPECT_FALSE(build.baseline.at("hd64").spill_bytes());
+    EXPECT_FALSE(build.jobs);
+
+    const SanitizeFigures sanitize = SanitizeFigures::from_toml(toml::table{{"baseline", toml::table{{"errors", 0}}}});
+    EXPECT_FALSE(sanitize.errors_for("candidate")) << "a candidate without an error count is not clean";
+    EXPECT_FALSE(sanitize.total_errors);
+
+    const ParityFigures parity = ParityFigures::from_toml(toml::table{{"candidates", toml::table{{"c", toml::table{}}}}});
+    ASSERT_EQ(parity.candidates.count("c"), 1u);
+    EXPECT_FALSE(parity.candidates.at("c").shapes_differing);
+    EXPECT_FALSE(parity.shapes_checked);
+}
+
+// The worst-entry aggregates: the entry whose candidate fares worst against its own baseline.
+TEST(StageFigures, AggregatesJudgeTheWorstEntry) {
+    const BuildFigures f = sample_build();
+    const ResourceAggregates same = f.aggregates("candidate");
+    ASSERT_TRUE(same.smem && same.spills && same.warps);
+    EXPECT_EQ(same.smem->candidate - same.smem->baseline, 0);
+    EXPECT_FALSE(same.any_warps_fell);
+
+    const ResourceAggregates wide = f.aggregates("wide");
+    ASSERT_TRUE(wide.smem && wide.spills && wide.warps);
+    EXPECT_EQ(wide.smem->entry, "hd128_bf16_nomask");
+    EXPECT_EQ(wide.smem->candidate, 65536);
+    EXPECT_EQ(wide.spills->candidate - wide.spills->baseline, 16);
+    EXPECT_DOUBLE_EQ(wide.warps->candidate, 2.0);
+    EXPECT_TRUE(wide.any_warps_fell);
+    EXPECT_EQ(wide.candidate_max_smem, 65536);
+    EXPECT_EQ(wide.baseline_max_spill_bytes, 0);
+
+    EXPECT_FALSE(f.aggregates("unknown").smem);
+
+    // One entry lacking a figure leaves that figure unset for the whole kernel.
+    BuildFigures missing = f;
+    missing.candidates["wide"].kernels["hd64_f16_causal"].warps_per_scheduler.reset();
+    EXPECT_FALSE(missing.aggregates("wide").warps);
+    EXPECT_TRUE(missing.aggregates("wide").smem);
+}
+
+TEST(StageFigures, BuildPrinterShowsOneTablePerCandidate) {
+    const std::string text = sample_build().text();
+    EXPECT_EQ(text.rfind("  sm_90a, release 13.0", 0), 0u) << text;
+    EXPECT_NE(text.find("ENTRY (baseline -> candidate)"), std::string::npos) << text;
+    EXPECT_NE(text.find("ENTRY (baseline -> wide)"), std::string::npos) << text;
+    EXPECT_NE(text.find("4.0->2.0  FELL"), std::string::npos) << text;
+    EXPECT_EQ(BuildFigures{}.text(), "") << "a failed compile has no table";
+}
+
+TEST(StageFigures, EveryKeyIsNamedInTheCheckpointManPage) {
+    expect_documented("build", sample_build().to_toml(),
+                      {"hd128_bf16_nomask", "hd64_f16_causal", "candidate", "wide"});
+    expect_documented("sanitize", sample_sanitize().to_toml(), {"candidate"});
+    expect_documented("parity", sample_parity().to_toml(), {"candidate", "other"});
+    expect_documented("gate", sample_gate().to_toml(), {"candidate", "slow"});
+}
