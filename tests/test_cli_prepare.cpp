@@ -207,7 +207,8 @@ TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
     std::string commit = make_repository(dir_ / "repo");
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
     ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "clean"}).exit_code, 0);
-    const std::string expected = prepare_checkpoint(dir_ / "clean").figures["candidate_tree_xxh3"].value_or(std::string());
+    const std::string expected = prepare_checkpoint(dir_ / "clean").figures["candidates"]["candidate"]["tree_xxh3"].value_or(std::string());
+    ASSERT_EQ(expected.size(), 32u);
 
     // Kill prepare at different moments, then run it again: it must complete and agree with a clean run.
     for (int delay_ms : {0, 5, 20, 60, 150}) {
@@ -228,7 +229,7 @@ TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
         ASSERT_EQ(r.exit_code, 0) << "delay " << delay_ms << ": " << r.out << r.err;
         Checkpoint c = prepare_checkpoint(run);
         EXPECT_EQ(c.status, StageStatus::passed);
-        EXPECT_EQ(c.figures["candidate_tree_xxh3"].value_or(std::string()), expected) << "delay " << delay_ms;
+        EXPECT_EQ(c.figures["candidates"]["candidate"]["tree_xxh3"].value_or(std::string()), expected) << "delay " << delay_ms;
     }
 
     // A half-written checkpoint and a damaged tree are never trusted either.
@@ -294,8 +295,8 @@ TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
     const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
     Checkpoint c = prepare_checkpoint(run);
     EXPECT_EQ(c.figures["commit"].value_or(std::string()), first);
-    EXPECT_NE(c.figures["candidate_commit"].value_or(std::string()), first);
-    EXPECT_EQ(c.figures["patch"].value_or(std::string("x")), "");
+    EXPECT_NE(c.figures["candidates"]["candidate"]["commit"].value_or(std::string()), first);
+    EXPECT_EQ(c.figures["candidates"]["candidate"]["patch"].value_or(std::string("x")), "");
     EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
     EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 1"), std::string::npos);
     // No support_sources: the embedded quantization kernels get a tree of their own.
