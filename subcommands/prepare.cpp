@@ -28,8 +28,13 @@ int prepare_command(const Args &args) {
     const std::optional<fs::path> existing = cl.has("new") ? std::nullopt : existing_run(selection);
     std::optional<PrepareFigures> prepared;
     if (existing)
-        if (auto read = read_checkpoint(checkpoint_path(RunDirectory(*existing), Stage::prepare)).checkpoint)
-            prepared = PrepareFigures::from_toml(read->figures);
+        if (auto read = read_checkpoint(checkpoint_path(RunDirectory(*existing), Stage::prepare)).checkpoint) try {
+                prepared = PrepareFigures::from_toml(read->figures);
+            } catch (const Error &e) {
+                if (!cl.has("manifest"))
+                    fail(ExitCode::usage, "the prepare checkpoint of " + existing->string() + " is not one this sage2tp reads (" +
+                                              e.what() + "); pass --manifest to prepare the run again");
+            }
     // Without --manifest, a run prepared before keeps its manifest and overrides, so that `sage2tp
     // prepare` alone redoes the same experiment.
     const bool reuse = !cl.has("manifest") && prepared;
@@ -53,23 +58,12 @@ int prepare_command(const Args &args) {
     request.embedded_kernels = [] { return embedded_kernels(); };
 
     if (cl.has("new")) selection.run_id = new_run_id(request.experiment.name, selection.runs_root);
-    // Made by this prepare (a run id or --run DIR that did not exist yet): a prepare that fails there
-    // leaves nothing, no directory and `latest` unmoved.
     std::error_code ec;
-    const bool new_run = !existing || !fs::exists(*existing, ec);
+    const bool made_here = !existing || !fs::exists(*existing, ec);
     const fs::path root = existing ? *existing : run_for_prepare(selection, request.experiment.name);
     const bool quiet = cl.result().count("quiet") > 0;
-    PrepareOutcome outcome;
-    try {
-        StageContext context(root, request.experiment);
-        cl.reporter().progress("run directory: " + root.string());
-        outcome = prepare_stage(context, request, quiet ? cl.reporter().without_results() : cl.reporter());
-    } catch (...) {
-        if (new_run) fs::remove_all(root, ec);
-        throw;
-    }
+    const PrepareOutcome outcome = prepare_in_run(root, made_here, request, quiet ? cl.reporter().without_results() : cl.reporter());
     if (outcome.exit_code != ExitCode::ok) {
-        if (new_run) fs::remove_all(root, ec);
         if (quiet)
             for (const std::string &reason : outcome.reasons) cl.reporter().warn("prepare: " + reason);
         return static_cast<int>(outcome.exit_code);

@@ -240,6 +240,9 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
     StageWork work;
     work.stage = Stage::prepare;
     work.add_inputs = [&](Fingerprint &f) {
+        // A checkpoint whose figures predate per-candidate figures is never up to date, so that its
+        // figures are never read as PrepareFigures.
+        f.add("figures", "per candidate");
         f.add("experiment", experiment_to_toml(experiment));
         for (const CandidateSpec &c : experiment.candidates)
             if (!c.patch.empty()) f.add_file("patch", c.patch);
@@ -293,6 +296,21 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
     // intact, and its staging behind.
     discard_leftovers(run, experiment);
     outcome.exit_code = execute_stage(context, work, request.force, reporter);
+    return outcome;
+}
+
+PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const PrepareRequest &request, const Reporter &reporter) {
+    PrepareOutcome outcome;
+    std::error_code ec;
+    try {
+        StageContext context(root, request.experiment);
+        reporter.progress("run directory: " + root.string());
+        outcome = prepare_stage(context, request, reporter);
+    } catch (...) {
+        if (made_here) fs::remove_all(root, ec);
+        throw;
+    }
+    if (outcome.exit_code != ExitCode::ok && made_here) fs::remove_all(root, ec);
     return outcome;
 }
 

@@ -70,6 +70,11 @@ struct PrepareOutcome {
 // (a patch that does not apply, git failing) changes nothing and keeps the previous checkpoint.
 PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &request, const Reporter &reporter);
 
+// prepare_stage in the run directory `root`, which it opens (and locks). A prepare that fails in a run
+// directory it made (`made_here`: a new run id or --run DIR) removes it again, leaving no empty run.
+PrepareOutcome prepare_in_run(const std::filesystem::path &root, bool made_here, const PrepareRequest &request,
+                              const Reporter &reporter);
+
 // For a run copied from another host, whose manifest is not here: reports its prepare checkpoint up
 // to date when it passed and its trees and files are as recorded, else Error(usage).
 ExitCode keep_copied_run(const std::filesystem::path &run, const std::string &manifest, const Reporter &reporter);
