@@ -49,7 +49,8 @@ int run_command(const Args &args) {
         ("manifest", "experiment manifest for prepare", cxxopts::value<std::string>(), "FILE")
         ("repository", "for prepare: the git repository of the manifest's git sources", cxxopts::value<std::string>(), "DIR")
         ("commit", "for prepare: the baseline's commit", cxxopts::value<std::string>(), "REV")
-        ("candidate-commit", "for prepare: the candidate's commit", cxxopts::value<std::string>(), "REV")
+        ("candidate-commit", "for prepare: a candidate's commit (NAME=REV, repeatable, with several)",
+         cxxopts::value<std::vector<std::string>>(), "[NAME=]REV")
         ("arch", "target architecture for build (default: the visible GPU's; see sage2tp help build)",
          cxxopts::value<std::string>(), "ARCH")
         ("device", "for sanitize, parity and time: GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>(), "N")
@@ -77,10 +78,14 @@ int run_command(const Args &args) {
             if (!entry.stage) continue;
             const Stage stage = *entry.stage;
             Args stage_args = common;
-            if (stage == Stage::prepare)
-                for (const char *option : {"manifest", "repository", "commit", "candidate-commit"})
+            if (stage == Stage::prepare) {
+                for (const char *option : {"manifest", "repository", "commit"})
                     if (cl.has(option))
                         stage_args.insert(stage_args.end(), {std::string("--") + option, cl.result()[option].as<std::string>()});
+                if (cl.has("candidate-commit"))
+                    for (const std::string &value : cl.result()["candidate-commit"].as<std::vector<std::string>>())
+                        stage_args.insert(stage_args.end(), {"--candidate-commit", value});
+            }
             if (stage == Stage::build && cl.has("arch"))
                 stage_args.insert(stage_args.end(), {"--arch", cl.result()["arch"].as<std::string>()});
             const bool on_gpu = stage == Stage::sanitize || stage == Stage::parity || stage == Stage::time;

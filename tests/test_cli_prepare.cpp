@@ -207,7 +207,8 @@ TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
     std::string commit = make_repository(dir_ / "repo");
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
     ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "clean"}).exit_code, 0);
-    const std::string expected = prepare_checkpoint(dir_ / "clean").figures["candidate_tree_xxh3"].value_or(std::string());
+    const std::string expected = prepare_checkpoint(dir_ / "clean").figures["candidates"]["candidate"]["tree_xxh3"].value_or(std::string());
+    ASSERT_EQ(expected.size(), 32u);
 
     // Kill prepare at different moments, then run it again: it must complete and agree with a clean run.
     for (int delay_ms : {0, 5, 20, 60, 150}) {
@@ -228,7 +229,7 @@ TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
         ASSERT_EQ(r.exit_code, 0) << "delay " << delay_ms << ": " << r.out << r.err;
         Checkpoint c = prepare_checkpoint(run);
         EXPECT_EQ(c.status, StageStatus::passed);
-        EXPECT_EQ(c.figures["candidate_tree_xxh3"].value_or(std::string()), expected) << "delay " << delay_ms;
+        EXPECT_EQ(c.figures["candidates"]["candidate"]["tree_xxh3"].value_or(std::string()), expected) << "delay " << delay_ms;
     }
 
     // A half-written checkpoint and a damaged tree are never trusted either.
@@ -294,8 +295,8 @@ TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
     const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
     Checkpoint c = prepare_checkpoint(run);
     EXPECT_EQ(c.figures["commit"].value_or(std::string()), first);
-    EXPECT_NE(c.figures["candidate_commit"].value_or(std::string()), first);
-    EXPECT_EQ(c.figures["patch"].value_or(std::string("x")), "");
+    EXPECT_NE(c.figures["candidates"]["candidate"]["commit"].value_or(std::string()), first);
+    EXPECT_EQ(c.figures["candidates"]["candidate"]["patch"].value_or(std::string("x")), "");
     EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
     EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 1"), std::string::npos);
     // No support_sources: the embedded quantization kernels get a tree of their own.
@@ -543,4 +544,133 @@ TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     EXPECT_NE(r.out.find("--workload\n"), std::string::npos) << r.out;
     r = complete("'" + binary + "' help bu", 2);
     EXPECT_EQ(r.out, "build\n");
+}
+
+TEST_F(Cli, QuietPreparePrintsOnlyTheRunDirectory) {
+    ProcessResult r = sage2tp({"prepare", "-q", "--run", "quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out, "quiet\n");
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "quiet/checkpoints/01-prepare.toml"));
+    // Up to date: the same one line, so that `run=$(sage2tp prepare -q)` always works.
+    r = sage2tp({"prepare", "-q", "--run", "quiet"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "quiet\n");
+    // A prepare that fails prints no run directory (none was made) and its reason on stderr.
+    std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n",
+                   "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n-int schedule = 7;\n+int schedule = 8;\n");
+    r = sage2tp({"prepare", "-q", "--manifest", "m.toml", "--run", "failed"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("the patch " + (dir_ / "c.patch").string() + " of candidate 'candidate' does not apply"), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "failed"));
+}
+
+TEST_F(Cli, TwoCandidatesGetATreeAndAPatchCopyEach) {
+    const fs::path manifest = fs::path(S2TP_SOURCE_ROOT) / "tests/manifests/two-candidates.toml";
+    ProcessResult r = sage2tp({"prepare", "--manifest", manifest.string(), "--run", "two"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const fs::path run = dir_ / "two";
+    const std::string base = slurp(run / "trees/baseline/kernels/attention_entry.cu");
+    for (const char *name : {"comment-a", "comment-b"}) {
+        SCOPED_TRACE(name);
+        const std::string tree = slurp(run / "trees" / name / "kernels/attention_entry.cu");
+        EXPECT_NE(tree, base);
+        EXPECT_NE(tree.find("Candidate \"" + std::string(name) + "\""), std::string::npos);
+        EXPECT_EQ(slurp(run / "trees" / name / "kernels/schedule.cuh"), slurp(run / "trees/baseline/kernels/schedule.cuh"));
+        const std::string patch = "inputs/" + std::string(name) + ".patch";
+        EXPECT_EQ(slurp(run / patch), slurp(fs::path(S2TP_SOURCE_ROOT) / "tests/patches" / (std::string(name) + ".patch")));
+        EXPECT_NE(r.out.find("  " + std::string(name)), std::string::npos) << r.out;
+    }
+    EXPECT_FALSE(fs::exists(run / "trees/candidate"));
+    EXPECT_FALSE(fs::exists(run / "inputs/candidate.patch"));
+
+    Checkpoint c = prepare_checkpoint(run);
+    EXPECT_EQ(c.status, StageStatus::passed);
+    const toml::table *candidates = c.figures["candidates"].as_table();
+    ASSERT_TRUE(candidates);
+    EXPECT_EQ(candidates->size(), 2u);
+    for (const char *name : {"comment-a", "comment-b"}) {
+        SCOPED_TRACE(name);
+        const toml::table &figures = *(*candidates)[name].as_table();
+        EXPECT_EQ(figures["commit"].value_or(std::string()), c.figures["commit"].value_or(std::string("x")));
+        EXPECT_EQ(figures["patch_sha256"].value_or(std::string()),
+                  sha256_file(fs::path(S2TP_SOURCE_ROOT) / "tests/patches" / (std::string(name) + ".patch")));
+        EXPECT_EQ(figures["tree_xxh3"].value_or(std::string()), Fingerprint().add_tree("tree", run / "trees" / name).hex());
+        EXPECT_EQ(c.artifacts["trees"][name]["path"].value_or(std::string()), "trees/" + std::string(name));
+        EXPECT_EQ(c.artifacts["patches"][name]["path"].value_or(std::string()), "inputs/" + std::string(name) + ".patch");
+    }
+    const Experiment recorded = load_experiment(run / "experiment.toml");
+    EXPECT_EQ(recorded.variant_names(), (std::vector<std::string>{"baseline", "comment-a", "comment-b"}));
+    EXPECT_EQ(recorded.candidate("comment-b").patch, (run / "inputs/comment-b.patch").string());
+
+    r = sage2tp({"prepare", "--run", "two"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << r.out;
+
+    // Prepared again with one candidate: the other candidates' trees and patch copies go.
+    r = sage2tp({"prepare", "--run", "two", "--manifest", (fs::path(S2TP_SOURCE_ROOT) / "data/experiments/temporal-pair.toml").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(fs::is_directory(run / "trees/candidate"));
+    for (const char *gone : {"trees/comment-a", "trees/comment-b", "inputs/comment-a.patch", "inputs/comment-b.patch"})
+        EXPECT_FALSE(fs::exists(run / gone)) << gone;
+    EXPECT_TRUE(fs::is_regular_file(run / "inputs/candidate.patch"));
+}
+
+TEST_F(Cli, ASecondCandidatesPatchThatDoesNotApplyNamesItAndChangesNothing) {
+    const std::string commit = make_repository(dir_ / "repo");
+    std::ofstream(dir_ / "good.patch") << good_patch();
+    std::ofstream(dir_ / "bad.patch")
+        << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n-int schedule = 5;\n+int schedule = 6;\n";
+    auto manifest = [&](const std::string &second_patch) {
+        std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"two\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\ncommit = \""
+                                       << commit << "\"\nkernel_sources = [\"kernels/k.cu\"]\n"
+                                       << "[[candidate]]\nname = \"one\"\npatch = \"good.patch\"\n"
+                                       << "[[candidate]]\nname = \"two\"\npatch = \"" << second_patch << "\"\n"
+                                       << "[workload]\nname = \"w\"\nlen_q = 128\n";
+    };
+    manifest("good.patch");
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"}).exit_code, 0);
+    const Checkpoint before = prepare_checkpoint(dir_ / "run");
+
+    manifest("bad.patch");
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("the patch " + (dir_ / "bad.patch").string() + " of candidate 'two' does not apply at " + commit),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(prepare_checkpoint(dir_ / "run").digest, before.digest);
+    EXPECT_FALSE(fs::exists(dir_ / "run/.prepare-new"));
+    for (const char *name : {"one", "two"})
+        EXPECT_NE(slurp(dir_ / "run/trees" / name / "kernels/k.cu").find("schedule = 1"), std::string::npos) << name;
+    // Both candidate trees are worktrees of the repository, and clean unregisters every one.
+    ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
+    for (const char *name : {"baseline", "one", "two"})
+        EXPECT_NE(worktrees.out.find("run/trees/" + std::string(name)), std::string::npos) << worktrees.out;
+    ASSERT_EQ(sage2tp({"clean", (dir_ / "run").string()}).exit_code, 0);
+    worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
+    EXPECT_EQ(worktrees.out.find("run/trees"), std::string::npos) << worktrees.out;
+}
+
+TEST_F(Cli, CandidateCommitTakesNameEqualsRevForSeveralCandidates) {
+    const std::string first = make_repository(dir_ / "repo");
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 2;\n";
+    git(dir_ / "repo", {"commit", "-q", "-a", "-m", "schedule 2"});
+    std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"branches\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\ncommit = \""
+                                   << first << "\"\nkernel_sources = [\"kernels/k.cu\"]\n"
+                                   << "[[candidate]]\nname = \"x\"\n[candidate.source]\ncommit = \"" << first << "\"\n"
+                                   << "[[candidate]]\nname = \"y\"\n[candidate.source]\ncommit = \"" << first << "\"\n"
+                                   << "[workload]\nname = \"w\"\nlen_q = 128\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "--candidate-commit", "HEAD"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--candidate-commit takes NAME=REV"), std::string::npos) << r.err;
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "--candidate-commit", "x=HEAD", "--candidate-commit", "y=HEAD"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char *name : {"x", "y"})
+        EXPECT_NE(slurp(dir_ / "run/trees" / name / "kernels/k.cu").find("schedule = 2"), std::string::npos) << name;
+    // Without options, prepare redoes the same experiment, with the same per-candidate commits.
+    r = sage2tp({"prepare", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << r.out;
 }

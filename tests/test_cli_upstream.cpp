@@ -101,7 +101,7 @@ TEST_F(Upstream, TemporalPairBuildsForHopperAndSparkThenCleanRemovesTheWorktrees
     const Checkpoint prepared = checkpoint("pair", "01-prepare.toml");
     const std::string head = git({"rev-parse", "HEAD"}).out.substr(0, 40);
     EXPECT_EQ(prepared.figures["commit"].value_or(std::string()), head);
-    EXPECT_EQ(prepared.figures["candidate_commit"].value_or(std::string()), head);
+    EXPECT_EQ(prepared.figures["candidates"]["candidate"]["commit"].value_or(std::string()), head);
     EXPECT_NE(slurp(dir_ / "pair/trees/candidate/csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh").find("TemporalPair"),
               std::string::npos);
     EXPECT_EQ(slurp(dir_ / "pair/trees/baseline/csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh").find("TemporalPair"),
@@ -170,7 +170,7 @@ TEST_F(Upstream, MissingTorchHeadersExitThreeNamingBothWaysToInstallThem) {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const Checkpoint prepared = checkpoint("headers", "01-prepare.toml");
     EXPECT_EQ(prepared.figures["source"].value_or(std::string()), "git");
-    EXPECT_EQ(prepared.figures["candidate_source"].value_or(std::string()), "embedded");
+    EXPECT_EQ(prepared.figures["candidates"]["candidate"]["source"].value_or(std::string()), "embedded");
     EXPECT_TRUE(fs::is_regular_file(dir_ / "headers/trees/baseline" / launcher));
     EXPECT_TRUE(fs::is_regular_file(dir_ / "headers/trees/candidate/kernels/attention_entry.cu"));
     EXPECT_TRUE(fs::is_regular_file(dir_ / "headers/trees/support/kernels/quantize.cu"));

@@ -237,3 +237,171 @@ TEST_F(ManifestErrors, RunPinsOverrideTheManifestsAndLeaveItAlone) {
         EXPECT_NE(std::string(e.what()).find("pins.toml:2: [expected_sha256] 'sm_90a'"), std::string::npos) << e.what();
     }
 }
+
+namespace {
+
+// The valid manifest with its [candidate] replaced by `candidates` ([[candidate]] tables).
+std::string with_candidates(const std::string &candidates) {
+    const std::string single = "[candidate]\npatch = \"c.patch\"\n";
+    std::string text = "[experiment]\nname = \"t\"\n[source]\nkind = \"embedded\"\nkernel_sources = [\"kernels/x.cu\"]\n" + single +
+                       "[build]\narch = \"sm_90a\"\n[workload]\nname = \"w\"\nlen_q = 256\n";
+    text.replace(text.find(single), single.size(), candidates);
+    return text;
+}
+
+const char *const three_candidates = "[[candidate]]\n"                    // line 6
+                                     "name = \"fast\"\n"                   // 7
+                                     "patch = \"c.patch\"\n"               // 8
+                                     "[[candidate]]\n"                     // 9
+                                     "name = \"other-tree\"\n"             // 10
+                                     "abi = \"sageattention-sm89\"\n"      // 11
+                                     "[candidate.source]\n"                // 12
+                                     "kind = \"git\"\n"                    // 13
+                                     "repository = \"r\"\n"                // 14
+                                     "commit = \"v2\"\n"                   // 15
+                                     "[[candidate]]\n"                     // 16
+                                     "name = \"both2\"\n"                  // 17
+                                     "patch = \"c.patch\"\n"               // 18
+                                     "[candidate.source]\n"                // 19
+                                     "kind = \"git\"\n"                    // 20
+                                     "repository = \"r\"\n"                // 21
+                                     "commit = \"v3\"\n";                  // 22
+
+}  // namespace
+
+TEST_F(ManifestErrors, SeveralCandidatesEachWithTheirOwnSourceAndPatch) {
+    std::ofstream(dir_ / "m.toml") << with_candidates(three_candidates);
+    Experiment e = load_experiment(dir_ / "m.toml");
+    ASSERT_EQ(e.candidates.size(), 3u);
+    EXPECT_EQ(e.variant_names(), (std::vector<std::string>{"baseline", "fast", "other-tree", "both2"}));
+    EXPECT_TRUE(e.candidate("fast").source.same_checkout(e.baseline_source));
+    EXPECT_EQ(e.candidate("fast").patch, (dir_ / "c.patch").string());
+    EXPECT_EQ(e.source("other-tree").kind, "git");
+    EXPECT_EQ(e.source("other-tree").commit, "v2");
+    EXPECT_EQ(e.abi("other-tree"), "sageattention-sm89");
+    EXPECT_EQ(e.abi("both2"), "sage2tp");
+    EXPECT_TRUE(e.candidate("other-tree").patch.empty());
+    EXPECT_EQ(e.source("both2").commit, "v3");
+
+    // The resolved copy (the run's experiment.toml) loads back to the same experiment.
+    const std::string resolved = experiment_to_toml(e);
+    std::ofstream(dir_ / "resolved.toml") << resolved;
+    const Experiment again = load_experiment(dir_ / "resolved.toml");
+    EXPECT_EQ(experiment_to_toml(again), resolved);
+    ASSERT_EQ(again.candidates.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(again.candidates[i].name, e.candidates[i].name);
+        EXPECT_EQ(again.candidates[i].patch, e.candidates[i].patch);
+        EXPECT_EQ(again.candidates[i].abi, e.candidates[i].abi);
+        EXPECT_TRUE(again.candidates[i].source.same_checkout(e.candidates[i].source));
+        EXPECT_EQ(again.candidates[i].source.kernel_sources, e.candidates[i].source.kernel_sources);
+    }
+}
+
+TEST_F(ManifestErrors, ASingleCandidateMayNameItselfAndKeepsItsNameThroughTheResolvedCopy) {
+    std::ofstream(dir_ / "m.toml") << with_candidates("[candidate]\nname = \"pair\"\npatch = \"c.patch\"\n");
+    Experiment e = load_experiment(dir_ / "m.toml");
+    EXPECT_EQ(e.variant_names(), (std::vector<std::string>{"baseline", "pair"}));
+    std::ofstream(dir_ / "resolved.toml") << experiment_to_toml(e);
+    EXPECT_EQ(load_experiment(dir_ / "resolved.toml").candidates.front().name, "pair");
+    // Without a name it is "candidate", and the resolved copy stays a single [candidate] table.
+    std::ofstream(dir_ / "m.toml") << valid();
+    const std::string resolved = experiment_to_toml(load_experiment(dir_ / "m.toml"));
+    EXPECT_NE(resolved.find("[candidate]"), std::string::npos) << resolved;
+    EXPECT_EQ(resolved.find("name = 'candidate'"), std::string::npos) << resolved;
+}
+
+TEST_F(ManifestErrors, CandidateNamesAreCheckedWhereTheyStand) {
+    auto message = [&](const std::string &candidates) {
+        std::ofstream(dir_ / "m.toml") << with_candidates(candidates);
+        try {
+            load_experiment(dir_ / "m.toml");
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage);
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << "no error for " << candidates;
+        return std::string();
+    };
+    const std::string patch = "patch = \"c.patch\"\n";
+    std::string m = message("[[candidate]]\n" + patch);
+    EXPECT_NE(m.find("m.toml:6:1: [[candidate]] 1 is missing the required key 'name'"), std::string::npos) << m;
+    m = message("[[candidate]]\nname = \"Fast\"\n" + patch);
+    EXPECT_NE(m.find("m.toml:7:8: candidate name 'Fast' must be a lower-case letter"), std::string::npos) << m;
+    m = message("[[candidate]]\nname = \"" + std::string(33, 'a') + "\"\n" + patch);
+    EXPECT_NE(m.find("up to 31"), std::string::npos) << m;
+    for (const char *taken : {"baseline", "support"}) {
+        m = message("[[candidate]]\nname = \"" + std::string(taken) + "\"\n" + patch);
+        EXPECT_NE(m.find("candidate name '" + std::string(taken) + "' is taken"), std::string::npos) << m;
+    }
+    m = message("[[candidate]]\nname = \"a\"\n" + patch + "[[candidate]]\nname = \"a\"\n" + patch);
+    EXPECT_NE(m.find("m.toml:10:8: candidate name 'a' is used twice"), std::string::npos) << m;
+    m = message("[[candidate]]\nname = \"a\"\n" + patch + "[[candidate]]\nname = \"b\"\n");
+    EXPECT_NE(m.find("m.toml:9:1: candidate 'b' is the baseline itself"), std::string::npos) << m;
+    m = message("[[candidate]]\nname = \"a\"\nabi = \"x\"\n" + patch + "[candidate.source]\nabi = \"y\"\n");
+    EXPECT_NE(m.find("candidate 'a': the abi is given twice"), std::string::npos) << m;
+    // Both forms in one manifest: TOML itself refuses to define candidate twice, at the second one.
+    m = message("[candidate]\n" + patch + "[[candidate]]\nname = \"a\"\n" + patch);
+    EXPECT_NE(m.find("m.toml:8:"), std::string::npos) << m;
+}
+
+TEST_F(ManifestErrors, AtMostSixCandidatesBecauseTimeInterleavesThemAll) {
+    std::string six;
+    for (int i = 1; i <= 7; ++i) {
+        std::string table = "[[candidate]]\nname = \"c" + std::to_string(i) + "\"\npatch = \"c.patch\"\n";
+        if (i <= 6) six += table;
+        std::ofstream(dir_ / "m.toml") << with_candidates(i <= 6 ? six : six + table);
+        if (i <= 6) {
+            EXPECT_EQ(load_experiment(dir_ / "m.toml").candidates.size(), static_cast<std::size_t>(i));
+            continue;
+        }
+        try {
+            load_experiment(dir_ / "m.toml");
+            ADD_FAILURE() << "7 candidates loaded";
+        } catch (const Error &e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find("m.toml:24:1: 7 candidates; at most 6"), std::string::npos) << m;
+            EXPECT_NE(m.find("A/A control"), std::string::npos) << m;
+        }
+    }
+}
+
+TEST_F(ManifestErrors, CandidateCommitTakesNameEqualsRevWithSeveralCandidates) {
+    std::ofstream(dir_ / "m.toml") << with_candidates(three_candidates);
+    SourceOverrides overrides;
+    add_candidate_commit_override(overrides, "both2=feature");
+    add_candidate_commit_override(overrides, "other-tree=abc123");
+    Experiment e = load_experiment(dir_ / "m.toml", overrides);
+    EXPECT_EQ(e.source("both2").commit, "feature");
+    EXPECT_EQ(e.source("other-tree").commit, "abc123");
+    EXPECT_THROW(add_candidate_commit_override(overrides, "both2=again"), Error);
+
+    auto refused = [&](const std::string &value, const std::string &expected) {
+        SourceOverrides o;
+        add_candidate_commit_override(o, value);
+        try {
+            load_experiment(dir_ / "m.toml", o);
+            ADD_FAILURE() << value;
+        } catch (const Error &error) {
+            EXPECT_EQ(error.code(), ExitCode::usage);
+            EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+        }
+    };
+    refused("v9", "--candidate-commit takes NAME=REV");
+    refused("nobody=v9", "has no candidate named 'nobody' (it has fast, other-tree, both2)");
+    refused("fast=v9", "candidate 'fast', but it is not a git source");
+
+    // One candidate: a plain REV, or NAME=REV with its name.
+    std::ofstream(dir_ / "m.toml") << with_candidates("[candidate]\nname = \"pair\"\n[candidate.source]\nkind = \"git\"\n"
+                                                      "repository = \"r\"\ncommit = \"v1\"\n");
+    SourceOverrides plain, named;
+    add_candidate_commit_override(plain, "v7");
+    add_candidate_commit_override(named, "pair=v8");
+    EXPECT_EQ(load_experiment(dir_ / "m.toml", plain).source("pair").commit, "v7");
+    EXPECT_EQ(load_experiment(dir_ / "m.toml", named).source("pair").commit, "v8");
+}
+
+TEST_F(ManifestErrors, AMistypedCandidateKeyIsNamedWithTheKeyMeant) {
+    std::string message = error_for("patch = \"c.patch\"\n", "patchh = \"c.patch\"\n");
+    EXPECT_NE(message.find("m.toml:7:1: unknown key 'patchh' in [candidate]; did you mean 'patch'?"), std::string::npos) << message;
+}

@@ -92,3 +92,43 @@ TEST(TomlFile, NamesTheFileInEveryError) {
 
 }  // namespace
 }  // namespace s2tp
+
+namespace s2tp {
+namespace {
+
+std::string finish_error(const std::string &text, const std::vector<std::string> &known) {
+    const toml::table table = parse_toml_text(text, "in.toml");
+    TableReader r(table, "in.toml", "[t]");
+    for (const std::string &key : known) r.accept(key);
+    try {
+        r.finish();
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        return e.what();
+    }
+    return "";
+}
+
+TEST(TableReader, AnUnknownKeyOneEditFromAKnownOneIsNamedWithIt) {
+    const std::vector<std::string> known{"patch", "arch", "kernel_sources"};
+    // Insertion, deletion, substitution, and a swap of two adjacent characters.
+    for (auto [typed, meant] : {std::pair<const char *, const char *>{"patchh", "patch"},
+                                {"ptch", "patch"},
+                                {"pitch", "patch"},
+                                {"arhc", "arch"},
+                                {"rach", "arch"},
+                                {"kernel_source", "kernel_sources"}}) {
+        const std::string message = finish_error(std::string(typed) + " = 1\n", known);
+        EXPECT_EQ(message, "in.toml:1:1: unknown key '" + std::string(typed) + "' in [t]; did you mean '" + meant + "'?");
+    }
+    // Two edits away: no guess, the list of keys the table takes.
+    for (const char *typed : {"pach_", "acrh2", "hcra", "colour"}) {
+        const std::string message = finish_error(std::string(typed) + " = 1\n", known);
+        EXPECT_EQ(message, "in.toml:1:1: unknown key '" + std::string(typed) + "' in [t] (known keys: arch, kernel_sources, patch)")
+            << typed;
+    }
+    EXPECT_EQ(finish_error("x = 1\n", {}), "in.toml:1:1: unknown key 'x' in [t]");
+}
+
+}  // namespace
+}  // namespace s2tp

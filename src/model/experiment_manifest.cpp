@@ -13,6 +13,28 @@ namespace {
 
 const std::vector<std::string> known_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
 
+// A candidate's name becomes a directory (trees/<name>, builds/<name>) and a checkpoint key.
+bool is_candidate_name(const std::string &name) {
+    bool valid = !name.empty() && name.size() <= 32 && name[0] >= 'a' && name[0] <= 'z';
+    for (char ch : name) valid = valid && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-');
+    return valid;
+}
+
+void check_candidate_name(const std::string &name, const std::string &position) {
+    if (!is_candidate_name(name))
+        fail(ExitCode::usage, position + ": candidate name '" + name +
+                                  "' must be a lower-case letter followed by up to 31 lower-case letters, digits or '-'");
+    if (name == "baseline" || name == "support")
+        fail(ExitCode::usage, position + ": candidate name '" + name + "' is taken by the run's own " + name + " tree");
+}
+
+// --candidate-commit for the candidate `name`: its NAME=REV, or the plain REV of a one-candidate run.
+std::optional<std::string> candidate_commit_override(const SourceOverrides &overrides, const std::string &name) {
+    auto named = overrides.candidate_commits.find(name);
+    if (named != overrides.candidate_commits.end()) return named->second;
+    return overrides.candidate_commit;
+}
+
 std::string resolve_against(const fs::path &base_dir, const std::string &path) {
     fs::path p(path);
     return (p.is_absolute() ? p : base_dir / p).lexically_normal().string();
@@ -112,6 +134,90 @@ SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherite
     return s;
 }
 
+// One candidate table ([candidate], or one [[candidate]] element, `where` naming it) on top of the
+// baseline; `name_required` for the array form.
+CandidateSpec read_candidate(const toml::table &table, const std::string &file, const std::string &where,
+                             bool name_required, const Experiment &e, const fs::path &base_dir,
+                             const SourceOverrides &overrides) {
+    CandidateSpec c;
+    TableReader r(table, file, where);
+    if (const auto name = name_required ? r.string("name") : r.optional_string("name")) {
+        c.name = *name;
+        check_candidate_name(c.name, r.position(*table.get("name")));
+    }
+    const std::optional<std::string> commit_override = candidate_commit_override(overrides, c.name);
+    if (table.contains("patch")) c.patch = r.existing_file("patch", base_dir.string());
+    else r.accept("patch");
+    std::optional<std::string> abi = r.optional_string("abi");
+    c.source = e.baseline_source;
+    const toml::table *own = r.optional_table("source");
+    const std::string source_where = name_required ? "[candidate.source] of '" + c.name + "'" : "[candidate.source]";
+    if (own) {
+        TableReader s(*own, file, source_where);
+        c.source = read_source(s, e.baseline_source, base_dir, overrides.repository, commit_override, "--candidate-commit");
+        if (auto own_abi = s.optional_string("abi")) {
+            if (abi) fail(ExitCode::usage, s.position() + ": candidate '" + c.name + "': the abi is given twice, in " + where +
+                                              " and " + source_where + "; keep one");
+            abi = own_abi;
+        }
+        s.finish();
+    }
+    c.abi = abi.value_or(e.baseline_abi);
+    r.finish();
+    if (commit_override && !own) {
+        if (c.source.kind != "git")
+            fail(ExitCode::usage, r.position() + ": --candidate-commit names a commit for candidate '" + c.name +
+                                      "', but it is not a git source");
+        c.source.commit = *commit_override;
+    }
+    if (c.patch.empty() && c.source.same_checkout(e.baseline_source))
+        fail(ExitCode::usage, r.position() + ": " + (name_required ? "candidate '" + c.name + "'" : std::string("the candidate")) +
+                                  " is the baseline itself: give " + where +
+                                  " patch, a [candidate.source] of its own, or both");
+    return c;
+}
+
+// [candidate] (one candidate) or [[candidate]] (several, each named). TOML itself refuses a manifest
+// that has both: a table cannot be defined again as an array of tables.
+void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, const fs::path &base_dir,
+                     const SourceOverrides &overrides) {
+    const std::string &file = top.file();
+    top.accept("candidate");
+    const toml::node *node = doc.get("candidate");
+    if (!node)
+        fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table (a patch, a [candidate.source], or "
+                                     "both), or [[candidate]] tables, one per candidate");
+    if (const toml::table *single = node->as_table()) {
+        e.candidates.push_back(read_candidate(*single, file, "[candidate]", false, e, base_dir, overrides));
+    } else if (const toml::array *several = node->as_array(); several && several->is_array_of_tables()) {
+        if (several->size() > max_candidates)
+            fail(ExitCode::usage, top.position(*several->get(max_candidates)) + ": " + std::to_string(several->size()) +
+                                      " candidates; at most " + std::to_string(max_candidates) +
+                                      ", because time interleaves the baseline, the A/A control and every candidate "
+                                      "in each round");
+        if (overrides.candidate_commit)
+            fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
+                                      " candidates: --candidate-commit takes NAME=REV, once per candidate it sets");
+        for (std::size_t i = 0; i < several->size(); ++i) {
+            const toml::table &table = *several->get(i)->as_table();
+            CandidateSpec c = read_candidate(table, file, "[[candidate]] " + std::to_string(i + 1), true, e, base_dir, overrides);
+            for (const CandidateSpec &earlier : e.candidates)
+                if (earlier.name == c.name)
+                    fail(ExitCode::usage, top.position(*table.get("name")) + ": candidate name '" + c.name +
+                                              "' is used twice; each candidate needs its own name");
+            e.candidates.push_back(std::move(c));
+        }
+    } else {
+        fail(ExitCode::usage, top.position(*node) + ": 'candidate' must be a [candidate] table or [[candidate]] tables");
+    }
+    for (const auto &named : overrides.candidate_commits) e.candidate(named.first);  // refuses an unknown name
+    bool any_git = e.baseline_source.kind == "git";
+    for (const CandidateSpec &c : e.candidates) any_git = any_git || c.source.kind == "git";
+    if (overrides.repository && !any_git)
+        fail(ExitCode::usage, file + ":1:1: --repository names a repository, but neither [source] nor any "
+                                     "[candidate.source] is a git source");
+}
+
 }  // namespace
 
 WorkloadSpec load_workload(const fs::path &file) {
@@ -177,42 +283,7 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         r.finish();
     }
 
-    const toml::table *candidate = top.optional_table("candidate");
-    if (!candidate)
-        fail(ExitCode::usage, file + ":1:1: the manifest needs a [candidate] table (a patch, a [candidate.source], or both)");
-    {
-        CandidateSpec c;
-        TableReader r(*candidate, file, "[candidate]");
-        if (candidate->contains("patch")) c.patch = r.existing_file("patch", base_dir.string());
-        std::optional<std::string> abi = r.optional_string("abi");
-        c.source = e.baseline_source;
-        const toml::table *own = r.optional_table("source");
-        if (own) {
-            TableReader s(*own, file, "[candidate.source]");
-            c.source = read_source(s, e.baseline_source, base_dir, overrides.repository,
-                                             overrides.candidate_commit, "--candidate-commit");
-            if (auto own_abi = s.optional_string("abi")) {
-                if (abi) fail(ExitCode::usage, s.position() + ": the candidate's abi is given twice, in [candidate] "
-                                                              "and [candidate.source]; keep one");
-                abi = own_abi;
-            }
-            s.finish();
-        }
-        c.abi = abi.value_or(e.baseline_abi);
-        r.finish();
-        if (overrides.candidate_commit && !own) {
-            if (c.source.kind != "git")
-                fail(ExitCode::usage, r.position() + ": --candidate-commit names a commit, but the candidate is not a git source");
-            c.source.commit = *overrides.candidate_commit;
-        }
-        if (overrides.repository && e.baseline_source.kind != "git" && c.source.kind != "git")
-            fail(ExitCode::usage, file + ":1:1: --repository names a repository, but neither [source] nor "
-                                         "[candidate.source] is a git source");
-        if (c.patch.empty() && c.source.same_checkout(e.baseline_source))
-            fail(ExitCode::usage, r.position() + ": the candidate is the baseline itself: give [candidate] patch, "
-                                                 "a [candidate.source] of its own, or both");
-        e.candidates.push_back(std::move(c));
-    }
+    read_candidates(doc, top, e, base_dir, overrides);
 
     if (const toml::table *build = top.optional_table("build")) {
         TableReader r(*build, file, "[build]");
@@ -400,6 +471,20 @@ std::optional<std::string> pin_expected_output_sha256(const fs::path &pins, cons
     return replaced;
 }
 
+void add_candidate_commit_override(SourceOverrides &overrides, const std::string &value) {
+    const auto equals = value.find('=');
+    const std::string name = equals == std::string::npos ? std::string() : value.substr(0, equals);
+    if (!is_candidate_name(name)) {
+        if (overrides.candidate_commit)
+            fail(ExitCode::usage, "--candidate-commit is given twice without a candidate name ('" + *overrides.candidate_commit +
+                                      "' and '" + value + "'); with several candidates, give NAME=REV for each");
+        overrides.candidate_commit = value;
+        return;
+    }
+    if (!overrides.candidate_commits.emplace(name, value.substr(equals + 1)).second)
+        fail(ExitCode::usage, "--candidate-commit names candidate '" + name + "' twice");
+}
+
 const CandidateSpec &Experiment::candidate(const std::string &name) const {
     for (const CandidateSpec &c : candidates)
         if (c.name == name) return c;
@@ -428,10 +513,20 @@ std::string experiment_to_toml(const Experiment &e) {
     toml::table source = source_table(e.baseline_source);
     source.insert("abi", e.baseline_abi);
     doc.insert("source", source);
-    const CandidateSpec &c = e.candidates.front();
-    toml::table candidate{{"abi", c.abi}, {"source", source_table(c.source)}};
-    if (!c.patch.empty()) candidate.insert("patch", c.patch);
-    doc.insert("candidate", candidate);
+    auto candidate_table = [](const CandidateSpec &c, bool named) {
+        toml::table t{{"abi", c.abi}, {"source", source_table(c.source)}};
+        if (named) t.insert("name", c.name);
+        if (!c.patch.empty()) t.insert("patch", c.patch);
+        return t;
+    };
+    if (e.candidates.size() == 1) {
+        const CandidateSpec &only = e.candidates.front();
+        doc.insert("candidate", candidate_table(only, only.name != CandidateSpec{}.name));
+    } else {
+        toml::array candidates;
+        for (const CandidateSpec &c : e.candidates) candidates.push_back(candidate_table(c, true));
+        doc.insert("candidate", candidates);
+    }
     doc.insert("build", toml::table{{"arch", e.arch},
                                     {"nvcc_flags", to_array(e.nvcc_flags)},
                                     {"extra_flags", to_array(e.extra_flags)},

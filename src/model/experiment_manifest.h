@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,21 +45,31 @@ struct SourceSpec {
 struct SourceOverrides {
     std::optional<std::string> repository;        // every git source's repository
     std::optional<std::string> commit;            // [source] commit (the candidate inherits it)
-    std::optional<std::string> candidate_commit;  // the candidate's commit alone
+    std::optional<std::string> candidate_commit;  // the commit of a manifest's only candidate
+    std::map<std::string, std::string> candidate_commits;  // candidate name -> its commit (NAME=REV)
 };
+// Adds one --candidate-commit value: NAME=REV (NAME a candidate name) sets that candidate's commit,
+// anything else is the REV of a one-candidate manifest. Error(usage) for a name or plain REV given twice.
+void add_candidate_commit_override(SourceOverrides &overrides, const std::string &value);
 // The metrics `time --ncu` compares unless [time] ncu_metrics names others: duration and SM cycles,
 // occupancy, pipe and issue utilisation, the main warp-stall reasons, shared-memory bank conflicts,
 // DRAM and L2 throughput and the L2 hit rate.
 const std::vector<std::string> &default_ncu_metrics();
 
 // One candidate: a name, its sources ([source] with its own source keys on top), its kernel ABI and
-// the patch applied to its tree. A manifest's single [candidate] table is the candidate "candidate".
+// the patch applied to its tree. A manifest's single [candidate] table is the candidate "candidate"
+// unless it has a name; each [[candidate]] table names its own ([a-z][a-z0-9-]{0,31}, neither
+// "baseline" nor "support", each once).
 struct CandidateSpec {
     std::string name = "candidate";
     SourceSpec source;
     std::string abi = "sage2tp";  // the candidate's abi, else the baseline's
     std::string patch;            // absolute after resolution; empty when the candidate has none
 };
+
+// time interleaves the baseline, the A/A control and every candidate in each round: more arms make
+// each round longer and the rotation of positions slower to even out.
+inline constexpr std::size_t max_candidates = 6;
 
 struct Experiment {
     std::string name;

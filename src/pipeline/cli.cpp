@@ -22,6 +22,7 @@ bool is_global_option_with_value(const std::string &word) {
 
 void Reporter::say(const std::string &line) const {
     clear_live_line();
+    if (verbosity_ < 0) return;
     (json_ ? std::cerr : std::cout) << line << std::endl;
 }
 

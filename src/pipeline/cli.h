@@ -32,6 +32,9 @@ public:
     void detail(const std::string &line) const;    // only under -v
     void warn(const std::string &line) const;      // always, on stderr
     void emit_json(const toml::table &result) const;  // the one JSON object, under --json
+    // The same reporter without its results and progress (warnings and the JSON object stay): for a
+    // command whose -q output is one line of its own, such as prepare's run directory.
+    Reporter without_results() const { return Reporter(json_, -1); }
 
     // In-place progress, only when stdout is a terminal (not under -q or --json): live_line rewrites
     // one line; the next say/progress/detail or end_live_line clears it first.

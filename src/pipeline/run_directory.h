@@ -3,7 +3,7 @@
 //   <run>/experiment.toml          the manifest as resolved at prepare time
 //   <run>/pins.toml                output SHA-256 pins made by time --pin
 //   <run>/checkpoints/NN-<stage>.toml
-//   <run>/trees/{baseline,candidate}
+//   <run>/trees/{baseline,<each candidate>,support}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
 //   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run

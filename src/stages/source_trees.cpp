@@ -123,7 +123,16 @@ fs::path worktree_admin_directory(const fs::path &tree) {
     return fs::path(trimmed(line.substr(prefix.size())));
 }
 
-const char *const tree_variants[] = {"baseline", "candidate"};
+// Every tree directory under `trees`: the baseline, each candidate (whatever the manifest that made
+// them named them) and support.
+std::vector<fs::path> tree_directories(const fs::path &trees) {
+    std::vector<fs::path> directories;
+    std::error_code ec;
+    for (fs::directory_iterator it(trees, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec)) directories.push_back(it->path());
+    std::sort(directories.begin(), directories.end());
+    return directories;
+}
 
 }  // namespace
 
@@ -131,8 +140,8 @@ void remove_trees(const fs::path &trees, const Experiment &experiment) {
     std::vector<std::string> repositories = user_repositories(experiment);
     std::error_code ec;
     // Also the repositories the trees on disk are worktrees of: an earlier prepare may have used others.
-    for (const char *variant : tree_variants) {
-        const fs::path admin = worktree_admin_directory(trees / variant);
+    for (const fs::path &tree : tree_directories(trees)) {
+        const fs::path admin = worktree_admin_directory(tree);
         if (admin.empty()) continue;
         const std::string git_directory = admin.parent_path().parent_path().string();
         if (std::find(repositories.begin(), repositories.end(), git_directory) == repositories.end())
@@ -163,14 +172,14 @@ void remove_trees(const RunDirectory &run, const Experiment &experiment) { remov
 void relink_trees(const fs::path &trees, const fs::path &moved_from) {
     // Worktrees are registered by absolute path in both directions. A main repository that moved along
     // (an embedded baseline whose candidate is its worktree) is found under `trees`.
-    for (const char *variant : tree_variants) {
-        fs::path admin = worktree_admin_directory(trees / variant);
+    for (const fs::path &tree : tree_directories(trees)) {
+        fs::path admin = worktree_admin_directory(tree);
         if (admin.empty()) continue;
         const fs::path inside = admin.lexically_relative(moved_from);
         if (!inside.empty() && *inside.begin() != "..") admin = trees / inside;
         std::error_code ec;
         if (!fs::is_directory(admin, ec)) continue;  // pruned, or a run copied to a host without the repository
-        git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair", (trees / variant).string()},
+        git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair", tree.string()},
                     std::nullopt, "git worktree repair failed");
     }
 }
@@ -186,18 +195,19 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
                          const std::function<fs::path()> &embedded_kernels) {
     PreparedTrees trees;
     trees.git_version = git_version();
-    const bool patched = !experiment.candidates.front().patch.empty();
-    if (patched) {
-        patch_paths(experiment.candidates.front().patch);  // refuse an escaping patch before touching anything
-        trees.patch_sha256 = sha256_file(experiment.candidates.front().patch);
+    for (const CandidateSpec &c : experiment.candidates) {
+        PreparedCandidateTree tree{c.name, "", "", ""};
+        if (!c.patch.empty()) {
+            patch_paths(c.patch);  // refuse an escaping patch before touching anything
+            tree.patch_sha256 = sha256_file(c.patch);
+        }
+        trees.candidates.push_back(tree);
     }
 
     remove_trees(trees_directory, experiment);
     fs::create_directories(trees_directory);
     const fs::path baseline = trees_directory / "baseline";
-    const fs::path candidate = trees_directory / "candidate";
     const SourceSpec &base = experiment.baseline_source;
-    const SourceSpec &cand = experiment.candidates.front().source;
 
     // The baseline's repository, for a candidate that is the same checkout (a patch on top).
     std::string baseline_repository;
@@ -210,19 +220,26 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
         trees.commit = commit_embedded_kernels(baseline, embedded_kernels);
         baseline_repository = baseline.string();
     }
-    if (cand.same_checkout(base)) {
-        trees.candidate_commit = trees.commit;
-        git_or_fail({"-C", baseline_repository, "worktree", "add", "-f", "-f", "--detach", candidate.string(), trees.commit},
-                    std::nullopt, "git worktree add (candidate) failed");
-    } else if (cand.kind == "git") {
-        trees.candidate_commit = resolve_commit(cand.repository, cand.commit);
-        git_or_fail({"-C", cand.repository, "worktree", "add", "-f", "-f", "--detach", candidate.string(),
-                     trees.candidate_commit},
-                    std::nullopt, "git worktree add (candidate) failed");
-    } else {
-        trees.candidate_commit = commit_embedded_kernels(candidate, embedded_kernels);
+    std::vector<fs::path> checkouts{baseline};
+    for (std::size_t i = 0; i < experiment.candidates.size(); ++i) {
+        const SourceSpec &cand = experiment.candidates[i].source;
+        PreparedCandidateTree &tree = trees.candidates[i];
+        const fs::path directory = trees_directory / tree.name;
+        const std::string failure = "git worktree add (candidate " + tree.name + ") failed";
+        if (cand.same_checkout(base)) {
+            tree.commit = trees.commit;
+            git_or_fail({"-C", baseline_repository, "worktree", "add", "-f", "-f", "--detach", directory.string(), trees.commit},
+                        std::nullopt, failure);
+        } else if (cand.kind == "git") {
+            tree.commit = resolve_commit(cand.repository, cand.commit);
+            git_or_fail({"-C", cand.repository, "worktree", "add", "-f", "-f", "--detach", directory.string(), tree.commit},
+                        std::nullopt, failure);
+        } else {
+            tree.commit = commit_embedded_kernels(directory, embedded_kernels);
+        }
+        checkouts.push_back(directory);
     }
-    for (const fs::path &tree : {baseline, candidate}) {
+    for (const fs::path &tree : checkouts) {
         ProcessResult status = git_or_fail({"-C", tree.string(), "status", "--porcelain"}, std::nullopt, "git status failed");
         if (!trimmed(status.out).empty())
             fail(ExitCode::stop, "the checkout in '" + tree.string() + "' is not clean: " + first_line(status.out));
@@ -230,25 +247,33 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
     require_sources(baseline, base.kernel_sources, "baseline", trees.commit);
     require_sources(baseline, base.support_sources, "baseline", trees.commit);
 
-    if (patched) {
-        ProcessResult check = git({"apply", "--check", fs::absolute(experiment.candidates.front().patch).string()}, candidate);
-        if (check.exit_code != 0) {
-            trees.patch_error = trimmed(check.err);
-            remove_trees(trees_directory, experiment);  // nothing half-made stays behind
-            return trees;
+    for (std::size_t i = 0; i < experiment.candidates.size(); ++i) {
+        const CandidateSpec &c = experiment.candidates[i];
+        const PreparedCandidateTree &tree = trees.candidates[i];
+        const fs::path directory = trees_directory / c.name;
+        if (!c.patch.empty()) {
+            const std::string patch = fs::absolute(c.patch).string();
+            ProcessResult check = git({"apply", "--check", patch}, directory);
+            if (check.exit_code != 0) {
+                trees.failed_candidate = c.name;
+                trees.patch_error = trimmed(check.err);
+                remove_trees(trees_directory, experiment);  // nothing half-made stays behind
+                return trees;
+            }
+            git_or_fail({"apply", patch}, directory, "git apply (candidate " + c.name + ") failed");
         }
-        git_or_fail({"apply", fs::absolute(experiment.candidates.front().patch).string()}, candidate, "git apply failed");
+        require_sources(directory, c.source.kernel_sources, "candidate " + c.name, tree.commit);
+        require_sources(directory, c.source.support_sources, "candidate " + c.name, tree.commit);
     }
     trees.patch_applied = true;
-    require_sources(candidate, cand.kernel_sources, "candidate", trees.candidate_commit);
-    require_sources(candidate, cand.support_sources, "candidate", trees.candidate_commit);
     if (experiment.needs_support_tree()) {
         // A plain copy: it is never patched or compared, only built for the quantization kernels.
         copy_tree(embedded_kernels(), trees_directory / "support" / "kernels");
         trees.support_digest = Fingerprint().add_tree("tree", trees_directory / "support").hex();
     }
     trees.baseline_digest = Fingerprint().add_tree("tree", baseline).hex();
-    trees.candidate_digest = Fingerprint().add_tree("tree", candidate).hex();
+    for (PreparedCandidateTree &tree : trees.candidates)
+        tree.digest = Fingerprint().add_tree("tree", trees_directory / tree.name).hex();
     return trees;
 }
 

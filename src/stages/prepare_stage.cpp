@@ -1,0 +1,329 @@
+#include "stages/prepare_stage.h"
+
+#include "stages/gpu_stage.h"
+#include "stages/source_trees.h"
+#include "support/errors.h"
+#include "support/file_io.h"
+#include "support/hashing.h"
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+namespace {
+
+// The workload tensors prepare copies into the run.
+const char *const workload_copies = "inputs/workload";
+
+// The run's own copy of a candidate's patch, so that the run stays complete when copied to another host.
+std::string patch_copy(const CandidateSpec &candidate) { return "inputs/" + candidate.name + ".patch"; }
+
+std::string required_string(const toml::table &table, const std::string &key, const std::string &where) {
+    auto value = table[key].value<std::string>();
+    if (!value) fail(ExitCode::usage, "prepare figures: " + where + "'" + key + "' is missing or not a string");
+    return *value;
+}
+
+void discard_leftovers(const RunDirectory &run, const Experiment &experiment) {
+    // First, while git still has their registrations: trees a killed swap moved but did not re-link.
+    std::error_code ec;
+    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), run.prepare_staging() / "trees");
+    remove_trees(run.prepare_staging() / "trees", experiment);
+    remove_trees(run.prepare_retired(), experiment);
+    fs::remove_all(run.prepare_staging(), ec);
+    if (ec) fail(ExitCode::usage, "cannot remove '" + run.prepare_staging().string() + "': " + ec.message());
+}
+
+void rename_or_fail(const fs::path &from, const fs::path &to) {
+    std::error_code ec;
+    fs::rename(from, to, ec);
+    if (ec) fail(ExitCode::usage, "cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
+}
+
+// Replaces the run's prepare outputs with the staged ones. Only renames and deletions of the old.
+void swap_in(const RunDirectory &run, const Experiment &experiment) {
+    const fs::path staging = run.prepare_staging();
+    std::error_code ec;
+    if (fs::exists(run.trees(), ec)) {
+        rename_or_fail(run.trees(), run.prepare_retired());
+        // Pruned before the new trees take the old paths: git would otherwise still see the old
+        // registrations as alive.
+        remove_trees(run.prepare_retired(), experiment);
+    }
+    move_trees(staging / "trees", run.trees());
+    fs::create_directories(run.inputs(), ec);
+    if (ec) fail(ExitCode::usage, "cannot create '" + run.inputs().string() + "': " + ec.message());
+    // The previous prepare's copies go, whatever its candidates were named.
+    std::vector<fs::path> old{run.root() / workload_copies};
+    for (fs::directory_iterator it(run.inputs(), ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().extension() == ".patch") old.push_back(it->path());
+    for (const fs::path &file : old) fs::remove_all(file, ec);
+    std::vector<fs::path> staged{workload_copies};
+    for (const CandidateSpec &c : experiment.candidates) staged.push_back(patch_copy(c));
+    for (const fs::path &relative : staged)
+        if (fs::exists(staging / relative, ec)) rename_or_fail(staging / relative, run.root() / relative);
+    rename_or_fail(staging / "experiment.toml", run.manifest());
+    fs::remove_all(staging, ec);
+}
+
+// Checks the workload's captured tensors against its problem (header, dtype, shape, finite) and copies
+// them into the staging directory; records the paths of the copies, relative to the run.
+void stage_workload_tensors(Experiment &recorded, const fs::path &staging) {
+    WorkloadSpec &workload = recorded.workload;
+    if (!workload.q_file) return;
+    workload_inputs(workload);  // refuses a bad file, naming it
+    std::error_code ec;
+    fs::create_directories(staging / workload_copies, ec);
+    if (ec) fail(ExitCode::usage, "cannot create '" + (staging / workload_copies).string() + "': " + ec.message());
+    for (auto [name, file] : {std::pair<const char *, std::optional<std::string> *>{"q", &workload.q_file},
+                              {"k", &workload.k_file},
+                              {"v", &workload.v_file}}) {
+        const std::string relative = std::string(workload_copies) + "/" + name + fs::path(**file).extension().string();
+        write_file_atomically(staging / relative, read_text_file(**file));
+        *file = relative;
+    }
+}
+
+// Stages experiment.toml, the input copies and the trees; returns the experiment as recorded (paths
+// of the copies, relative to the run).
+Experiment stage_new_state(const fs::path &staging, const Experiment &experiment,
+                           const std::function<fs::path()> &embedded_kernels, PreparedTrees &trees,
+                           std::string &resolved) {
+    Experiment recorded = experiment;
+    stage_workload_tensors(recorded, staging);
+    for (CandidateSpec &c : recorded.candidates) {
+        if (c.patch.empty()) continue;
+        write_file_atomically(staging / patch_copy(c), read_text_file(c.patch));
+        c.patch = patch_copy(c);
+    }
+    resolved = experiment_to_toml(recorded);
+    write_file_atomically(staging / "experiment.toml", resolved);
+    trees = make_trees(staging / "trees", experiment, embedded_kernels);
+    return recorded;
+}
+
+toml::table file_artifact(const std::string &path, const std::string &sha256) {
+    return toml::table{{"path", path}, {"sha256", sha256}};
+}
+
+std::string describe(const SourceSpec &source, const std::string &commit) {
+    return source.kind + " @ " + commit.substr(0, 12);
+}
+
+StageResult passed_result(const RunDirectory &run, const PrepareRequest &request, const Experiment &recorded,
+                          const PreparedTrees &trees, const std::string &resolved) {
+    const Experiment &experiment = request.experiment;
+    StageResult result;
+    result.tools.insert("git", trees.git_version);
+    result.artifacts.insert("experiment", file_artifact(run.relative(run.manifest()), sha256_hex(resolved)));
+    toml::table patches;
+    for (std::size_t i = 0; i < recorded.candidates.size(); ++i)
+        if (!recorded.candidates[i].patch.empty())
+            patches.insert(recorded.candidates[i].name, file_artifact(recorded.candidates[i].patch, trees.candidates[i].patch_sha256));
+    if (!patches.empty()) result.artifacts.insert("patches", patches);
+    if (recorded.workload.q_file) {
+        toml::table tensors;
+        for (auto [name, file] : {std::pair<const char *, const std::optional<std::string> *>{"q", &recorded.workload.q_file},
+                                  {"k", &recorded.workload.k_file},
+                                  {"v", &recorded.workload.v_file}})
+            tensors.insert(name, file_artifact(**file, sha256_file(run.resolve(**file))));
+        result.artifacts.insert("workload_tensors", tensors);
+    }
+    auto tree = [](const std::string &name, const std::string &digest) {
+        return toml::table{{"path", "trees/" + name}, {"xxh3", digest}};
+    };
+    toml::table tree_artifacts{{"baseline", tree("baseline", trees.baseline_digest)}};
+    for (const PreparedCandidateTree &t : trees.candidates) tree_artifacts.insert(t.name, tree(t.name, t.digest));
+    if (!trees.support_digest.empty()) tree_artifacts.insert("support", tree("support", trees.support_digest));
+    result.artifacts.insert("trees", tree_artifacts);
+
+    PrepareFigures figures;
+    figures.manifest = fs::absolute(request.manifest).lexically_normal().string();
+    figures.overrides = request.overrides;
+    figures.source = experiment.baseline_source.kind;
+    figures.commit = trees.commit;
+    figures.arch = experiment.arch;
+    figures.baseline_tree_xxh3 = trees.baseline_digest;
+    figures.support_tree_xxh3 = trees.support_digest;
+    figures.summary = describe(experiment.baseline_source, trees.commit);
+    for (std::size_t i = 0; i < experiment.candidates.size(); ++i) {
+        const CandidateSpec &c = experiment.candidates[i];
+        const PreparedCandidateTree &t = trees.candidates[i];
+        figures.candidates.push_back({c.name, c.source.kind, t.commit, c.patch, t.patch_sha256, t.digest});
+        const std::string own_source = c.source.same_checkout(experiment.baseline_source) ? "" : describe(c.source, t.commit);
+        const std::string patch = t.patch_sha256.empty() ? "no patch" : "patch " + t.patch_sha256.substr(0, 12);
+        if (experiment.candidates.size() == 1) figures.summary += (own_source.empty() ? "" : " vs " + own_source) + ", " + patch;
+        else figures.summary += "; " + c.name + ": " + (own_source.empty() ? "" : own_source + ", ") + patch;
+    }
+    result.figures = figures.to_toml();
+    return result;
+}
+
+}  // namespace
+
+toml::table PrepareFigures::to_toml() const {
+    toml::table recorded_overrides;
+    if (overrides.repository) recorded_overrides.insert("repository", *overrides.repository);
+    if (overrides.commit) recorded_overrides.insert("commit", *overrides.commit);
+    if (overrides.candidate_commit) recorded_overrides.insert("candidate_commit", *overrides.candidate_commit);
+    if (!overrides.candidate_commits.empty()) {
+        toml::table named;
+        for (const auto &[name, commit] : overrides.candidate_commits) named.insert(name, commit);
+        recorded_overrides.insert("candidate_commits", named);
+    }
+    toml::table candidate_tables;
+    for (const PreparedCandidateFigures &c : candidates)
+        candidate_tables.insert(c.name, toml::table{{"source", c.source},
+                                                    {"commit", c.commit},
+                                                    {"patch", c.patch},
+                                                    {"patch_sha256", c.patch_sha256},
+                                                    {"tree_xxh3", c.tree_xxh3}});
+    toml::table t{{"manifest", manifest},
+                  {"overrides", recorded_overrides},
+                  {"source", source},
+                  {"commit", commit},
+                  {"arch", arch},
+                  {"baseline_tree_xxh3", baseline_tree_xxh3},
+                  {"candidates", candidate_tables},
+                  {"summary", summary}};
+    if (!support_tree_xxh3.empty()) t.insert("support_tree_xxh3", support_tree_xxh3);
+    return t;
+}
+
+PrepareFigures PrepareFigures::from_toml(const toml::table &figures) {
+    PrepareFigures f;
+    f.manifest = required_string(figures, "manifest", "");
+    f.source = required_string(figures, "source", "");
+    f.commit = required_string(figures, "commit", "");
+    f.arch = required_string(figures, "arch", "");
+    f.baseline_tree_xxh3 = required_string(figures, "baseline_tree_xxh3", "");
+    f.support_tree_xxh3 = figures["support_tree_xxh3"].value_or(std::string());
+    f.summary = required_string(figures, "summary", "");
+    if (const toml::table *o = figures["overrides"].as_table()) {
+        f.overrides.repository = (*o)["repository"].value<std::string>();
+        f.overrides.commit = (*o)["commit"].value<std::string>();
+        f.overrides.candidate_commit = (*o)["candidate_commit"].value<std::string>();
+        if (const toml::table *named = (*o)["candidate_commits"].as_table())
+            for (const auto &[name, commit] : *named)
+                f.overrides.candidate_commits[std::string(name.str())] = commit.value_or(std::string());
+    }
+    const toml::table *candidates = figures["candidates"].as_table();
+    if (!candidates || candidates->empty()) fail(ExitCode::usage, "prepare figures: 'candidates' is missing or empty");
+    for (const auto &[name, node] : *candidates) {
+        const std::string where = "candidates." + std::string(name.str()) + ".";
+        const toml::table *c = node.as_table();
+        if (!c) fail(ExitCode::usage, "prepare figures: '" + where.substr(0, where.size() - 1) + "' is not a table");
+        f.candidates.push_back({std::string(name.str()), required_string(*c, "source", where), required_string(*c, "commit", where),
+                                required_string(*c, "patch", where), required_string(*c, "patch_sha256", where),
+                                required_string(*c, "tree_xxh3", where)});
+    }
+    return f;
+}
+
+void print_prepare_figures(const PrepareFigures &figures, const Reporter &reporter) {
+    reporter.say("  baseline  " + figures.source + " at commit " + figures.commit);
+    for (const PreparedCandidateFigures &c : figures.candidates) {
+        reporter.say("  " + c.name + std::string(c.name.size() < 9 ? 9 - c.name.size() : 0, ' ') + " " + c.source +
+                     " at commit " + c.commit);
+        reporter.say(std::string(12, ' ') + (c.patch.empty() ? "no patch" : "patch " + c.patch + " (sha256 " + c.patch_sha256 + ")"));
+    }
+}
+
+PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &request, const Reporter &reporter) {
+    RunDirectory &run = context.run();
+    const Experiment &experiment = request.experiment;
+    PrepareOutcome outcome;
+    auto summarize = [&](const Checkpoint &c, const Reporter &to) {
+        const PrepareFigures figures = PrepareFigures::from_toml(c.figures);
+        if (c.status == StageStatus::passed) outcome.figures = figures;
+        print_prepare_figures(figures, to);
+    };
+    StageWork work;
+    work.stage = Stage::prepare;
+    work.add_inputs = [&](Fingerprint &f) {
+        // A checkpoint whose figures predate per-candidate figures is never up to date, so that its
+        // figures are never read as PrepareFigures.
+        f.add("figures", "per candidate");
+        f.add("experiment", experiment_to_toml(experiment));
+        for (const CandidateSpec &c : experiment.candidates)
+            if (!c.patch.empty()) f.add_file("patch", c.patch);
+        if (experiment.workload.q_file)
+            f.add_file("q", *experiment.workload.q_file).add_file("k", *experiment.workload.k_file).add_file("v", *experiment.workload.v_file);
+        bool uses_embedded = experiment.needs_support_tree();
+        std::vector<const SourceSpec *> sources{&experiment.baseline_source};
+        for (const CandidateSpec &c : experiment.candidates) sources.push_back(&c.source);
+        for (const SourceSpec *source : sources) {
+            if (source->kind == "git") f.add("commit", resolve_commit(source->repository, source->commit));
+            else uses_embedded = true;
+        }
+        if (uses_embedded) f.add_tree("embedded_kernels", request.embedded_kernels());
+    };
+    work.run = [&] {
+        StageResult failed;
+        failed.status = StageStatus::failed;
+        failed.keep_previous_checkpoint = true;
+        PreparedTrees trees;
+        Experiment recorded;
+        std::string resolved;
+        try {
+            recorded = stage_new_state(run.prepare_staging(), experiment, request.embedded_kernels, trees, resolved);
+        } catch (const Error &e) {
+            discard_leftovers(run, experiment);
+            if (e.code() != ExitCode::stop) throw;
+            // git itself failed: nothing was changed, so the previous checkpoint still describes the run.
+            failed.reasons.push_back(e.what());
+            outcome.reasons = failed.reasons;
+            return failed;
+        } catch (...) {
+            discard_leftovers(run, experiment);
+            throw;
+        }
+        if (!trees.patch_applied) {
+            discard_leftovers(run, experiment);
+            const CandidateSpec &c = experiment.candidate(trees.failed_candidate);
+            std::string commit;
+            for (const PreparedCandidateTree &t : trees.candidates)
+                if (t.name == c.name) commit = t.commit;
+            failed.reasons.push_back("the patch " + c.patch + " of candidate '" + c.name + "' does not apply at " + commit +
+                                     ": " + trees.patch_error);
+            outcome.reasons = failed.reasons;
+            return failed;
+        }
+        swap_in(run, experiment);
+        return passed_result(run, request, recorded, trees, resolved);
+    };
+    work.summarize = summarize;
+    // Also when the run turns out up to date: a prepare killed before its swap left the old state
+    // intact, and its staging behind.
+    discard_leftovers(run, experiment);
+    outcome.exit_code = execute_stage(context, work, request.force, reporter);
+    return outcome;
+}
+
+PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const PrepareRequest &request, const Reporter &reporter) {
+    PrepareOutcome outcome;
+    std::error_code ec;
+    try {
+        StageContext context(root, request.experiment);
+        reporter.progress("run directory: " + root.string());
+        outcome = prepare_stage(context, request, reporter);
+    } catch (...) {
+        if (made_here) fs::remove_all(root, ec);
+        throw;
+    }
+    if (outcome.exit_code != ExitCode::ok && made_here) fs::remove_all(root, ec);
+    return outcome;
+}
+
+ExitCode keep_copied_run(const fs::path &root, const std::string &manifest, const Reporter &reporter) {
+    StageContext context(root, std::nullopt);
+    StageWork kept{Stage::prepare, nullptr, nullptr, nullptr, [](const Checkpoint &c, const Reporter &to) {
+                       print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
+                   }};
+    if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + manifest + ", which is not on this host", reporter))
+        return *code;
+    fail(ExitCode::usage, "the run was prepared from " + manifest +
+                              ", which is not on this host, and its prepare checkpoint is not a passed, intact one; "
+                              "pass --manifest to prepare it again");
+}
+
+}  // namespace s2tp

@@ -1,0 +1,82 @@
+// The prepare stage: resolve the experiment manifest into the run directory and make the source
+// trees, trees/baseline and one trees/<name> per candidate (each with its own patch applied).
+//
+// prepare is transactional. It makes the new experiment.toml, the input copies (each candidate's patch
+// as inputs/<name>.patch, the workload tensors) and the trees in <run>/.prepare-new and swaps them in
+// only once all of them are complete; the stage framework then writes the checkpoint. Every file and
+// tree is recorded in that checkpoint with its digest, and every stage checks them before trusting
+// prepare, so a kill during the swap leaves a state that no checkpoint describes: untrusted, and the
+// next prepare cleans it up.
+#pragma once
+
+#include "model/experiment_manifest.h"
+#include "pipeline/cli.h"
+#include "pipeline/stage_pipeline.h"
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// What prepare recorded about one candidate, under [figures.candidates.<name>].
+struct PreparedCandidateFigures {
+    std::string name;
+    std::string source;        // its source kind: embedded | git
+    std::string commit;        // its tree's commit before the patch
+    std::string patch;         // the manifest's patch path ("" without a patch)
+    std::string patch_sha256;  // "" without a patch
+    std::string tree_xxh3;     // XXH3-128 over trees/<name>
+};
+
+// The figures of prepare's checkpoint (sage2tp-checkpoint(5)).
+struct PrepareFigures {
+    std::string manifest;          // absolute path of the manifest the run was prepared from
+    SourceOverrides overrides;     // prepare's --repository, --commit and --candidate-commit values
+    std::string source;            // the baseline's source kind
+    std::string commit;            // the baseline tree's commit
+    std::string arch;              // [build] arch of the manifest
+    std::string baseline_tree_xxh3;
+    std::string support_tree_xxh3;  // "" without a support tree
+    std::vector<PreparedCandidateFigures> candidates;  // by name
+    std::string summary;           // one line: sources, commits, patches
+
+    toml::table to_toml() const;
+    // Error(usage) naming the key when a figure is missing or of the wrong type.
+    static PrepareFigures from_toml(const toml::table &figures);
+};
+
+// The human summary: the baseline line, then one line per candidate.
+void print_prepare_figures(const PrepareFigures &figures, const Reporter &reporter);
+
+struct PrepareRequest {
+    std::filesystem::path manifest;  // recorded in the figures (the experiment was loaded from it)
+    SourceOverrides overrides;
+    Experiment experiment;
+    bool force = false;
+    std::function<std::filesystem::path()> embedded_kernels;  // the kernels an embedded source commits
+};
+
+struct PrepareOutcome {
+    ExitCode exit_code = ExitCode::ok;  // 0 passed or up to date, 1 a failed prepare (nothing changed)
+    std::optional<PrepareFigures> figures;  // of the checkpoint that now stands, when it passed
+    std::vector<std::string> reasons;       // why it failed
+};
+
+// Runs prepare in `context` (opened with the request's experiment): clears what a killed prepare
+// left, skips an up-to-date run unless forced, stages and swaps in the new state. A failure inside
+// (a patch that does not apply, git failing) changes nothing and keeps the previous checkpoint.
+PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &request, const Reporter &reporter);
+
+// prepare_stage in the run directory `root`, which it opens (and locks). A prepare that fails in a run
+// directory it made (`made_here`: a new run id or --run DIR) removes it again, leaving no empty run.
+PrepareOutcome prepare_in_run(const std::filesystem::path &root, bool made_here, const PrepareRequest &request,
+                              const Reporter &reporter);
+
+// For a run copied from another host, whose manifest is not here: reports its prepare checkpoint up
+// to date when it passed and its trees and files are as recorded, else Error(usage).
+ExitCode keep_copied_run(const std::filesystem::path &run, const std::string &manifest, const Reporter &reporter);
+
+}  // namespace s2tp
