@@ -1,0 +1,134 @@
+// The figures of the time checkpoint (05-time.toml) as one typed struct: what the time stage writes,
+// what the gate, status, report and compare read, and what the human printer shows. Every figure is a
+// std::optional (or an empty list): a key that a checkpoint lacks stays unset and is never read as 0,
+// so a renamed or missing figure shows as "not recorded" instead of passing as a number.
+//
+// The layout in TOML (sage2tp-checkpoint(5) documents every key):
+//   workload, shape, device, device_name, arch, summary, stopped_by ...   scalars
+//   [sha256]                    the baseline's digest, the pin, whether the outputs held
+//   [baseline] [baseline_control]  timing summaries over the kept rounds
+//   [aa]                        the A/A control's interval (control/baseline)
+//   [candidates.NAME]           one table per candidate, keyed by its name: digest, timing, ratio, ncu
+//   candidate_order             the candidates' names in the manifest's order (TOML tables are unordered)
+//   [sm_clock_mhz] [ncu]
+//
+// Usage:
+//   TimeFigures f = TimeFigures::from_toml(checkpoint.figures);
+//   if (const CandidateTimeFigures *c = f.candidate("candidate"); c && c->ratio) use(c->ratio->median);
+//   checkpoint.figures = f.to_toml();
+//   reporter.say(time_figures_text(f, plot_path));
+#pragma once
+
+#include "formats/checkpoint_store.h"
+#include "pipeline/cli.h"
+#include "stages/ncu_metrics.h"
+#include "support/statistics.h"
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s2tp {
+
+// One arm's times over the kept rounds, in milliseconds, and its throughput at the median.
+struct ArmTimeFigures {
+    std::optional<double> p10, p50, p90, mean, stdev;
+    std::optional<std::int64_t> n;
+    std::optional<double> tops_p50;  // tera-operations per second at p50
+
+    static ArmTimeFigures of(const Summary &summary, double tops_p50);
+    toml::table to_toml() const;
+    static ArmTimeFigures from_toml(const toml::table &table);
+};
+
+// A ratio over the baseline (a candidate's, or the A/A control's) with its bootstrap interval, and,
+// for a run of several repeats (time --repeat), each repeat's median ratio, the spread between them
+// and the typical interval within one.
+struct RatioFigures {
+    std::optional<double> median, ci_low, ci_high;
+    std::optional<double> half_width;  // (ci_high - ci_low) / 2 / median
+    std::optional<std::int64_t> resamples, seed;
+    std::optional<double> confidence;
+    std::optional<bool> contains_one;
+    std::vector<double> repeat_medians;               // one per repeat; empty for a single process
+    std::optional<double> between_repeat_spread;      // stdev of repeat_medians / median
+    std::optional<double> within_repeat_half_width;   // median of the repeats' own relative half-widths
+
+    static RatioFigures of(const RatioInterval &interval);
+    // The interval, when median, ci_low and ci_high are all recorded.
+    std::optional<RatioInterval> interval() const;
+    toml::table to_toml() const;
+    static RatioFigures from_toml(const toml::table &table);
+};
+
+struct CandidateTimeFigures {
+    std::string name;                             // the manifest's [[candidate]] name
+    std::optional<std::string> sha256;            // the candidate's output O
+    std::optional<bool> matches_baseline;         // sha256 == the baseline's
+    std::optional<ArmTimeFigures> timing;
+    std::optional<RatioFigures> ratio;            // candidate/baseline
+    std::optional<NcuComparison> ncu;             // with --ncu, when both profiles were read back
+
+    toml::table to_toml() const;
+    static CandidateTimeFigures from_toml(const std::string &name, const toml::table &table);
+};
+
+// One ncu profile (time --ncu) of one variant.
+struct NcuRunFigures {
+    std::optional<std::int64_t> exit_code;
+    std::optional<std::string> log, report;  // run-relative paths
+    std::optional<double> seconds;
+};
+
+struct NcuFigures {
+    std::optional<bool> requested, found;
+    std::optional<double> seconds;                // both profiles' wall time
+    std::optional<std::int64_t> seq_len;          // when [time] ncu_seq_len chose a shorter shape
+    std::map<std::string, NcuRunFigures> runs;    // by variant name ("baseline", each candidate's)
+
+    toml::table to_toml() const;
+    static NcuFigures from_toml(const toml::table &table);
+};
+
+struct TimeFigures {
+    std::optional<std::string> workload, shape, device, device_name, arch;
+
+    // Output digests: the baseline's, the pin it was checked against (absent when none is), whether
+    // every output passed its checks before timing and held during it, and the pin --pin replaced.
+    std::optional<std::string> baseline_sha256, expected_sha256, replaced_pin;
+    std::optional<bool> outputs_match;
+
+    std::optional<ArmTimeFigures> baseline, baseline_control;
+    std::optional<RatioFigures> aa;                // control/baseline
+    std::vector<CandidateTimeFigures> candidates;  // in the manifest's order
+
+    std::optional<std::int64_t> rounds, throttled_rounds;  // summed over the repeats
+    std::optional<std::string> stopped_by;         // "half_width" | "budget" (the last repeat's with several)
+    std::optional<bool> l2_flushed;
+    std::optional<std::int64_t> footprint_bytes;
+    std::optional<std::int64_t> order_seed, warmup_launches, min_rounds, repeats;
+    std::optional<double> target_half_width, budget_seconds, measure_seconds;
+    std::optional<double> sm_clock_min_mhz, sm_clock_median_mhz, sm_clock_max_mhz;
+    std::optional<NcuFigures> ncu;
+    std::optional<std::string> summary;
+
+    const CandidateTimeFigures *candidate(const std::string &name) const;
+    CandidateTimeFigures &candidate_or_add(const std::string &name);
+
+    toml::table to_toml() const;
+    static TimeFigures from_toml(const toml::table &figures);
+};
+
+// The human summary of a time checkpoint: the arms' table, each candidate's ratio (with repeats, the
+// between-repeat spread beside the within-repeat half-width), the A/A control, rounds and clocks, the
+// speed in words and the plot, and the ncu comparisons. `plot` is the run-relative SVG path or "".
+std::string time_figures_text(const TimeFigures &figures, const std::string &plot);
+
+// The stage framework's summarize hook for the time checkpoint.
+void print_time(const Checkpoint &checkpoint, const Reporter &reporter);
+
+}  // namespace s2tp
