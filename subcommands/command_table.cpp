@@ -21,6 +21,8 @@ const std::vector<CommandEntry> &command_table() {
         {"status", status_command, "table of the run's checkpoints, and what to run next", std::nullopt, false},
         {"report", report_command, "time and gate results for a pull request (text, markdown, csv, json)",
          std::nullopt, false},
+        {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv) and SVG",
+         std::nullopt, false},
         {"clean", clean_command, "remove a run: its worktrees in your repository, then its directory", std::nullopt,
          false},
         {"help", help_command, "this list, or one command's options (sage2tp help CMD)", std::nullopt, false},

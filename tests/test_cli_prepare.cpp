@@ -69,7 +69,7 @@ TEST_F(Cli, UsageErrorsExitTwoWithAClearMessage) {
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {
-    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "clean"}) {
+    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "compare", "clean"}) {
         ProcessResult r = sage2tp({command, "--help"});
         EXPECT_EQ(r.exit_code, 0) << command;
         EXPECT_NE(r.out.find("sage2tp " + command), std::string::npos) << command << ": " << r.out;
@@ -485,13 +485,14 @@ TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
 TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     const std::string script = (fs::path(S2TP_SOURCE_ROOT) / "data/completion/sage2tp.bash").string();
     const auto complete = [&](const std::string &words, int cword) {
-        return run_process({"bash", "-c", "source '" + script + "'; COMP_WORDS=(" + words + "); COMP_CWORD=" +
-                                              std::to_string(cword) + "; _sage2tp; printf '%s\\n' \"${COMPREPLY[@]}\""});
+        return run_process({"bash", "-c", "cd '" + dir_.string() + "' && source '" + script + "'; COMP_WORDS=(" + words +
+                                              "); COMP_CWORD=" + std::to_string(cword) +
+                                              "; _sage2tp; printf '%s\\n' \"${COMPREPLY[@]}\""});
     };
     ProcessResult r = complete("'" + sage2tp_binary() + "' ''", 1);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const char *command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "report",
-                                "clean", "help"})
+                                "compare", "clean", "help"})
         EXPECT_NE(r.out.find(std::string(command) + "\n"), std::string::npos) << command << " missing from: " << r.out;
     // Exactly the commands `sage2tp help` lists.
     ProcessResult help = sage2tp({"help"});
@@ -505,4 +506,14 @@ TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     EXPECT_NE(r.out.find("--workload\n"), std::string::npos) << r.out;
     r = complete("'" + sage2tp_binary() + "' help bu", 2);
     EXPECT_EQ(r.out, "build\n");
+    // compare's runs: the run ids under the runs root (not its latest link), then directories.
+    for (const char *id : {"tp-a", "tp-b"}) {
+        fs::create_directories(dir_ / "runs" / id);
+        std::ofstream(dir_ / "runs" / id / "experiment.toml") << "";
+    }
+    fs::create_directory_symlink("tp-a", dir_ / "runs/latest");
+    r = complete("'" + sage2tp_binary() + "' --root runs compare tp", 4);
+    EXPECT_EQ(r.out, "tp-a\ntp-b\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' compare --format ''", 3);
+    EXPECT_EQ(r.out, "text\nmarkdown\ncsv\n") << r.err;
 }

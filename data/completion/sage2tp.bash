@@ -24,8 +24,14 @@ _sage2tp() {
 
     case $prev in
         --run|--root|--repository|--torch-include) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-        --manifest|--nvcc|--workload) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --format) COMPREPLY=($(compgen -W "text markdown csv json" -- "$cur")); return ;;
+        --manifest|--nvcc|--workload|--svg) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --format)
+            if [[ $command == compare ]]; then
+                COMPREPLY=($(compgen -W "text markdown csv" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "text markdown csv json" -- "$cur"))
+            fi
+            return ;;
     esac
 
     if [[ -z $command ]]; then
@@ -38,6 +44,16 @@ _sage2tp() {
         COMPREPLY=($(compgen -W "$(_sage2tp_commands "$program")" -- "$cur"))
     elif [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$("$program" help "$command" 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)" -- "$cur"))
+    elif [[ $command == compare ]]; then
+        # compare's runs: the run ids under --root (sage2tp-runs unless given), and directories.
+        local root=sage2tp-runs
+        for ((i = 1; i < COMP_CWORD; i++)); do
+            [[ ${COMP_WORDS[i]} == --root ]] && root=${COMP_WORDS[i+1]}
+        done
+        local ids=()
+        [[ -d $root ]] && while IFS= read -r word; do ids+=("$word"); done < <(cd "$root" && for d in */; do
+            [[ $d != latest/ && -f $d/experiment.toml ]] && printf '%s\n' "${d%/}"; done)
+        COMPREPLY=($(compgen -W "${ids[*]}" -- "$cur") $(compgen -d -- "$cur"))
     fi
 }
 
