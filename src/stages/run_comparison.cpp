@@ -9,7 +9,6 @@
 #include "support/number_format.h"
 
 #include <algorithm>
-#include <iomanip>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -97,24 +96,31 @@ const std::vector<std::string> &column_names() {
     return names;
 }
 
-// One table row per candidate (one with candidate "-" for a run that names none). In text and markdown
-// the time and gate columns hold the state alone and the notes follow the table; csv carries the note
-// in the cell, so that every row stands alone.
-std::vector<std::vector<std::string>> table_rows(const std::vector<ComparedRun> &runs, bool notes_in_cells) {
-    std::vector<std::vector<std::string>> rows;
+// Calls row(run, candidate) once per candidate of each run, and row(run, nullptr) once for a run that
+// names none, so that every run has a row.
+template <typename Row>
+void for_each_row(const std::vector<ComparedRun> &runs, Row row) {
     for (const ComparedRun &run : runs) {
-        const std::string time = notes_in_cells ? state_text(run.time) : run.time.state;
-        const std::string gate_state = notes_in_cells ? state_text(run.gate) : run.gate.state;
-        const auto row = [&](const ComparedCandidate *c) {
-            const std::string gate = run.gate.usable() && c && !c->verdict.empty() ? c->verdict : gate_state;
-            rows.push_back({run.id, c ? c->name : "-", or_dash(run.workload), or_dash(run.arch), or_dash(run.gpu),
-                            clock_text(run), number_or_dash(run.baseline_p50_ms, 3),
-                            c ? number_or_dash(c->p50_ms, 3) : "-", c ? interval_text(c->ratio) : "-",
-                            interval_text(run.aa), time, gate});
-        };
-        if (run.candidates.empty()) row(nullptr);
-        for (const ComparedCandidate &c : run.candidates) row(&c);
+        if (run.candidates.empty()) row(run, nullptr);
+        for (const ComparedCandidate &c : run.candidates) row(run, &c);
     }
+}
+
+// The gate cell: the candidate's verdict from a usable gate checkpoint, else `state`, the checkpoint's.
+std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const std::string &state) {
+    return run.gate.usable() && c && !c->verdict.empty() ? c->verdict : state;
+}
+
+// The text and markdown rows: the time and gate columns hold the state alone, and the notes follow the
+// table (csv carries them in its cells instead, so that every row stands alone).
+std::vector<std::vector<std::string>> table_rows(const std::vector<ComparedRun> &runs) {
+    std::vector<std::vector<std::string>> rows;
+    for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
+        rows.push_back({run.id, c ? c->name : "-", or_dash(run.workload), or_dash(run.arch), or_dash(run.gpu),
+                        clock_text(run), number_or_dash(run.baseline_p50_ms, 3), c ? number_or_dash(c->p50_ms, 3) : "-",
+                        c ? interval_text(c->ratio) : "-", interval_text(run.aa), run.time.state,
+                        gate_cell(run, c, run.gate.state)});
+    });
     return rows;
 }
 
@@ -132,7 +138,7 @@ std::vector<std::string> table_notes(const std::vector<ComparedRun> &runs) {
 }
 
 std::string text_table(const std::vector<ComparedRun> &runs) {
-    std::vector<std::vector<std::string>> rows = table_rows(runs, false);
+    std::vector<std::vector<std::string>> rows = table_rows(runs);
     std::vector<std::string> header;
     for (const std::string &name : column_names()) {
         std::string upper = name;
@@ -161,7 +167,7 @@ std::string markdown_table(const std::vector<ComparedRun> &runs) {
     out << "\n|";
     for (std::size_t i = 0; i < column_names().size(); ++i) out << "---|";
     out << "\n";
-    for (const auto &row : table_rows(runs, false)) {
+    for (const auto &row : table_rows(runs)) {
         out << "|";
         for (const std::string &cell : row) out << " " << markdown_cell(cell) << " |";
         out << "\n";
@@ -183,20 +189,15 @@ std::string csv_table(const std::vector<ComparedRun> &runs) {
         if (!ci) return std::string(",,");
         return shortest(ci->median) + "," + shortest(ci->lo) + "," + shortest(ci->hi);
     };
-    for (const ComparedRun &run : runs) {
-        const auto row = [&](const ComparedCandidate *c) {
-            const std::string gate = run.gate.usable() && c && !c->verdict.empty() ? c->verdict : state_text(run.gate);
-            out << csv_field(run.id) << "," << csv_field(run.root.string()) << "," << csv_field(c ? c->name : "")
-                << "," << csv_field(run.workload.value_or("")) << "," << csv_field(run.arch.value_or("")) << ","
-                << csv_field(run.gpu.value_or("")) << "," << number(run.sm_clock_min_mhz) << ","
-                << number(run.sm_clock_median_mhz) << "," << number(run.sm_clock_max_mhz) << ","
-                << number(run.baseline_p50_ms) << "," << (c ? number(c->p50_ms) : "") << ","
-                << (c ? interval(c->ratio) : ",,") << "," << interval(run.aa) << "," << csv_field(state_text(run.time))
-                << "," << csv_field(gate) << "\n";
-        };
-        if (run.candidates.empty()) row(nullptr);
-        for (const ComparedCandidate &c : run.candidates) row(&c);
-    }
+    for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
+        out << csv_field(run.id) << "," << csv_field(run.root.string()) << "," << csv_field(c ? c->name : "") << ","
+            << csv_field(run.workload.value_or("")) << "," << csv_field(run.arch.value_or("")) << ","
+            << csv_field(run.gpu.value_or("")) << "," << number(run.sm_clock_min_mhz) << ","
+            << number(run.sm_clock_median_mhz) << "," << number(run.sm_clock_max_mhz) << ","
+            << number(run.baseline_p50_ms) << "," << (c ? number(c->p50_ms) : "") << ","
+            << (c ? interval(c->ratio) : ",,") << "," << interval(run.aa) << "," << csv_field(state_text(run.time))
+            << "," << csv_field(gate_cell(run, c, state_text(run.gate))) << "\n";
+    });
     return out.str();
 }
 
@@ -301,25 +302,19 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
     for (const ComparedRun &run : runs) {
         if (run.workload) workloads.insert(*run.workload);
         if (run.gpu) gpus.insert(*run.gpu);
-        const std::string aa = run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->contains(1.0) ? " ok" : " excludes 1")
-                                      : "A/A -";
-        const auto gate_word = [&](const ComparedCandidate &c) {
-            return run.gate.usable() && !c.verdict.empty() ? "gate " + c.verdict : "gate " + run.gate.state;
-        };
-        if (run.candidates.empty())
-            plot.rows.push_back({"-", run.id, std::nullopt, "no interval: time " + run.time.state});
-        for (const ComparedCandidate &c : run.candidates) {
-            ++candidates;
-            IntervalRow row{c.name, run.id, std::nullopt, ""};
-            if (c.ratio) {
-                row.interval = c.ratio;
-                row.note = aa + ", " + gate_word(c);
-            } else {
-                row.note = "no interval: time " + run.time.state + ", " + gate_word(c);
-            }
-            plot.rows.push_back(row);
-        }
     }
+    for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
+        const std::string gate = "gate " + gate_cell(run, c, run.gate.state);
+        IntervalRow row{c ? c->name : "-", run.id, c ? c->ratio : std::nullopt, ""};
+        if (row.interval)
+            row.note = (run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->contains(1.0) ? " ok" : " excludes 1")
+                               : std::string("A/A -")) +
+                       ", " + gate;
+        else
+            row.note = "no interval: time " + run.time.state + ", " + gate;
+        if (c) ++candidates;
+        plot.rows.push_back(row);
+    });
     const auto joined = [](const std::set<std::string> &names) {
         std::string text;
         for (const std::string &name : names) text += (text.empty() ? "" : ", ") + name;
