@@ -9,7 +9,9 @@
 namespace s2tp {
 
 int compare_command(const Args &args) {
-    CommandLine cl("compare", "Compare runs and their candidates: workload, GPU, clocks, p50s, ratios, A/A, verdicts.",
+    CommandLine cl("compare",
+                   "Compare runs and their candidates: workload, GPU, clocks, p50s, ratios, A/A, verdicts. Each RUN is "
+                   "a run directory or a run id under --root; without one, the run other commands pick.",
                    args);
     cl.add_options()("runs", "the runs: run directories or run ids under --root (default: the run other commands "
                              "pick)",
