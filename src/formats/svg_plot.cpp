@@ -74,11 +74,11 @@ double nice_step(double span) {
 
 class Svg {
 public:
-    explicit Svg(double height = page_height) {
+    explicit Svg(double page_height) {
         out_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
         out_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + coord(page_width) +
-                "\" height=\"" + coord(height) + "\" viewBox=\"0 0 " + coord(page_width) + " " +
-                coord(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+                "\" height=\"" + coord(page_height) + "\" viewBox=\"0 0 " + coord(page_width) + " " +
+                coord(page_height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
     }
 
     void title(const std::string &text) { out_ += "<title>" + xml_escape(text) + "</title>\n"; }
@@ -218,7 +218,7 @@ std::string render_time_plot_svg(const TimePlot &plot) {
     require_drawable(ab, "the candidate/baseline interval");
     require_drawable(aa, "the A/A interval");
 
-    Svg svg;
+    Svg svg(page_height);
     svg.title(plot.title);
     svg.rect(0, 0, page_width, page_height, "fill=\"#ffffff\"");
     svg.text(label_x, 30, plot.title, "font-size=\"18\" font-weight=\"bold\"");
