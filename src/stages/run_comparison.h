@@ -69,7 +69,9 @@ std::vector<std::filesystem::path> select_compared_runs(const std::vector<std::s
 ComparedRun compare_run(const std::filesystem::path &root);
 
 // One row per candidate of each run (one row with candidate "-" for a run whose checkpoints name none),
-// then a note per checkpoint that is not "ok". format: text | markdown | csv, else Error(usage).
+// then in text and markdown the notes: each checkpoint's reason where it has one (failed, skipped, stale,
+// untrusted), the gate's overall line where it did not pass. format: text | markdown | csv, else
+// Error(usage).
 std::string comparison_table(const std::vector<ComparedRun> &runs, const std::string &format);
 
 // The same rows for --json: { runs = [ { id, run_dir, time = {state, note}, gate = {...}, workload, ...,
