@@ -22,6 +22,8 @@ const std::vector<CommandEntry> &command_table() {
         {"report", report_command, "time and gate results for a pull request (text, markdown, csv, json)",
          std::nullopt, false},
         {"phases", phases_command, "phase-timed builds of every variant; where each warp's cycles go", std::nullopt, false},
+        {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv) and SVG",
+         std::nullopt, false},
         {"clean", clean_command, "remove a run: its worktrees in your repository, then its directory", std::nullopt,
          false},
         {"help", help_command, "this list, or one command's options (sage2tp help CMD)", std::nullopt, false},

@@ -18,6 +18,7 @@ int gate_command(const Args &args);
 int run_command(const Args &args);
 int status_command(const Args &args);
 int report_command(const Args &args);
+int compare_command(const Args &args);
 int help_command(const Args &args);
 int clean_command(const Args &args);
 int phases_command(const Args &args);

@@ -1,6 +1,8 @@
 // The build stage end to end with the real nvcc (no GPU needed): the embedded default compiled for
 // every supported arch, its ptxas resources and occupancy, "up to date", and a candidate that does
 // not compile. Prints the register/spill/shared-memory table of both schedules for each arch.
+#include "cli_fixture.h"
+
 #include "formats/checkpoint_store.h"
 #include "build_config.h"
 #include "support/process_runner.h"
@@ -15,7 +17,6 @@ using namespace s2tp;
 
 namespace {
 
-const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
 const fs::path source_root = S2TP_SOURCE_ROOT;
 
 // Keyed by the adapters' short names, the same for every kernel ABI.
@@ -26,16 +27,9 @@ const char *const attention_entries[] = {
 class Build : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        dir_ = fs::temp_directory_path() / ("s2tp-build-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
+        dir_ = fresh_temp_directory("build");
     }
-    static ProcessResult sage2tp(std::vector<std::string> args) {
-        args.insert(args.begin(), binary);
-        ProcessOptions options;
-        options.working_directory = dir_;
-        return run_process(args, options);
-    }
+    static ProcessResult sage2tp(std::vector<std::string> args) { return run_sage2tp(std::move(args), dir_); }
     static Checkpoint build_checkpoint(const fs::path &run) {
         CheckpointRead read = read_checkpoint(run / "checkpoints/02-build.toml");
         EXPECT_TRUE(read.checkpoint) << read.problem;
@@ -68,7 +62,7 @@ void expect_consistent(const toml::table &v, const std::string &what, int warps_
 }  // namespace
 
 TEST_F(Build, EmbeddedDefaultForEverySupportedArch) {
-    ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
+    ASSERT_FALSE(sage2tp_binary().empty()) << "SAGE2TP_BIN is not set";
     ProcessResult r = sage2tp({"prepare", "--run", "default", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::pair<const char *, int> arches[] = {{"sm_89", 48}, {"sm_90a", 64}, {"sm_120a", 48}, {"sm_121a", 48}};

@@ -1,5 +1,7 @@
 // End-to-end tests of the sage2tp binary: the CLI contract (exit codes, messages, --json) and the
 // prepare stage on the embedded default and on real temporary git repositories.
+#include "cli_fixture.h"
+
 #include "formats/checkpoint_store.h"
 #include "build_config.h"
 #include "formats/tensor_io.h"
@@ -23,40 +25,13 @@ using namespace s2tp;
 
 namespace {
 
-const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
-
-class Cli : public ::testing::Test {
+class Cli : public CliTest {
 protected:
-    void SetUp() override {
-        ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
-        dir_ = fs::temp_directory_path() / ("s2tp-cli-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    ProcessResult sage2tp(std::vector<std::string> args) {
-        args.insert(args.begin(), binary);
-        ProcessOptions options;
-        options.working_directory = dir_;
-        return run_process(args, options);
-    }
-    void git(const fs::path &repo, std::vector<std::string> args) {
-        args.insert(args.begin(), {"git", "-C", repo.string()});
-        ProcessOptions options;
-        options.extra_environment = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t"},
-                                     {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@t"}};
-        ProcessResult r = run_process(args, options);
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-    }
     // A git repository holding kernels/k.cu ("int schedule = 0;") and its commit id.
     std::string make_repository(const fs::path &repo) {
         fs::create_directories(repo / "kernels");
         std::ofstream(repo / "kernels/k.cu") << "// kernel\nint schedule = 0;\n";
-        git(repo, {"init", "-q"});
-        git(repo, {"add", "."});
-        git(repo, {"commit", "-q", "-m", "k"});
-        ProcessResult r = run_process({"git", "-C", repo.string(), "rev-parse", "HEAD"});
-        return r.out.substr(0, 40);
+        return commit_repository(repo);
     }
     fs::path write_manifest(const std::string &source, const std::string &patch_text) {
         std::ofstream(dir_ / "c.patch") << patch_text;
@@ -73,13 +48,7 @@ protected:
         EXPECT_TRUE(read.checkpoint) << read.problem;
         return read.checkpoint ? *read.checkpoint : Checkpoint{};
     }
-    fs::path dir_;
 };
-
-std::string slurp(const fs::path &p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 }  // namespace
 
@@ -100,7 +69,7 @@ TEST_F(Cli, UsageErrorsExitTwoWithAClearMessage) {
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {
-    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "clean"}) {
+    for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "compare", "clean"}) {
         ProcessResult r = sage2tp({command, "--help"});
         EXPECT_EQ(r.exit_code, 0) << command;
         EXPECT_NE(r.out.find("sage2tp " + command), std::string::npos) << command << ": " << r.out;
@@ -213,14 +182,8 @@ TEST_F(Cli, InterruptedPrepareIsRedoneAndNothingStaleIsTrusted) {
     // Kill prepare at different moments, then run it again: it must complete and agree with a clean run.
     for (int delay_ms : {0, 5, 20, 60, 150}) {
         fs::path run = dir_ / ("killed-" + std::to_string(delay_ms));
-        pid_t pid = ::fork();
+        pid_t pid = start({"prepare", "--manifest", "m.toml", "--run", run.string(), "-q"});
         ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            ::chdir(dir_.c_str());
-            ::execl(binary.c_str(), binary.c_str(), "prepare", "--manifest", "m.toml", "--run", run.c_str(), "-q",
-                    static_cast<char *>(nullptr));
-            ::_exit(127);
-        }
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
         ::kill(pid, SIGKILL);
         int status = 0;
@@ -490,7 +453,7 @@ TEST_F(Cli, StatusSaysWhatToRunNextFromInsideTheRun) {
     ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
     ProcessOptions options;
     options.working_directory = dir_ / "run/trees";
-    ProcessResult r = run_process({binary, "status"}, options);
+    ProcessResult r = run_process({sage2tp_binary(), "status"}, options);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("run " + fs::canonical(dir_ / "run").string()), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("next: sage2tp run   (or sage2tp build for build alone)"), std::string::npos) << r.out;
@@ -524,13 +487,14 @@ TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
 TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     const std::string script = (fs::path(S2TP_SOURCE_ROOT) / "data/completion/sage2tp.bash").string();
     const auto complete = [&](const std::string &words, int cword) {
-        return run_process({"bash", "-c", "source '" + script + "'; COMP_WORDS=(" + words + "); COMP_CWORD=" +
-                                              std::to_string(cword) + "; _sage2tp; printf '%s\\n' \"${COMPREPLY[@]}\""});
+        return run_process({"bash", "-c", "cd '" + dir_.string() + "' && source '" + script + "'; COMP_WORDS=(" + words +
+                                              "); COMP_CWORD=" + std::to_string(cword) +
+                                              "; _sage2tp; printf '%s\\n' \"${COMPREPLY[@]}\""});
     };
-    ProcessResult r = complete("'" + binary + "' ''", 1);
+    ProcessResult r = complete("'" + sage2tp_binary() + "' ''", 1);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const char *command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "report",
-                                "clean", "help"})
+                                "compare", "clean", "help"})
         EXPECT_NE(r.out.find(std::string(command) + "\n"), std::string::npos) << command << " missing from: " << r.out;
     // Exactly the commands `sage2tp help` lists.
     ProcessResult help = sage2tp({"help"});
@@ -539,11 +503,21 @@ TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
          at = help.out.find("\n  ", at + 1))
         ++listed;
     EXPECT_EQ(static_cast<std::size_t>(std::count(r.out.begin(), r.out.end(), '\n')), listed) << r.out;
-    r = complete("'" + binary + "' --run x time --", 4);
+    r = complete("'" + sage2tp_binary() + "' --run x time --", 4);
     EXPECT_NE(r.out.find("--min-rounds\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("--workload\n"), std::string::npos) << r.out;
-    r = complete("'" + binary + "' help bu", 2);
+    r = complete("'" + sage2tp_binary() + "' help bu", 2);
     EXPECT_EQ(r.out, "build\n");
+    // compare's runs: the run ids under the runs root (not its latest link), then directories.
+    for (const char *id : {"tp-a", "tp-b"}) {
+        fs::create_directories(dir_ / "runs" / id);
+        std::ofstream(dir_ / "runs" / id / "experiment.toml") << "";
+    }
+    fs::create_directory_symlink("tp-a", dir_ / "runs/latest");
+    r = complete("'" + sage2tp_binary() + "' --root runs compare tp", 4);
+    EXPECT_EQ(r.out, "tp-a\ntp-b\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' compare --format ''", 3);
+    EXPECT_EQ(r.out, "text\nmarkdown\ncsv\n") << r.err;
 }
 
 TEST_F(Cli, QuietPreparePrintsOnlyTheRunDirectory) {

@@ -8,6 +8,8 @@
 //    (S2TP_FAULT_TRIALS and S2TP_FAULT_SEED change the count and the seed);
 //  * filesystem refusals exit 2 naming the path; --json always prints one object; status notices a
 //    corrupted cubin; two prepare --new in one second make two runs.
+#include "cli_fixture.h"
+
 #include "formats/checkpoint_store.h"
 #include "support/hashing.h"
 #include "pipeline/stage_pipeline.h"
@@ -31,20 +33,6 @@ namespace fs = std::filesystem;
 using namespace s2tp;
 
 namespace {
-
-const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
-
-// A /proc file, or "" when the process is gone. With plain read(2): libstdc++'s filebuf throws when a
-// read fails (ESRCH from a process that exits while it is read), and processes exit all the time here.
-std::string slurp(const fs::path &p) {
-    std::string text;
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-    ::close(fd);
-    return text;
-}
 
 int env_int(const char *name, int fallback) {
     const char *value = std::getenv(name);
@@ -101,55 +89,12 @@ const char *kernel_line(int value) {
                       : "extern \"C\" __global__ void s2tp_attn_hd64_f16_nomask(float *o) { o[threadIdx.x] = 2.0f; }\n";
 }
 
-class Reliability : public ::testing::Test {
+class Reliability : public CliTest {
 protected:
-    void SetUp() override {
-        ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
-        dir_ = fs::temp_directory_path() / ("s2tp-rel-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
     void TearDown() override {
         std::error_code ec;
         fs::permissions(dir_ / "locked", fs::perms::owner_all, ec);
-        fs::remove_all(dir_, ec);
-    }
-    ProcessResult sage2tp(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-        args.insert(args.begin(), binary);
-        ProcessOptions options;
-        options.working_directory = dir_;
-        options.extra_environment = std::move(env);
-        return run_process(args, options);
-    }
-    // Starts sage2tp without waiting; in a process group of its own when `own_group`, as a shell's
-    // job is, so that a signal to the group is what Ctrl-C at a terminal sends.
-    pid_t start(const std::vector<std::string> &args, bool own_group = false) {
-        std::vector<std::string> words{binary};
-        words.insert(words.end(), args.begin(), args.end());
-        std::vector<char *> argv;
-        for (auto &w : words) argv.push_back(w.data());
-        argv.push_back(nullptr);
-        pid_t pid = ::fork();
-        if (pid == 0) {
-            if (own_group) ::setpgid(0, 0);
-            int null = ::open("/dev/null", O_WRONLY);
-            ::dup2(null, STDOUT_FILENO);
-            ::dup2(null, STDERR_FILENO);
-            if (::chdir(dir_.c_str()) != 0) ::_exit(126);
-            ::execv(binary.c_str(), argv.data());
-            ::_exit(127);
-        }
-        if (own_group) ::setpgid(pid, pid);
-        return pid;
-    }
-    void git(const fs::path &repo, std::vector<std::string> args) {
-        args.insert(args.begin(), {"git", "-C", repo.string()});
-        ProcessOptions options;
-        options.extra_environment = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t"},
-                                     {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@t"}};
-        ProcessResult r = run_process(args, options);
-        ASSERT_EQ(r.exit_code, 0) << r.err;
+        CliTest::TearDown();
     }
     // A repository with one tiny kernel named like an ABI entry, a patch that changes its constant
     // (so the candidate's cubin must differ), and a manifest naming both.
@@ -157,10 +102,7 @@ protected:
         const fs::path repo = dir_ / "repo";
         fs::create_directories(repo / "kernels");
         std::ofstream(repo / "kernels/k.cu") << kernel_line(1);
-        git(repo, {"init", "-q"});
-        git(repo, {"add", "."});
-        git(repo, {"commit", "-q", "-m", "k"});
-        std::string commit = run_process({"git", "-C", repo.string(), "rev-parse", "HEAD"}).out.substr(0, 40);
+        const std::string commit = commit_repository(repo);
         std::ofstream(dir_ / "c.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1 +1 @@\n-" << kernel_line(1) << "+"
                                         << kernel_line(2);
         std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\n"
@@ -189,7 +131,6 @@ protected:
         }
         EXPECT_NE(digests[0], digests[1]) << context << ": the patched candidate built to the baseline's cubin";
     }
-    fs::path dir_;
 };
 
 // Waits (bounded) until the run's lock is free; returns the processes that were still running inside

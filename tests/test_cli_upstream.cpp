@@ -4,6 +4,8 @@
 // found the way a user's host finds them. Each upstream compile takes about two minutes on two
 // cores, so one prepared run serves several checks and only the one .cu the GPU stages use is built.
 // Skips when the snapshot is absent.
+#include "cli_fixture.h"
+
 #include "formats/checkpoint_store.h"
 #include "build_config.h"
 #include "formats/ptxas_report.h"
@@ -21,7 +23,6 @@ using namespace s2tp;
 
 namespace {
 
-const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
 const fs::path source_root = S2TP_SOURCE_ROOT;
 const fs::path snapshot = source_root / ".." / "shared" / "sageattention-d1a57a5";
 const std::string launcher = "csrc/qattn/sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu";
@@ -32,9 +33,7 @@ protected:
     static void SetUpTestSuite() {
         std::error_code ec;
         if (!fs::is_directory(snapshot / "csrc", ec)) return;
-        dir_ = fs::temp_directory_path() / ("s2tp-upstream-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
+        dir_ = fresh_temp_directory("upstream");
         // The snapshot is a plain copy of upstream's files: give it a history, as a user's clone has.
         fs::copy(snapshot, dir_ / "SageAttention", fs::copy_options::recursive);
         for (std::vector<std::string> args : {std::vector<std::string>{"init", "-q"}, {"add", "--all"},
@@ -46,23 +45,14 @@ protected:
     }
     void SetUp() override {
         if (dir_.empty()) GTEST_SKIP() << "no SageAttention snapshot at " << snapshot;
-        ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
+        ASSERT_FALSE(sage2tp_binary().empty()) << "SAGE2TP_BIN is not set";
     }
     static ProcessResult git(std::vector<std::string> args) {
-        args.insert(args.begin(), {"git", "-C", (dir_ / "SageAttention").string()});
-        ProcessOptions options;
-        options.extra_environment = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t"},
-                                     {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@t"}};
-        ProcessResult r = run_process(args, options);
+        ProcessResult r = run_git(dir_ / "SageAttention", std::move(args));
         EXPECT_EQ(r.exit_code, 0) << r.err;
         return r;
     }
-    static ProcessResult sage2tp(std::vector<std::string> args) {
-        args.insert(args.begin(), binary);
-        ProcessOptions options;
-        options.working_directory = dir_;
-        return run_process(args, options);
-    }
+    static ProcessResult sage2tp(std::vector<std::string> args) { return run_sage2tp(std::move(args), dir_); }
     // prepare of `manifest` on the temporary repository; the pinned commit is upstream's, which a
     // repository made from the snapshot does not have, so --commit HEAD names the snapshot's.
     static ProcessResult prepare(const fs::path &manifest, const std::string &run) {
@@ -77,11 +67,6 @@ protected:
     static fs::path dir_;
 };
 fs::path Upstream::dir_;
-
-std::string slurp(const fs::path &p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // The distinct qk_int_sv_f8_attn_kernel entries ptxas reported for `arch` in one compile log.
 std::set<std::string> attention_entries(const fs::path &log, const std::string &arch) {

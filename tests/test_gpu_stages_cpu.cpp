@@ -5,6 +5,8 @@
 // The CLI tests need SAGE2TP_BIN and SAGE2TP_DATA_DIR (as test_cli_prepare) and build one run with
 // `sage2tp prepare` + `sage2tp build --arch sm_90a` (about a minute); they skip on a host with a GPU,
 // where the stages would really run, and on one without nvcc, where build cannot pass.
+#include "cli_fixture.h"
+
 #include "formats/checkpoint_store.h"
 #include "gpu/gpu_runtime.h"
 #include "support/process_runner.h"
@@ -116,19 +118,15 @@ TEST(SanitizerShapes, SmallAndCoveringOneToFiveTiles) {
 
 namespace {
 
-const char *const binary = std::getenv("SAGE2TP_BIN");
-
 class GpuStagesWithoutGpu : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        if (!binary) return;
+        if (sage2tp_binary().empty()) return;
         if (probe_gpu().available) {
             skip_reason_ = "a GPU is present: the stages would really run";
             return;
         }
-        dir_ = fs::temp_directory_path() / ("s2tp-gpu-stages-cpu-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
+        dir_ = fresh_temp_directory("gpu-stages-cpu");
         ProcessResult prepared = sage2tp({"prepare", "--run", run_dir().string()});
         if (prepared.exit_code != 0) {
             setup_error_ = "prepare exited " + std::to_string(prepared.exit_code) + ": " + prepared.err;
@@ -142,7 +140,7 @@ protected:
         if (!dir_.empty()) fs::remove_all(dir_);
     }
     void SetUp() override {
-        ASSERT_NE(binary, nullptr) << "SAGE2TP_BIN is not set";
+        ASSERT_FALSE(sage2tp_binary().empty()) << "SAGE2TP_BIN is not set";
         if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
         ASSERT_TRUE(setup_error_.empty()) << setup_error_;
     }
@@ -150,11 +148,7 @@ protected:
     static fs::path run_dir() { return dir_ / "run"; }
     // RUN_SANITIZER is pinned so that the caller's environment cannot change what is tested.
     static ProcessResult sage2tp(std::vector<std::string> args, const std::string &run_sanitizer = "1") {
-        args.insert(args.begin(), binary);
-        ProcessOptions options;
-        options.working_directory = dir_;
-        options.extra_environment = {{"RUN_SANITIZER", run_sanitizer}};
-        return run_process(args, options);
+        return run_sage2tp(std::move(args), dir_, {{"RUN_SANITIZER", run_sanitizer}});
     }
     static CheckpointRead checkpoint(const std::string &file) { return read_checkpoint(run_dir() / "checkpoints" / file); }
 

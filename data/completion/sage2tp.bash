@@ -24,8 +24,14 @@ _sage2tp() {
 
     case $prev in
         --run|--root|--repository|--torch-include) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-        --manifest|--nvcc|--workload) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --format) COMPREPLY=($(compgen -W "text markdown csv json" -- "$cur")); return ;;
+        --manifest|--nvcc|--workload|--svg) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --format)
+            if [[ $command == compare ]]; then
+                COMPREPLY=($(compgen -W "text markdown csv" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "text markdown csv json" -- "$cur"))
+            fi
+            return ;;
     esac
 
     if [[ -z $command ]]; then
@@ -41,6 +47,16 @@ _sage2tp() {
     elif [[ $command == clean || $command == phases ]]; then
         # Their one word that is not an option is [RUN], a run directory.
         COMPREPLY=($(compgen -d -- "$cur"))
+    elif [[ $command == compare ]]; then
+        # compare's runs: the run ids under --root (sage2tp-runs unless given), and directories.
+        local root=sage2tp-runs
+        for ((i = 1; i < COMP_CWORD; i++)); do
+            [[ ${COMP_WORDS[i]} == --root ]] && root=${COMP_WORDS[i+1]}
+        done
+        local ids=()
+        [[ -d $root ]] && while IFS= read -r word; do ids+=("$word"); done < <(cd "$root" && for d in */; do
+            [[ $d != latest/ && -f $d/experiment.toml ]] && printf '%s\n' "${d%/}"; done)
+        COMPREPLY=($(compgen -W "${ids[*]}" -- "$cur") $(compgen -d -- "$cur"))
     fi
 }
 

@@ -149,13 +149,18 @@ void draw_time_row(Svg &svg, const Axis &axis, const TimeSeries &series, const S
              "fill=\"#555555\"");
 }
 
-void draw_ratio_row(Svg &svg, const Axis &axis, const std::string &label, const RatioInterval &ci, double y,
-                    const char *color, const std::string &reading) {
-    svg.text(label_x, y + 4, label, "font-weight=\"bold\"");
+// An interval as a thick line from lo to hi with end ticks, and a dot at the median.
+void draw_interval(Svg &svg, const Axis &axis, const RatioInterval &ci, double y, const char *color) {
     const std::string stroke = std::string("stroke=\"") + color + "\" stroke-width=\"3\"";
     svg.line(axis.to_x(ci.lo), y, axis.to_x(ci.hi), y, stroke);
     for (double end : {ci.lo, ci.hi}) svg.line(axis.to_x(end), y - 8, axis.to_x(end), y + 8, stroke);
     svg.circle(axis.to_x(ci.median), y, 5, std::string("fill=\"") + color + "\"");
+}
+
+void draw_ratio_row(Svg &svg, const Axis &axis, const std::string &label, const RatioInterval &ci, double y,
+                    const char *color, const std::string &reading) {
+    svg.text(label_x, y + 4, label, "font-weight=\"bold\"");
+    draw_interval(svg, axis, ci, y, color);
     const std::string emphasis = std::string("font-weight=\"bold\" fill=\"") + color + "\"";
     svg.text(figures_x, y - 10, ratio_text(ci.median) + " [" + ratio_text(ci.lo) + ", " + ratio_text(ci.hi) + "]",
              emphasis);
@@ -268,6 +273,59 @@ std::string render_time_plot_svg(const TimePlot &plot) {
              "Box p25-p75, whiskers p10-p90, black bar p50, dots: samples. Bootstrap: " +
                  std::to_string(first.resamples) + " resamples, seed " + std::to_string(first.seed) + " (A/B), " +
                  std::to_string(aa.resamples) + " resamples, seed " + std::to_string(aa.seed) + " (A/A).",
+             "fill=\"#555555\" font-size=\"11\"");
+    return svg.finish();
+}
+
+namespace {
+
+// The interval plot's rows: 56 units each below an 80-unit heading, then the axis and a footnote.
+constexpr double interval_first_row_y = 110;
+constexpr double interval_row_step = 56;
+
+}  // namespace
+
+std::string render_interval_plot_svg(const IntervalPlot &plot) {
+    double lo = 1.0, hi = 1.0;
+    for (const IntervalRow &row : plot.rows)
+        if (row.interval) {
+            require_drawable(*row.interval, "a ratio interval");
+            lo = std::min(lo, row.interval->lo);
+            hi = std::max(hi, row.interval->hi);
+        }
+    const double rows = static_cast<double>(std::max<std::size_t>(plot.rows.size(), 1));
+    const double axis_y = interval_first_row_y + (rows - 0.5) * interval_row_step;
+    const double height = axis_y + 80;
+
+    Svg svg(height);
+    svg.title(plot.title);
+    svg.rect(0, 0, page_width, height, "fill=\"#ffffff\"");
+    svg.text(label_x, 30, plot.title, "font-size=\"18\" font-weight=\"bold\"");
+    svg.text(label_x, 52, plot.subtitle, "fill=\"#333333\"");
+
+    const Axis axis = padded_axis(lo, hi, 0.15);
+    svg.line(axis.to_x(1.0), interval_first_row_y - 26, axis.to_x(1.0), axis_y,
+             "stroke=\"#888888\" stroke-dasharray=\"4 3\"");
+    svg.text(axis.to_x(1.0), interval_first_row_y - 30, "1 = no difference", "text-anchor=\"middle\" fill=\"#555555\"");
+    for (std::size_t i = 0; i < plot.rows.size(); ++i) {
+        const IntervalRow &row = plot.rows[i];
+        const double y = interval_first_row_y + static_cast<double>(i) * interval_row_step;
+        svg.text(label_x, y, row.label, "font-weight=\"bold\"");
+        svg.text(label_x, y + 15, row.sublabel, "fill=\"#555555\" font-size=\"10\"");
+        if (!row.interval) {
+            svg.text(figures_x, y + 4, row.note, "fill=\"#555555\"");
+            continue;
+        }
+        const RatioInterval &ci = *row.interval;
+        const char *color = ci.hi < 1.0 ? faster_color : ci.lo > 1.0 ? slower_color : neutral_color;
+        draw_interval(svg, axis, ci, y, color);
+        svg.text(figures_x, y - 4, ratio_text(ci.median) + " [" + ratio_text(ci.lo) + ", " + ratio_text(ci.hi) + "]",
+                 std::string("font-weight=\"bold\" fill=\"") + color + "\"");
+        svg.text(figures_x, y + 12, row.note, "fill=\"#555555\"");
+    }
+    draw_axis(svg, axis, axis_y, "ratio over the run's own baseline (below 1: faster)");
+    svg.text(label_x, height - 10,
+             "Dot: median of the per-round ratios; line: its bootstrap interval, as each run's time stage recorded it.",
              "fill=\"#555555\" font-size=\"11\"");
     return svg.finish();
 }

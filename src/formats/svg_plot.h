@@ -10,6 +10,7 @@
 
 #include "support/statistics.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,23 @@ struct TimePlot {
 };
 
 std::string render_time_plot_svg(const TimePlot &plot);
+
+// `sage2tp compare`'s picture: one row per labelled ratio interval (median, lo, hi) on one shared
+// ratio axis with a reference line at 1; a row without an interval shows its note instead.
+struct IntervalRow {
+    std::string label;     // bold, e.g. the candidate's name
+    std::string sublabel;  // under it, smaller, e.g. the run id
+    std::optional<RatioInterval> interval;
+    std::string note;      // in the figures column, under the interval (or alone without one)
+};
+
+struct IntervalPlot {
+    std::string title;
+    std::string subtitle;
+    std::vector<IntervalRow> rows;
+};
+
+std::string render_interval_plot_svg(const IntervalPlot &plot);
 
 // Text made safe for XML character data and attribute values: & < > " ' become entities, and control
 // characters XML 1.0 forbids become U+FFFD.

@@ -197,18 +197,9 @@ DeviceFacts select_device(int index) {
     facts.name = properties.name;
     facts.cc_major = properties.major;
     facts.cc_minor = properties.minor;
-    facts.global_memory_bytes = static_cast<std::int64_t>(properties.totalGlobalMem);
     facts.uuid = format_uuid(properties.uuid);
     facts.sm_count = device_attribute(cudaDevAttrMultiProcessorCount, index, "multiprocessor count");
     facts.l2_bytes = device_attribute(cudaDevAttrL2CacheSize, index, "L2 cache size");
-    facts.max_smem_per_block_optin =
-        device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, index, "opt-in shared memory per block");
-    facts.smem_per_sm = device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, index, "shared memory per SM");
-    facts.reserved_smem_per_block =
-        device_attribute(cudaDevAttrReservedSharedMemoryPerBlock, index, "reserved shared memory per block");
-    facts.registers_per_sm = device_attribute(cudaDevAttrMaxRegistersPerMultiprocessor, index, "registers per SM");
-    facts.max_threads_per_sm = device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, index, "threads per SM");
-    facts.max_blocks_per_sm = device_attribute(cudaDevAttrMaxBlocksPerMultiprocessor, index, "blocks per SM");
     // CUDA 13 removed cudaDeviceProp::clockRate; the attribute remains.
     facts.sm_clock_khz = device_attribute(cudaDevAttrClockRate, index, "SM clock rate");
     check_cuda(cudaDriverGetVersion(&facts.driver_version), "cudaDriverGetVersion", context);
@@ -449,10 +440,7 @@ KernelAttributes Kernel::attributes() const {
     a.registers = get(CU_FUNC_ATTRIBUTE_NUM_REGS, "registers");
     a.static_smem_bytes = get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory");
     a.local_bytes = get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local memory");
-    a.const_bytes = get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "constant memory");
     a.max_threads_per_block = get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
-    a.ptx_version = get(CU_FUNC_ATTRIBUTE_PTX_VERSION, "PTX version");
-    a.binary_version = get(CU_FUNC_ATTRIBUTE_BINARY_VERSION, "binary version");
     return a;
 }
 

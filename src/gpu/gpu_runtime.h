@@ -61,13 +61,6 @@ struct DeviceFacts {
     int cc_major = 0, cc_minor = 0;
     int sm_count = 0;
     std::int64_t l2_bytes = 0;
-    std::int64_t global_memory_bytes = 0;
-    int max_smem_per_block_optin = 0;
-    int smem_per_sm = 0;
-    int reserved_smem_per_block = 0;
-    int registers_per_sm = 0;
-    int max_threads_per_sm = 0;
-    int max_blocks_per_sm = 0;
     int sm_clock_khz = 0;      // cudaDevAttrClockRate: the default (boost) SM clock, not the current one
     int driver_version = 0;    // e.g. 13000
     int runtime_version = 0;
@@ -141,10 +134,7 @@ struct KernelAttributes {
     int registers = 0;
     int static_smem_bytes = 0;
     int local_bytes = 0;  // per thread: stack frame plus spills
-    int const_bytes = 0;
     int max_threads_per_block = 0;
-    int ptx_version = 0;     // e.g. 90 for compute_90
-    int binary_version = 0;  // e.g. 90 for sm_90
 };
 
 // A kernel's arguments as cuLaunchKernel's parameter array takes them: each argument's bytes, in the

@@ -55,6 +55,8 @@ std::vector<Row> gate_rows(const Checkpoint &gate) {
     return rows;
 }
 
+}  // namespace
+
 std::string csv_field(const std::string &text) {
     if (text.find_first_of(",\"\n") == std::string::npos) return text;
     std::string quoted = "\"";
@@ -67,8 +69,6 @@ std::string markdown_cell(const std::string &text) {
     for (char ch : text) cell += ch == '|' ? std::string("\\|") : ch == '\n' ? std::string(" ") : std::string(1, ch);
     return cell;
 }
-
-}  // namespace
 
 std::string pull_request_report(const RunDirectory &run, const std::string &format) {
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")

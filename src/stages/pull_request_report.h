@@ -12,4 +12,9 @@ namespace s2tp {
 // (Error(precondition) naming 'sage2tp gate' without one); a run whose time stage never ran says so.
 std::string pull_request_report(const RunDirectory &run, const std::string &format);
 
+// Table cells the report's formats share with `sage2tp compare`: a CSV field, quoted (RFC 4180) when it
+// holds a comma, a quote or a newline; a markdown table cell, with '|' escaped and newlines as spaces.
+std::string csv_field(const std::string &text);
+std::string markdown_cell(const std::string &text);
+
 }  // namespace s2tp

@@ -1,0 +1,329 @@
+#include "stages/run_comparison.h"
+
+#include "formats/svg_plot.h"
+#include "pipeline/stage_pipeline.h"
+#include "stages/gate_figures.h"
+#include "stages/pull_request_report.h"
+#include "stages/time_figures.h"
+#include "support/errors.h"
+#include "support/number_format.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+namespace s2tp {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What a stage's checkpoint can give compare: inspect_run has already decided whether it is intact and
+// fresh; a stale or untrusted one is no more evidence than a missing one.
+CheckpointUse checkpoint_use(const StageState &state) {
+    if (!state.read.exists) return {"missing", ""};
+    if (!state.read.checkpoint) return {"untrusted", state.stale_reason};
+    if (!state.fresh) return {"stale", state.stale_reason};
+    const Checkpoint &c = *state.read.checkpoint;
+    if (c.status == StageStatus::passed) return {"ok", ""};
+    return {to_string(c.status), c.reasons.empty() ? "" : c.reasons.front()};
+}
+
+std::optional<RatioInterval> interval_of(const std::optional<RatioFigures> &ratio) {
+    return ratio ? ratio->interval() : std::nullopt;
+}
+
+ComparedCandidate &candidate_named(ComparedRun &run, const std::string &name) {
+    for (ComparedCandidate &c : run.candidates)
+        if (c.name == name) return c;
+    run.candidates.push_back(ComparedCandidate{name, std::nullopt, std::nullopt, ""});
+    return run.candidates.back();
+}
+
+// The time checkpoint's figures that compare shows, read only through TimeFigures.
+void read_time_figures(const toml::table &figures, ComparedRun &run) {
+    const TimeFigures f = TimeFigures::from_toml(figures);
+    run.workload = f.workload;
+    run.arch = f.arch;
+    run.gpu = f.device_name;
+    run.sm_clock_min_mhz = f.sm_clock_min_mhz;
+    run.sm_clock_median_mhz = f.sm_clock_median_mhz;
+    run.sm_clock_max_mhz = f.sm_clock_max_mhz;
+    if (f.baseline) run.baseline_p50_ms = f.baseline->p50;
+    run.aa = interval_of(f.aa);
+    for (const CandidateTimeFigures &c : f.candidates) {
+        ComparedCandidate &candidate = candidate_named(run, c.name);
+        if (c.timing) candidate.p50_ms = c.timing->p50;
+        candidate.ratio = interval_of(c.ratio);
+    }
+}
+
+// The gate checkpoint's verdicts, read only through GateFigures: one per candidate, and the overall line.
+void read_gate_verdicts(const toml::table &figures, ComparedRun &run) {
+    const GateFigures gate = GateFigures::from_toml(figures);
+    run.gate_summary = gate.summary;
+    for (const auto &[name, candidate] : gate.candidates)
+        candidate_named(run, name).verdict = candidate.result.passed ? "PASS" : "FAIL";
+}
+
+std::string or_dash(const std::optional<std::string> &text) { return text && !text->empty() ? *text : "-"; }
+
+std::string number_or_dash(const std::optional<double> &value, int decimals) {
+    return value ? fixed(*value, decimals) : "-";
+}
+
+std::string interval_text(const std::optional<RatioInterval> &ci) {
+    if (!ci) return "-";
+    return fixed(ci->median, 4) + " [" + fixed(ci->lo, 4) + ", " + fixed(ci->hi, 4) + "]";
+}
+
+std::string clock_text(const ComparedRun &run) {
+    if (!run.sm_clock_median_mhz) return "-";
+    std::string text = fixed(*run.sm_clock_median_mhz, 0);
+    if (run.sm_clock_min_mhz && run.sm_clock_max_mhz)
+        text += " (" + fixed(*run.sm_clock_min_mhz, 0) + "-" + fixed(*run.sm_clock_max_mhz, 0) + ")";
+    return text;
+}
+
+std::string state_text(const CheckpointUse &use) { return use.note.empty() ? use.state : use.state + ": " + use.note; }
+
+const std::vector<std::string> &column_names() {
+    static const std::vector<std::string> names{
+        "run",       "candidate",           "workload",           "arch", "gpu",
+        "sm_mhz",    "baseline_p50_ms",     "candidate_p50_ms",   "ratio [95% CI]", "aa [95% CI]",
+        "time",      "gate"};
+    return names;
+}
+
+// Calls row(run, candidate) once per candidate of each run, and row(run, nullptr) once for a run that
+// names none, so that every run has a row.
+template <typename Row>
+void for_each_row(const std::vector<ComparedRun> &runs, Row row) {
+    for (const ComparedRun &run : runs) {
+        if (run.candidates.empty()) row(run, nullptr);
+        for (const ComparedCandidate &c : run.candidates) row(run, &c);
+    }
+}
+
+// The gate cell: the candidate's verdict from a usable gate checkpoint, else `state`, the checkpoint's.
+std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const std::string &state) {
+    return run.gate.usable() && c && !c->verdict.empty() ? c->verdict : state;
+}
+
+// The text and markdown rows: the time and gate columns hold the state alone, and the notes follow the
+// table (csv carries them in its cells instead, so that every row stands alone).
+std::vector<std::vector<std::string>> table_rows(const std::vector<ComparedRun> &runs) {
+    std::vector<std::vector<std::string>> rows;
+    for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
+        rows.push_back({run.id, c ? c->name : "-", or_dash(run.workload), or_dash(run.arch), or_dash(run.gpu),
+                        clock_text(run), number_or_dash(run.baseline_p50_ms, 3), c ? number_or_dash(c->p50_ms, 3) : "-",
+                        c ? interval_text(c->ratio) : "-", interval_text(run.aa), run.time.state,
+                        gate_cell(run, c, run.gate.state)});
+    });
+    return rows;
+}
+
+std::vector<std::string> table_notes(const std::vector<ComparedRun> &runs) {
+    std::vector<std::string> notes;
+    for (const ComparedRun &run : runs) {
+        if (!run.time.note.empty()) notes.push_back(run.id + ": time " + state_text(run.time));
+        // A gate that did not pass says why in its overall line, which names each failing candidate.
+        if (run.gate.usable() && run.gate.state != "ok" && !run.gate_summary.empty())
+            notes.push_back(run.id + ": gate " + run.gate_summary);
+        else if (!run.gate.note.empty())
+            notes.push_back(run.id + ": gate " + state_text(run.gate));
+    }
+    return notes;
+}
+
+std::string text_table(const std::vector<ComparedRun> &runs) {
+    std::vector<std::vector<std::string>> rows = table_rows(runs);
+    std::vector<std::string> header;
+    for (const std::string &name : column_names()) {
+        std::string upper = name;
+        std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+        header.push_back(upper);
+    }
+    rows.insert(rows.begin(), header);
+    std::vector<std::size_t> widths(header.size(), 0);
+    for (const auto &row : rows)
+        for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    std::ostringstream out;
+    for (const auto &row : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i)
+            line += i + 1 == row.size() ? row[i] : row[i] + std::string(widths[i] - row[i].size() + 2, ' ');
+        out << line << "\n";
+    }
+    for (const std::string &note : table_notes(runs)) out << "  " << note << "\n";
+    return out.str();
+}
+
+std::string markdown_table(const std::vector<ComparedRun> &runs) {
+    std::ostringstream out;
+    out << "### sage2tp compare: " << runs.size() << (runs.size() == 1 ? " run" : " runs") << "\n\n|";
+    for (const std::string &name : column_names()) out << " " << markdown_cell(name) << " |";
+    out << "\n|";
+    for (std::size_t i = 0; i < column_names().size(); ++i) out << "---|";
+    out << "\n";
+    for (const auto &row : table_rows(runs)) {
+        out << "|";
+        for (const std::string &cell : row) out << " " << markdown_cell(cell) << " |";
+        out << "\n";
+    }
+    const std::vector<std::string> notes = table_notes(runs);
+    if (!notes.empty()) out << "\n";
+    for (const std::string &note : notes) out << "- " << markdown_cell(note) << "\n";
+    return out.str();
+}
+
+std::string csv_table(const std::vector<ComparedRun> &runs) {
+    std::ostringstream out;
+    // CSV keeps each number in a column of its own, so a spreadsheet can sort and plot them.
+    out << "run,run_dir,candidate,workload,arch,gpu,sm_clock_min_mhz,sm_clock_median_mhz,sm_clock_max_mhz,"
+           "baseline_p50_ms,candidate_p50_ms,ratio_median,ratio_ci_low,ratio_ci_high,aa_median,aa_ci_low,aa_ci_high,"
+           "time,gate\n";
+    const auto number = [](const std::optional<double> &v) { return v ? shortest(*v) : std::string(); };
+    const auto interval = [&](const std::optional<RatioInterval> &ci) {
+        if (!ci) return std::string(",,");
+        return shortest(ci->median) + "," + shortest(ci->lo) + "," + shortest(ci->hi);
+    };
+    for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
+        out << csv_field(run.id) << "," << csv_field(run.root.string()) << "," << csv_field(c ? c->name : "") << ","
+            << csv_field(run.workload.value_or("")) << "," << csv_field(run.arch.value_or("")) << ","
+            << csv_field(run.gpu.value_or("")) << "," << number(run.sm_clock_min_mhz) << ","
+            << number(run.sm_clock_median_mhz) << "," << number(run.sm_clock_max_mhz) << ","
+            << number(run.baseline_p50_ms) << "," << (c ? number(c->p50_ms) : "") << ","
+            << (c ? interval(c->ratio) : ",,") << "," << interval(run.aa) << "," << csv_field(state_text(run.time))
+            << "," << csv_field(gate_cell(run, c, state_text(run.gate))) << "\n";
+    });
+    return out.str();
+}
+
+toml::table interval_table(const RatioInterval &ci) {
+    return toml::table{{"median", ci.median}, {"ci_low", ci.lo}, {"ci_high", ci.hi}};
+}
+
+}  // namespace
+
+std::vector<fs::path> select_compared_runs(const std::vector<std::string> &words, const RunSelection &selection) {
+    std::vector<RunSelection> chosen;
+    if (words.empty()) chosen.push_back(selection);
+    for (const std::string &word : words) {
+        RunSelection one;
+        one.runs_root = selection.runs_root;
+        std::error_code ec;
+        if (!word.empty() && fs::is_directory(word, ec)) {
+            one.run_dir = word;
+        } else {
+            try {
+                check_run_id(word);
+            } catch (const Error &e) {
+                fail(ExitCode::usage, "'" + word + "' is neither a run directory nor a run id (" + e.what() + ")");
+            }
+            if (!fs::is_directory(selection.runs_root / word, ec))
+                fail(ExitCode::precondition, "no run '" + word + "': not a directory, and no run of that id under '" +
+                                                 selection.runs_root.string() + "'");
+            one.run_id = word;
+        }
+        chosen.push_back(one);
+    }
+    std::vector<fs::path> roots;
+    for (const RunSelection &one : chosen) {
+        const fs::path root = require_existing_run(one);
+        std::error_code ec;
+        if (!fs::is_regular_file(root / "experiment.toml", ec))
+            fail(ExitCode::precondition, "'" + root.string() + "' is not a run directory: it has no experiment.toml");
+        roots.push_back(root);
+    }
+    return roots;
+}
+
+ComparedRun compare_run(const fs::path &root) {
+    const RunDirectory directory(root);
+    const std::vector<StageState> states = inspect_run(directory);
+    const StageState &time = states[static_cast<std::size_t>(Stage::time)];
+    const StageState &gate = states[static_cast<std::size_t>(Stage::gate)];
+    ComparedRun run;
+    run.root = fs::absolute(root).lexically_normal();
+    if (run.root.filename().empty()) run.root = run.root.parent_path();  // "runs/tp-1/" names tp-1
+    run.id = run.root.filename().string();
+    run.time = checkpoint_use(time);
+    run.gate = checkpoint_use(gate);
+    if (run.time.usable()) read_time_figures(time.read.checkpoint->figures, run);
+    if (run.gate.usable()) read_gate_verdicts(gate.read.checkpoint->figures, run);
+    return run;
+}
+
+std::string comparison_table(const std::vector<ComparedRun> &runs, const std::string &format) {
+    if (format == "text") return text_table(runs);
+    if (format == "markdown") return markdown_table(runs);
+    if (format == "csv") return csv_table(runs);
+    fail(ExitCode::usage, "--format '" + format + "': expected text, markdown or csv");
+}
+
+toml::table comparison_json(const std::vector<ComparedRun> &runs) {
+    toml::array entries;
+    for (const ComparedRun &run : runs) {
+        toml::table entry{{"id", run.id},
+                          {"run_dir", run.root.string()},
+                          {"time", toml::table{{"state", run.time.state}, {"note", run.time.note}}},
+                          {"gate", toml::table{{"state", run.gate.state}, {"note", run.gate.note}}}};
+        if (!run.gate_summary.empty()) entry["gate"].as_table()->insert("summary", run.gate_summary);
+        if (run.workload) entry.insert("workload", *run.workload);
+        if (run.arch) entry.insert("arch", *run.arch);
+        if (run.gpu) entry.insert("gpu", *run.gpu);
+        toml::table clock;
+        if (run.sm_clock_min_mhz) clock.insert("min", *run.sm_clock_min_mhz);
+        if (run.sm_clock_median_mhz) clock.insert("median", *run.sm_clock_median_mhz);
+        if (run.sm_clock_max_mhz) clock.insert("max", *run.sm_clock_max_mhz);
+        if (!clock.empty()) entry.insert("sm_clock_mhz", clock);
+        if (run.baseline_p50_ms) entry.insert("baseline_p50_ms", *run.baseline_p50_ms);
+        if (run.aa) entry.insert("aa", interval_table(*run.aa));
+        toml::array candidates;
+        for (const ComparedCandidate &c : run.candidates) {
+            toml::table candidate{{"name", c.name}};
+            if (c.p50_ms) candidate.insert("p50_ms", *c.p50_ms);
+            if (c.ratio) candidate.insert("ratio", interval_table(*c.ratio));
+            if (!c.verdict.empty()) candidate.insert("verdict", c.verdict);
+            candidates.push_back(candidate);
+        }
+        entry.insert("candidates", candidates);
+        entries.push_back(entry);
+    }
+    return toml::table{{"runs", entries}};
+}
+
+std::string comparison_svg(const std::vector<ComparedRun> &runs) {
+    IntervalPlot plot;
+    std::size_t candidates = 0;
+    std::set<std::string> workloads, gpus;
+    for (const ComparedRun &run : runs) {
+        if (run.workload) workloads.insert(*run.workload);
+        if (run.gpu) gpus.insert(*run.gpu);
+    }
+    for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
+        const std::string gate = "gate " + gate_cell(run, c, run.gate.state);
+        IntervalRow row{c ? c->name : "-", run.id, c ? c->ratio : std::nullopt, ""};
+        if (row.interval)
+            row.note = (run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->contains(1.0) ? " ok" : " excludes 1")
+                               : std::string("A/A -")) +
+                       ", " + gate;
+        else
+            row.note = "no interval: time " + run.time.state + ", " + gate;
+        if (c) ++candidates;
+        plot.rows.push_back(row);
+    });
+    const auto joined = [](const std::set<std::string> &names) {
+        std::string text;
+        for (const std::string &name : names) text += (text.empty() ? "" : ", ") + name;
+        return text.empty() ? std::string("-") : text;
+    };
+    plot.title = "sage2tp compare: " + std::to_string(runs.size()) + (runs.size() == 1 ? " run, " : " runs, ") +
+                 std::to_string(candidates) + (candidates == 1 ? " candidate" : " candidates");
+    plot.subtitle = "workload " + joined(workloads) + "; GPU " + joined(gpus);
+    return render_interval_plot_svg(plot);
+}
+
+}  // namespace s2tp

@@ -1,0 +1,392 @@
+// `sage2tp compare` on hand-written run directories: two runs with a chain of real checkpoints (one with
+// two candidates, one with no time checkpoint), a stale and an untrusted time checkpoint, the three
+// table formats, the JSON object and the SVG; then the binary itself: its output, the SVG it writes and
+// its usage errors.
+#include "cli_fixture.h"
+
+#include "formats/checkpoint_store.h"
+#include "pipeline/stage_pipeline.h"
+#include "stages/gate_figures.h"
+#include "stages/run_comparison.h"
+#include "stages/time_figures.h"
+#include "support/errors.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace s2tp {
+namespace {
+
+namespace fs = std::filesystem;
+
+ArmTimeFigures arm(double p50) {
+    ArmTimeFigures a;
+    a.p50 = p50;
+    a.n = 40;
+    return a;
+}
+
+RatioFigures ratio(double median, double lo, double hi) {
+    RatioFigures r;
+    r.median = median;
+    r.ci_low = lo;
+    r.ci_high = hi;
+    return r;
+}
+
+// A run directory whose checkpoints form a fresh chain from prepare up to `last`, written by the
+// product's own checkpoint writer.
+class HandWrittenRun {
+public:
+    explicit HandWrittenRun(fs::path root) : root_(std::move(root)) {
+        fs::create_directories(root_ / "checkpoints");
+        std::ofstream(root_ / "experiment.toml") << "[experiment]\nname = 'x'\n";
+    }
+    const fs::path &root() const { return root_; }
+
+    Checkpoint write(Stage stage, StageStatus status, toml::table figures = {}, std::vector<std::string> reasons = {}) {
+        RunDirectory run(root_);
+        Checkpoint c;
+        c.stage = stage_name(stage);
+        c.status = status;
+        c.started_utc = c.finished_utc = "2026-12-01T00:00:00Z";
+        c.previous_digest = previous_digest_;
+        c.figures = std::move(figures);
+        c.reasons = std::move(reasons);
+        write_checkpoint(checkpoint_path(run, stage), c);
+        previous_digest_ = c.digest;
+        return c;
+    }
+    void write_chain_to_parity() {
+        for (Stage stage : {Stage::prepare, Stage::build, Stage::sanitize, Stage::parity})
+            write(stage, StageStatus::passed, toml::table{{"summary", stage_name(stage) + " ok"}});
+    }
+
+private:
+    fs::path root_;
+    std::string previous_digest_;
+};
+
+toml::table two_candidate_time() {
+    TimeFigures f;
+    f.workload = "wan21-14b-block24";
+    f.arch = "sm_90a";
+    f.device_name = "NVIDIA H200";
+    f.sm_clock_min_mhz = 1755;
+    f.sm_clock_median_mhz = 1980;
+    f.sm_clock_max_mhz = 1980;
+    f.baseline = arm(55.512);
+    f.aa = ratio(1.0002, 0.9991, 1.0013);
+    CandidateTimeFigures &pair = f.candidate_or_add("temporal-pair");
+    pair.timing = arm(74.613);
+    pair.ratio = ratio(1.3441, 1.3427, 1.3451);
+    CandidateTimeFigures &second = f.candidate_or_add("second-v-buffer");
+    second.timing = arm(54.901);
+    second.ratio = ratio(0.9890, 0.9871, 0.9912);
+    return f.to_toml();
+}
+
+// The gate as the gate stage writes it: temporal-pair fails on shared memory, second-v-buffer passes.
+GateFigures two_candidate_gate() {
+    GateResult fails, passes;
+    fails.conditions = {GateCondition{"shared-memory", GateStatus::fail, "+16384 B per block", "", true}};
+    passes.conditions = {GateCondition{"shared-memory", GateStatus::pass, "+0 B per block", "", true}};
+    passes.passed = true;
+    return GateFigures::of({{"temporal-pair", fails}, {"second-v-buffer", passes}}, GateThresholds{});
+}
+
+class CompareTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fresh_temp_directory(std::string("compare-") +
+                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        runs_ = dir_ / "sage2tp-runs";
+        // Run one: two candidates, timed and gated.
+        HandWrittenRun timed(runs_ / "tp-two");
+        timed.write_chain_to_parity();
+        timed.write(Stage::time, StageStatus::passed, two_candidate_time());
+        const GateFigures gate = two_candidate_gate();
+        timed.write(Stage::gate, StageStatus::failed, gate.to_toml(), gate.reasons());
+        // Run two: built and checked, never timed or gated.
+        HandWrittenRun untimed(runs_ / "tp-untimed");
+        untimed.write_chain_to_parity();
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::vector<ComparedRun> both() { return {compare_run(runs_ / "tp-two"), compare_run(runs_ / "tp-untimed")}; }
+
+    fs::path dir_, runs_;
+};
+
+std::vector<std::string> lines_of(const std::string &text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+TEST_F(CompareTest, ReadsEveryCandidateFromTheTimeCheckpointInTheManifestsOrder) {
+    const ComparedRun run = compare_run(runs_ / "tp-two");
+    EXPECT_EQ(run.id, "tp-two");
+    EXPECT_EQ(run.time.state, "ok");
+    EXPECT_EQ(run.gate.state, "failed");
+    EXPECT_EQ(run.gate.note, "temporal-pair: shared-memory failed: +16384 B per block");
+    ASSERT_EQ(run.candidates.size(), 2u);
+    EXPECT_EQ(run.candidates[0].name, "temporal-pair");
+    EXPECT_EQ(run.candidates[1].name, "second-v-buffer");
+    ASSERT_TRUE(run.candidates[1].ratio);
+    EXPECT_DOUBLE_EQ(run.candidates[1].ratio->hi, 0.9912);
+    EXPECT_EQ(run.workload, "wan21-14b-block24");
+    EXPECT_EQ(run.sm_clock_min_mhz, 1755);
+    EXPECT_EQ(run.candidates[0].verdict, "FAIL");
+    EXPECT_EQ(run.candidates[1].verdict, "PASS");
+    EXPECT_EQ(run.gate_summary, "FAIL: temporal-pair: shared-memory");
+}
+
+TEST_F(CompareTest, AGateThatNamesACandidateTheTimeCheckpointDoesNotAddsItsRow) {
+    HandWrittenRun run(runs_ / "tp-gated");
+    run.write_chain_to_parity();
+    TimeFigures time;
+    time.candidate_or_add("temporal-pair").ratio = ratio(1.3441, 1.3427, 1.3451);
+    run.write(Stage::time, StageStatus::passed, time.to_toml());
+    const GateFigures gate = two_candidate_gate();
+    run.write(Stage::gate, StageStatus::failed, gate.to_toml(), gate.reasons());
+    const ComparedRun compared = compare_run(run.root());
+    ASSERT_EQ(compared.candidates.size(), 2u);
+    EXPECT_EQ(compared.candidates[0].name, "temporal-pair");
+    EXPECT_EQ(compared.candidates[1].name, "second-v-buffer");
+    EXPECT_FALSE(compared.candidates[1].ratio);
+    EXPECT_EQ(compared.candidates[1].verdict, "PASS");
+    EXPECT_FALSE(compared.baseline_p50_ms) << "a figure the time checkpoint does not record stays unset";
+}
+
+TEST_F(CompareTest, AMissingTimeCheckpointShowsAsMissingNeverAsZeros) {
+    const ComparedRun run = compare_run(runs_ / "tp-untimed");
+    EXPECT_EQ(run.time.state, "missing");
+    EXPECT_EQ(run.gate.state, "missing");
+    EXPECT_TRUE(run.candidates.empty());
+    EXPECT_FALSE(run.baseline_p50_ms);
+    const std::string text = comparison_table({run}, "text");
+    EXPECT_EQ(text.find("0.000"), std::string::npos) << text;
+    const std::vector<std::string> lines = lines_of(text);
+    ASSERT_GE(lines.size(), 2u);
+    EXPECT_NE(lines[1].find("tp-untimed  -"), std::string::npos) << text;
+    EXPECT_NE(lines[1].find("missing  missing"), std::string::npos) << text;
+}
+
+TEST_F(CompareTest, AStaleTimeCheckpointGivesNoFigures) {
+    HandWrittenRun run(runs_ / "tp-stale");
+    run.write_chain_to_parity();
+    run.write(Stage::time, StageStatus::passed, two_candidate_time());
+    // parity re-run after time: the time checkpoint describes inputs that no longer exist.
+    CheckpointRead parity = read_checkpoint(run.root() / "checkpoints/04-parity.toml");
+    ASSERT_TRUE(parity.checkpoint);
+    parity.checkpoint->finished_utc = "2026-12-01T01:00:00Z";
+    write_checkpoint(run.root() / "checkpoints/04-parity.toml", *parity.checkpoint);
+    const ComparedRun compared = compare_run(run.root());
+    EXPECT_EQ(compared.time.state, "stale");
+    EXPECT_EQ(compared.time.note, "stale: parity has been re-run since");
+    EXPECT_TRUE(compared.candidates.empty());
+    EXPECT_FALSE(compared.aa);
+}
+
+TEST_F(CompareTest, AnEditedTimeCheckpointIsUntrusted) {
+    const fs::path time = runs_ / "tp-two/checkpoints/05-time.toml";
+    std::string text = slurp(time);
+    text.replace(text.find("1.3441"), 6, "0.5000");
+    std::ofstream(time) << text;
+    const ComparedRun run = compare_run(runs_ / "tp-two");
+    EXPECT_EQ(run.time.state, "untrusted");
+    EXPECT_NE(run.time.note.find("not trusted"), std::string::npos) << run.time.note;
+    EXPECT_EQ(run.gate.state, "stale");  // it built on a time checkpoint that is no longer evidence
+    EXPECT_EQ(comparison_table({run}, "csv").find("0.5"), std::string::npos);
+}
+
+TEST_F(CompareTest, TextHasOneRowPerCandidateAndTheNotesBelow) {
+    const std::vector<std::string> lines = lines_of(comparison_table(both(), "text"));
+    ASSERT_EQ(lines.size(), 1u + 3u + 1u) << comparison_table(both(), "text");  // header, rows, the gate's note
+    EXPECT_EQ(lines[0].rfind("RUN", 0), 0u);
+    EXPECT_NE(lines[0].find("RATIO [95% CI]"), std::string::npos);
+    EXPECT_NE(lines[1].find("temporal-pair"), std::string::npos);
+    EXPECT_NE(lines[1].find("1.3441 [1.3427, 1.3451]"), std::string::npos) << lines[1];
+    EXPECT_NE(lines[1].find("1980 (1755-1980)"), std::string::npos) << lines[1];
+    EXPECT_NE(lines[1].find("55.512"), std::string::npos) << lines[1];
+    EXPECT_NE(lines[1].find("74.613"), std::string::npos) << lines[1];
+    EXPECT_NE(lines[2].find("second-v-buffer"), std::string::npos);
+    EXPECT_NE(lines[2].find("0.9890 [0.9871, 0.9912]"), std::string::npos) << lines[2];
+    // Columns line up: every row's ratio starts where the header's does.
+    EXPECT_EQ(lines[1].find("1.3441"), lines[0].find("RATIO"));
+    EXPECT_EQ(lines[2].find("0.9890"), lines[0].find("RATIO"));
+    EXPECT_EQ(lines[1].substr(lines[1].size() - 6), "  FAIL");
+    EXPECT_EQ(lines[2].substr(lines[2].size() - 6), "  PASS");
+    EXPECT_EQ(lines[4], "  tp-two: gate FAIL: temporal-pair: shared-memory");
+}
+
+TEST_F(CompareTest, MarkdownIsOneTableWithAHeaderAndADelimiterRow) {
+    const std::string md = comparison_table(both(), "markdown");
+    const std::vector<std::string> lines = lines_of(md);
+    ASSERT_GE(lines.size(), 7u) << md;
+    EXPECT_EQ(lines[0], "### sage2tp compare: 2 runs");
+    EXPECT_EQ(lines[2].rfind("| run | candidate | workload |", 0), 0u) << lines[2];
+    EXPECT_EQ(lines[3], "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (std::size_t i = 2; i < 7; ++i)
+        EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), '|'), 13) << lines[i];
+    EXPECT_NE(lines[4].find("| tp-two | temporal-pair | wan21-14b-block24 | sm_90a | NVIDIA H200 |"), std::string::npos)
+        << lines[4];
+    EXPECT_NE(lines[6].find("| tp-untimed | - |"), std::string::npos) << lines[6];
+    EXPECT_NE(lines[4].find("| ok | FAIL |"), std::string::npos) << lines[4];
+    EXPECT_NE(md.find("\n\n- tp-two: gate FAIL: temporal-pair: shared-memory\n"), std::string::npos) << md;
+}
+
+TEST_F(CompareTest, CsvKeepsEveryNumberInItsOwnColumnAndEveryStateInItsRow) {
+    const std::vector<std::string> lines = lines_of(comparison_table(both(), "csv"));
+    ASSERT_EQ(lines.size(), 4u);
+    const auto fields = [](const std::string &line) {
+        std::vector<std::string> out;
+        std::string field;
+        std::istringstream in(line);
+        while (std::getline(in, field, ',')) out.push_back(field);
+        if (!line.empty() && line.back() == ',') out.push_back("");
+        return out;
+    };
+    const std::vector<std::string> header = fields(lines[0]);
+    ASSERT_EQ(header.size(), 19u);
+    for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(fields(lines[i]).size(), header.size()) << lines[i];
+    const std::vector<std::string> second = fields(lines[2]);
+    EXPECT_EQ(second[2], "second-v-buffer");
+    EXPECT_EQ(second[10], "54.901");
+    EXPECT_EQ(second[11], "0.989");
+    EXPECT_EQ(second[13], "0.9912");
+    EXPECT_EQ(second[17], "ok");
+    EXPECT_EQ(second[18], "PASS");
+    const std::vector<std::string> untimed = fields(lines[3]);
+    EXPECT_EQ(untimed[0], "tp-untimed");
+    EXPECT_EQ(untimed[9], "");  // no baseline p50: empty, not 0
+    EXPECT_EQ(untimed[17], "missing");
+}
+
+TEST_F(CompareTest, JsonLeavesOutWhatNoCheckpointRecorded) {
+    const toml::table json = comparison_json(both());
+    const toml::array *runs = json["runs"].as_array();
+    ASSERT_TRUE(runs && runs->size() == 2);
+    const toml::table &timed = *(*runs)[0].as_table();
+    EXPECT_EQ(timed["candidates"][1]["name"].value_or(std::string()), "second-v-buffer");
+    EXPECT_EQ(timed["candidates"][1]["ratio"]["ci_low"].value_or(0.0), 0.9871);
+    EXPECT_EQ(timed["candidates"][1]["verdict"].value_or(std::string()), "PASS");
+    EXPECT_EQ(timed["gate"]["summary"].value_or(std::string()), "FAIL: temporal-pair: shared-memory");
+    const toml::table &untimed = *(*runs)[1].as_table();
+    EXPECT_EQ(untimed["time"]["state"].value_or(std::string()), "missing");
+    EXPECT_FALSE(untimed.contains("baseline_p50_ms"));
+    EXPECT_FALSE(untimed.contains("aa"));
+}
+
+TEST_F(CompareTest, SvgHasAnIntervalPerTimedCandidateAndSaysWhyTheOthersHaveNone) {
+    const std::string svg = comparison_svg(both());
+    EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+    EXPECT_NE(svg.find("sage2tp compare: 2 runs, 2 candidates"), std::string::npos);
+    EXPECT_NE(svg.find(">temporal-pair</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">1.3441 [1.3427, 1.3451]</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">0.9890 [0.9871, 0.9912]</text>"), std::string::npos);
+    EXPECT_NE(svg.find("no interval: time missing"), std::string::npos);
+    EXPECT_NE(svg.find("1 = no difference"), std::string::npos);
+    EXPECT_NE(svg.find("#2a9d3a"), std::string::npos);  // the faster candidate
+    EXPECT_NE(svg.find("#c8302c"), std::string::npos);  // the slower one
+    EXPECT_EQ(svg, comparison_svg(both())) << "the same runs must give the same bytes";
+}
+
+TEST_F(CompareTest, RunsAreSelectedByDirectoryOrRunId) {
+    RunSelection selection;
+    selection.runs_root = runs_;
+    const std::vector<fs::path> roots = select_compared_runs({"tp-untimed", (runs_ / "tp-two").string()}, selection);
+    ASSERT_EQ(roots.size(), 2u);
+    EXPECT_EQ(roots[0], runs_ / "tp-untimed");
+    EXPECT_EQ(roots[1], runs_ / "tp-two");
+    const auto code = [&](const std::vector<std::string> &words) {
+        try {
+            select_compared_runs(words, selection);
+        } catch (const Error &e) {
+            return e.code();
+        }
+        return ExitCode::ok;
+    };
+    EXPECT_EQ(code({"no/such/dir"}), ExitCode::usage);
+    EXPECT_EQ(code({"no-such-run"}), ExitCode::precondition);
+    EXPECT_EQ(code({runs_.string()}), ExitCode::precondition);  // a directory that is not a run
+}
+
+TEST_F(CompareTest, AnUnknownFormatIsAUsageError) {
+    try {
+        comparison_table(both(), "json");
+        FAIL() << "no error";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+    }
+}
+
+// ---- the binary ----
+
+class CompareCli : public CompareTest {
+protected:
+    void SetUp() override {
+        ASSERT_FALSE(sage2tp_binary().empty()) << "SAGE2TP_BIN is not set";
+        CompareTest::SetUp();
+    }
+    ProcessResult sage2tp(const std::vector<std::string> &args) { return run_sage2tp(args, dir_); }
+};
+
+TEST_F(CompareCli, PrintsTheTableAndWritesTheSvgInTheWorkingDirectory) {
+    ProcessResult r = sage2tp({"compare", "tp-two", "tp-untimed"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, comparison_table(both(), "text") + "svg: sage2tp-compare.svg\n");
+    EXPECT_EQ(slurp(dir_ / "sage2tp-compare.svg"), comparison_svg(both()));
+
+    std::ofstream(dir_ / "file") << "not a directory";
+    r = sage2tp({"compare", "--svg", "file/c.svg", "tp-two"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("file"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << "nothing is printed when the SVG cannot be written";
+    r = sage2tp({"compare", "--format", "csv", "--svg", "out/c.svg", "-q", "tp-two", "tp-untimed"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, comparison_table(both(), "csv"));
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "out/c.svg"));
+
+    r = sage2tp({"compare", "--json", "--format", "markdown", "tp-two"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"command\" : \"compare\""), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("### sage2tp compare: 1 run"), std::string::npos) << r.err;
+}
+
+TEST_F(CompareCli, WithoutARunItComparesTheLatestRun) {
+    ProcessResult r = sage2tp({"compare"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("sage2tp prepare"), std::string::npos) << r.err;
+    fs::create_directory_symlink("tp-two", runs_ / "latest");
+    r = sage2tp({"compare", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("tp-two"), std::string::npos) << r.out;
+}
+
+TEST_F(CompareCli, UsageErrorsExitTwoAndMissingRunsFour) {
+    ProcessResult r = sage2tp({"compare", "--format", "json", "tp-two"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("expected text, markdown or csv"), std::string::npos) << r.err;
+    r = sage2tp({"compare", "--svg", "", "tp-two"});
+    EXPECT_EQ(r.exit_code, 2);
+    r = sage2tp({"compare", "--no-such-option"});
+    EXPECT_EQ(r.exit_code, 2);
+    r = sage2tp({"compare", "bad/id"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("neither a run directory nor a run id"), std::string::npos) << r.err;
+    r = sage2tp({"compare", "tp-two", "tp-gone"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("no run 'tp-gone'"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "sage2tp-compare.svg")) << "a failed compare writes nothing";
+    r = sage2tp({"compare", "--help"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("sage2tp compare"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace s2tp
