@@ -205,7 +205,8 @@ TEST(MeasureInterleaved, NoiselessSamplesStopAtTheFirstCheckAfterMinRounds) {
     SyntheticTimer timer;
     const TimingRun run = measure_interleaved(timer, settings_for_tests(), timer.clock());
     EXPECT_EQ(run.stopped_by, StopReason::half_width);
-    EXPECT_EQ(run.kept_rounds, 20u) << "a perfectly precise ratio still waits for min_rounds";
+    // min_rounds is 20 and an order block of three arms is 6 rounds: the first check ends block 4.
+    EXPECT_EQ(run.kept_rounds, 24u) << "a perfectly precise ratio still waits for min_rounds and a whole block";
     EXPECT_EQ(run.stop_checks, 1u);
     EXPECT_EQ(run.throttled_rounds, 0u);
 }
@@ -226,9 +227,13 @@ TEST(MeasureInterleaved, StopsWhenTheHalfWidthFallsUnderTheTarget) {
     EXPECT_GT(run.kept_rounds, 20u);
     EXPECT_GT(run.stop_checks, 1u);
     ASSERT_EQ(checked_at.size(), run.stop_checks) << "progress is reported at every check";
-    EXPECT_EQ(checked_at.front(), 20u);
+    // Every check ends an order block (6 rounds for three arms): the first one after min_rounds, then the
+    // first one after next_stop_check of the previous check.
+    const std::size_t block = RoundOrderGenerator(1, 3).block_size();
+    const auto first_block_end_from = [&](std::size_t rounds) { return (rounds + block - 1) / block * block; };
+    EXPECT_EQ(checked_at.front(), first_block_end_from(20));
     for (std::size_t i = 1; i < checked_at.size(); ++i)
-        EXPECT_EQ(checked_at[i], next_stop_check(checked_at[i - 1])) << "check " << i;
+        EXPECT_EQ(checked_at[i], first_block_end_from(next_stop_check(checked_at[i - 1]))) << "check " << i;
     EXPECT_EQ(checked_at.back(), run.kept_rounds);
     EXPECT_LT(last_reported_half_width, settings.target_half_width);
     const RatioInterval final_interval =
@@ -266,19 +271,20 @@ TEST(MeasureInterleaved, ThrottledRoundsAreDroppedWholeAndCounted) {
     timer.throttled_samples = {2 * 3 + 0, 5 * 3 + 1, 11 * 3 + 2};
     const TimingRun run = measure_interleaved(timer, settings_for_tests(), timer.clock());
     EXPECT_EQ(run.throttled_rounds, 3u);
-    EXPECT_EQ(run.kept_rounds, 20u);
-    ASSERT_EQ(run.rounds.size(), 23u);
+    // 20 kept rounds reached in round 23; the check waits for the end of its order block, round 24.
+    EXPECT_EQ(run.kept_rounds, 21u);
+    ASSERT_EQ(run.rounds.size(), 24u);
     for (std::size_t i = 0; i < run.rounds.size(); ++i)
         EXPECT_EQ(run.rounds[i].throttled, i == 2 || i == 5 || i == 11) << "round " << i;
 
     // None of the throttled rounds' samples (not even their normal-clock ones) reach the statistics.
     for (Arm arm = 0; arm < three_arms; ++arm) {
         const std::vector<double> kept = kept_times(run.rounds, arm);
-        ASSERT_EQ(kept.size(), 20u);
+        ASSERT_EQ(kept.size(), 21u);
         for (double t : kept) EXPECT_EQ(t, timer.base_ms[arm]);
     }
     const TimingStats stats = timing_stats({run}, settings_for_tests().bootstrap);
-    EXPECT_EQ(stats[candidate_arm].n, 20u);
+    EXPECT_EQ(stats[candidate_arm].n, 21u);
     EXPECT_DOUBLE_EQ(stats[candidate_arm].max, 74.0);
     EXPECT_DOUBLE_EQ(stats.vs_baseline(candidate_arm).median, 74.0 / 55.0);
     // The clock figures show what the card did, throttled samples included.

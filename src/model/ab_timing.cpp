@@ -165,7 +165,11 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
         if (round.throttled) ++run.throttled_rounds;
         else ++run.kept_rounds;
 
-        if (!round.throttled && run.kept_rounds >= check_at) {
+        // Checked only at the end of an order block, where every arm has run in every position equally
+        // often: a stop inside a block would leave a position effect (the launch after the slowest
+        // arm, say) unbalanced between the baseline and its A/A control.
+        const bool block_complete = run.rounds.size() % orders.block_size() == 0;
+        if (!round.throttled && block_complete && run.kept_rounds >= check_at) {
             ++run.stop_checks;
             check_at = next_stop_check(run.kept_rounds);
             // The stop rule waits for the widest interval: every candidate must be precise enough.

@@ -149,7 +149,9 @@ using TimingProgress = std::function<void(const TimingRun &run, const RatioInter
 
 // Warm-up (warmup_launches of every arm in turn), then rounds until the widest candidate interval's
 // relative half-width is below the target with at least min_rounds kept rounds, or until the budget
-// is spent, whichever comes first. `seconds_since_start` is the wall clock (tests pass a
+// is spent, whichever comes first. The stop rule is evaluated only at the end of an order block
+// (RoundOrderGenerator::block_size rounds), so a run that stops on precision has every arm in every
+// position equally often. `seconds_since_start` is the wall clock (tests pass a
 // synthetic one); the default starts at the call.
 TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings,
                               const std::function<double()> &seconds_since_start = {},
