@@ -306,7 +306,7 @@ TEST(MeasureInterleaved, APositionEffectCancelsOutOfTheAaControl) {
     const TimingStats stats = timing_stats({run}, settings.bootstrap);
     EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 1.0);
     EXPECT_DOUBLE_EQ(stats.vs_baseline(candidate_arm).median, 1.0);
-    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline()).has_value());
+    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(settings.target_half_width)).has_value());
 }
 
 TEST(MeasureInterleaved, RejectsSettingsThatCannotWork) {
@@ -386,25 +386,35 @@ TEST(StopCheck, CadenceGrowsWithTheKeptRounds) {
 
 // ---- A/A verdict ----
 
-TEST(TooNoisy, AnIntervalThatMissesOneFailsTheMachine) {
+TEST(TooNoisy, AnIntervalWhollyOutsideTheToleranceBandFailsTheMachine) {
+    const double tolerance = aa_tolerance(0.005);
+    EXPECT_DOUBLE_EQ(tolerance, 0.0005) << "a tenth of the default target half-width";
     RatioInterval quiet;
     quiet.median = 1.0004, quiet.lo = 0.9991, quiet.hi = 1.0012, quiet.n = 80, quiet.confidence = 0.95;
-    EXPECT_FALSE(too_noisy_reason(quiet).has_value());
+    EXPECT_FALSE(too_noisy_reason(quiet, tolerance).has_value());
 
     RatioInterval noisy = quiet;
     noisy.median = 1.0210, noisy.lo = 1.0150, noisy.hi = 1.0290;
-    const auto reason = too_noisy_reason(noisy);
+    const auto reason = too_noisy_reason(noisy, tolerance);
     ASSERT_TRUE(reason.has_value());
     EXPECT_NE(reason->find("too noisy"), std::string::npos) << *reason;
     EXPECT_NE(reason->find("1.0150 .. 1.0290"), std::string::npos) << *reason;
     EXPECT_NE(reason->find("95%"), std::string::npos) << *reason;
+    EXPECT_NE(reason->find("1 +- 0.050%"), std::string::npos) << *reason;
 
     RatioInterval below = quiet;
-    below.median = 0.97, below.lo = 0.96, below.hi = 0.9999;
-    EXPECT_TRUE(too_noisy_reason(below).has_value());
+    below.median = 0.997, below.lo = 0.996, below.hi = 0.9994;
+    EXPECT_TRUE(too_noisy_reason(below, tolerance).has_value()) << "0.06% below 1 is outside the band";
+    // The two A/A intervals an H200 gave with four arms: they miss 1 by 0.01%, well inside the band.
+    RatioInterval slightly_below = quiet;
+    slightly_below.median = 0.9995, slightly_below.lo = 0.9980, slightly_below.hi = 0.9999;
+    EXPECT_FALSE(too_noisy_reason(slightly_below, tolerance).has_value());
+    RatioInterval slightly_above = quiet;
+    slightly_above.median = 1.0001, slightly_above.lo = 1.00001, slightly_above.hi = 1.0003;
+    EXPECT_FALSE(too_noisy_reason(slightly_above, tolerance).has_value());
     RatioInterval touching = quiet;
-    touching.lo = 1.0;
-    EXPECT_FALSE(too_noisy_reason(touching).has_value()) << "an interval ending at 1 contains 1";
+    touching.lo = 1.0 + tolerance;
+    EXPECT_FALSE(too_noisy_reason(touching, tolerance).has_value()) << "an interval ending at the band's edge reaches it";
 }
 
 TEST(TooNoisy, ASystematicallySlowerControlIsCaught) {
@@ -413,7 +423,7 @@ TEST(TooNoisy, ASystematicallySlowerControlIsCaught) {
     const TimingSettings settings = settings_for_tests();
     const TimingStats stats = timing_stats({measure_interleaved(timer, settings, timer.clock())}, settings.bootstrap);
     EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 56.1 / 55.0);
-    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline()).has_value());
+    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(settings.target_half_width)).has_value());
 }
 
 // ---- Throughput and the L2 decision ----

@@ -244,13 +244,15 @@ TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapO
     return stats;
 }
 
-std::optional<std::string> too_noisy_reason(const RatioInterval &aa) {
-    if (aa.contains(1.0)) return std::nullopt;
+double aa_tolerance(double target_half_width) { return target_half_width / 10; }
+
+std::optional<std::string> too_noisy_reason(const RatioInterval &aa, double tolerance) {
+    if (aa.lo <= 1.0 + tolerance && aa.hi >= 1.0 - tolerance) return std::nullopt;
     std::ostringstream text;
     text << std::fixed << std::setprecision(4) << "the A/A control (the baseline timed against itself) gives a ratio of "
          << aa.median << " with a " << std::setprecision(0) << aa.confidence * 100 << "% interval of "
-         << std::setprecision(4) << aa.lo << " .. " << aa.hi
-         << ", which does not contain 1: the machine is too noisy to time on (" << aa.n
+         << std::setprecision(4) << aa.lo << " .. " << aa.hi << ", which lies wholly outside 1 +- "
+         << std::setprecision(3) << tolerance * 100 << "%: the machine is too noisy to time on (" << aa.n
          << " rounds); free the GPU of other work and run 'sage2tp time --force'";
     return text.str();
 }

@@ -186,7 +186,14 @@ TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapO
 // percentage rounds to 0.0; `who` names the candidate.
 std::string speed_in_words(double candidate_over_baseline, const std::string &who = "the candidate");
 
-// Why the A/A control says the machine is too noisy to time on, or nothing when its interval contains 1.
-std::optional<std::string> too_noisy_reason(const RatioInterval &control_vs_baseline);
+// How far from 1 the A/A control may lie before the machine counts as too noisy to time on: a tenth of
+// the precision the stage aims for. Two launches of one kernel differ systematically by less than
+// that (0.01 % was seen on an H200 with 4 arms) without anything being wrong, and no verdict rests on
+// a difference that small.
+double aa_tolerance(double target_half_width);
+
+// Why the A/A control says the machine is too noisy to time on: its interval lies wholly outside
+// 1 +- tolerance. Nothing when it reaches into that band.
+std::optional<std::string> too_noisy_reason(const RatioInterval &control_vs_baseline, double tolerance);
 
 }  // namespace s2tp

@@ -98,7 +98,7 @@ GateCondition check_build(const GateEvidence &e, const GateThresholds &) {
     const char *name = "build";
     if (auto not_evidence = unusable(name, "build", e.build, true, e)) return *not_evidence;
     if (!e.build.passed) return make(name, GateStatus::fail, "build failed", e.build.note);
-    return make(name, GateStatus::pass, "both arms built");
+    return make(name, GateStatus::pass, "every variant built");
 }
 
 GateCondition check_sanitizer(const GateEvidence &e, const GateThresholds &t) {

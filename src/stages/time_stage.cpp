@@ -584,7 +584,8 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         f.sm_clock_median_mhz = stats.clock_median_mhz;
         f.sm_clock_max_mhz = stats.clock_max_mhz;
         const RatioInterval &aa = stats.control_vs_baseline();
-        if (auto noisy = too_noisy_reason(aa)) result.reasons.push_back(*noisy);
+        const std::optional<std::string> noisy = too_noisy_reason(aa, aa_tolerance(in.settings.target_half_width));
+        if (noisy) result.reasons.push_back(*noisy);
         const toml::table figures = f.to_toml();
         for (const char *key : {"baseline", "baseline_control", "aa", "candidates", "sm_clock_mhz"})
             report.insert(std::string("stats_") + key, *figures[key].as_table());
@@ -618,7 +619,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
                     << " [" << fixed(r.lo, 4) << ", " << fixed(r.hi, 4) << "], p50 "
                     << fixed(stats[baseline_arm].p50, 2) << " -> " << fixed(stats[arm].p50, 2) << " ms";
         }
-        summary << ", A/A " << fixed(aa.median, 4) << (aa.contains(1.0) ? "" : " (too noisy)") << ", " << kept
+        summary << ", A/A " << fixed(aa.median, 4) << (noisy ? " (too noisy)" : "") << ", " << kept
                 << " rounds" << (in.repeats > 1 ? " in " + std::to_string(in.repeats) + " processes" : std::string());
         f.summary = summary.str();
     } else {

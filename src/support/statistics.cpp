@@ -229,14 +229,11 @@ RatioInterval two_level_bootstrap_median_interval(const std::vector<std::vector<
 
     SplitMix64 rng(options.seed);
     std::vector<double> resample;
-    resample.reserve(pooled.size() * 2);
     std::vector<double> medians(options.resamples);
     for (double &m : medians) {
         resample.clear();
-        for (std::size_t g = 0; g < groups.size(); ++g) {
-            const std::vector<double> &chosen = groups[rng.below(groups.size())];
-            for (std::size_t i = 0; i < chosen.size(); ++i) resample.push_back(chosen[rng.below(chosen.size())]);
-        }
+        const std::vector<double> &chosen = groups[rng.below(groups.size())];
+        for (std::size_t i = 0; i < chosen.size(); ++i) resample.push_back(chosen[rng.below(chosen.size())]);
         m = median(resample);
     }
     std::sort(medians.begin(), medians.end());

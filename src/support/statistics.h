@@ -76,17 +76,21 @@ struct RatioInterval {
 
 RatioInterval bootstrap_median_interval(const std::vector<double> &ratios, const BootstrapOptions &options);
 
-// The interval of the median when the ratios come in groups that vary among themselves (one group per
-// process of `time --repeat`: each process has its own allocations, module loads and clock state, and
-// its ratios share whatever that placed on them). A plain bootstrap of the pooled ratios treats every
-// round as independent and so counts only the within-process variation; this two-level bootstrap
-// resamples the groups with replacement, then the ratios within each chosen group with replacement,
-// pools them and takes the median. When the groups differ more than their rounds scatter, the width
-// follows the spread between groups (about 1/sqrt(groups)); when they do not, the within-group
-// scatter of all the rounds (Davison & Hinkley 1997, "Bootstrap Methods and their Application",
-// section 3.8, strategy "randomize at both stages"). The point estimate is the pooled median; n counts
-// every ratio. Draws as for bootstrap_median_interval: one SplitMix64(seed), integer draws only. With
-// one group this is bootstrap_median_interval of that group.
+// Where the median of one more process would fall, when the ratios come in groups that vary among
+// themselves (one group per process of `time --repeat`: each process has its own allocations, module
+// loads and clock state, and its ratios share whatever that placed on them). A plain bootstrap of
+// the pooled ratios treats every round as independent and so counts only the within-process
+// variation; an interval for the pooled median shrinks as 1/sqrt(groups) and so says where the
+// average over many processes lies, not what the next run will show. This two-level bootstrap draws,
+// per resample, one group (the between-process level), then that group's own number of ratios from
+// it with replacement (the within-process level), and takes their median: the spread of those
+// medians is that of a fresh process's median, both levels included (Davison & Hinkley 1997,
+// "Bootstrap Methods and their Application", section 3.8, randomizing at both stages). When the groups
+// differ more than their rounds scatter, the width follows the spread between groups; when they do
+// not, the within-group scatter of one group's rounds. A verdict read off it holds for the next run,
+// which is what a gate needs. The point estimate is the pooled median; n counts every ratio. Draws as
+// for bootstrap_median_interval: one SplitMix64(seed), integer draws only. With one group this is
+// bootstrap_median_interval of that group.
 RatioInterval two_level_bootstrap_median_interval(const std::vector<std::vector<double>> &groups,
                                                   const BootstrapOptions &options);
 
