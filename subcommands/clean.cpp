@@ -22,13 +22,8 @@ int clean_command(const Args &args) {
     cl.positional_help("[RUN]");
     if (!cl.parse()) return 0;
 
-    RunSelection selection = cl.selection();
-    if (cl.has("target")) {
-        const std::string target = cl.result()["target"].as<std::string>();
-        std::error_code ec;
-        if (fs::is_directory(target, ec)) selection.run_dir = target;
-        else selection.run_id = target;
-    }
+    const RunSelection selection =
+        cl.has("target") ? select_run_word(cl.selection(), cl.result()["target"].as<std::string>()) : cl.selection();
     const fs::path root = fs::absolute(require_existing_run(selection)).lexically_normal();
     {
         RunDirectory run(root);

@@ -41,13 +41,8 @@ int phases_command(const Args &args) {
     if (cl.has("nvcc")) request.nvcc = cl.result()["nvcc"].as<std::string>();
     request.force = cl.has("force");
 
-    RunSelection selection = cl.selection();
-    if (cl.has("target")) {
-        const std::string target = cl.result()["target"].as<std::string>();
-        std::error_code ec;
-        if (fs::is_directory(target, ec)) selection.run_dir = target;
-        else selection.run_id = target;
-    }
+    const RunSelection selection =
+        cl.has("target") ? select_run_word(cl.selection(), cl.result()["target"].as<std::string>()) : cl.selection();
     RunDirectory run(require_existing_run(selection));
     run.lock();
     const Experiment experiment = load_experiment(run.manifest());

@@ -158,6 +158,13 @@ void check_run_id(const std::string &id) {
     if (id == "latest") fail(ExitCode::usage, "invalid run id 'latest': the name is taken by the link to the latest run");
 }
 
+RunSelection select_run_word(RunSelection selection, const std::string &word) {
+    std::error_code ec;
+    if (fs::is_directory(word, ec)) selection.run_dir = word;
+    else selection.run_id = word;
+    return selection;
+}
+
 std::optional<fs::path> existing_run(const RunSelection &selection) {
     if (selection.run_dir) return selection.run_dir;
     if (auto id = effective_run_id(selection)) {

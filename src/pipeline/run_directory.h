@@ -73,6 +73,9 @@ struct RunSelection {
     std::optional<std::string> run_id;
     std::filesystem::path runs_root = "sage2tp-runs";
 };
+// The selection a command's [RUN] word makes: the run directory at that path when there is one, else
+// the run of that id under the selection's root.
+RunSelection select_run_word(RunSelection selection, const std::string &word);
 std::optional<std::filesystem::path> existing_run(const RunSelection &selection);
 // existing_run, for the stages after prepare: Error(precondition) naming 'sage2tp prepare' when none exists.
 std::filesystem::path require_existing_run(const RunSelection &selection);

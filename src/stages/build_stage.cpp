@@ -77,14 +77,8 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
     const std::string arch = resolve_target_arch(requested_arch(context, request), table);
     const ArchLimits &limits = resolve_arch(table, arch);
     // A GPU host may have no compiler: a passed, intact build made elsewhere is then used as it is.
-    std::optional<fs::path> nvcc;
-    std::optional<Error> no_nvcc;
-    try {
-        nvcc = find_nvcc(request.nvcc);
-    } catch (const Error &e) {
-        if (request.nvcc) throw;
-        no_nvcc = e;
-    }
+    const CompilerLookup lookup = look_for_nvcc(request.nvcc);
+    const std::optional<fs::path> &nvcc = lookup.nvcc;
     // Looked up only for sources that include torch's headers, and only where there is a compiler to
     // use them (a GPU host without nvcc keeps the intact build made elsewhere).
     std::optional<TorchHeaders> torch;
@@ -207,7 +201,7 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
     if (!nvcc) {
         if (auto kept = keep_intact_checkpoint(context, work, "no nvcc on this host; using the cubins built before", reporter))
             return with_sass(*kept);
-        throw *no_nvcc;
+        throw *lookup.missing;
     }
     return with_sass(execute_stage(context, work, request.force, reporter));
 }

@@ -33,6 +33,17 @@ fs::path find_nvcc(const std::optional<std::string> &requested) {
          "or --nvcc /path/to/nvcc");
 }
 
+CompilerLookup look_for_nvcc(const std::optional<std::string> &requested) {
+    CompilerLookup lookup;
+    try {
+        lookup.nvcc = find_nvcc(requested);
+    } catch (const Error &e) {
+        if (requested) throw;
+        lookup.missing = e;
+    }
+    return lookup;
+}
+
 std::string nvcc_version(const fs::path &nvcc) {
     ProcessResult r = run_process({nvcc.string(), "--version"});
     if (r.exit_code != 0) fail(ExitCode::missing_tool, nvcc.string() + " --version failed: " + r.err);

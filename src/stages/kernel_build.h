@@ -3,6 +3,8 @@
 // output and exact command line kept next to the cubin.
 #pragma once
 
+#include "support/errors.h"
+
 #include "model/arch_limits.h"
 #include "model/experiment_manifest.h"
 #include "pipeline/run_directory.h"
@@ -18,6 +20,14 @@ namespace s2tp {
 // nvcc from --nvcc, else $CUDA_HOME/bin, else PATH, else /usr/local/cuda/bin. Error(missing_tool)
 // saying how to point sage2tp at a toolkit when none is found.
 std::filesystem::path find_nvcc(const std::optional<std::string> &requested);
+
+// find_nvcc for a stage that can go on without a compiler (it keeps what was built elsewhere): the
+// compiler, or the error that says why there is none. A requested --nvcc that is missing still throws.
+struct CompilerLookup {
+    std::optional<std::filesystem::path> nvcc;
+    std::optional<Error> missing;
+};
+CompilerLookup look_for_nvcc(const std::optional<std::string> &requested);
 std::string nvcc_version(const std::filesystem::path &nvcc);  // the "release X, VX.Y.Z" line
 
 // "auto" asks the first visible GPU (its compute capability, with the "a" suffix where the table

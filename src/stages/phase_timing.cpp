@@ -118,20 +118,14 @@ const fs::path &PhaseBuild::cubin_of(const std::string &variant, const std::stri
 
 PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experiment, const BuiltKernels &kernels,
                               const Checkpoint &build, const PhaseBuildRequest &request, const Reporter &reporter) {
-    std::optional<fs::path> nvcc;
-    std::optional<Error> no_nvcc;
-    try {
-        nvcc = find_nvcc(request.nvcc);
-    } catch (const Error &e) {
-        if (request.nvcc) throw;
-        no_nvcc = e;
-    }
+    const CompilerLookup lookup = look_for_nvcc(request.nvcc);
+    const std::optional<fs::path> &nvcc = lookup.nvcc;
     const std::vector<CompileJob> jobs = plan_phase_compiles(
         run, plan_compiles(run, experiment, kernels.arch, nvcc.value_or("nvcc"), torch_include_dirs(experiment, build)));
     const std::string digest = sources_digest(run, jobs);
 
     if (!nvcc) {
-        if (!stale_reason(run, jobs, digest, "").empty()) throw *no_nvcc;
+        if (!stale_reason(run, jobs, digest, "").empty()) throw *lookup.missing;
         const toml::table record = parse_toml_file(record_path(run).string());
         const std::string version = record["nvcc_version"].value_or(std::string());
         return described(jobs, version, "no nvcc on this host; using the instrumented cubins built before (" + version + ")");
