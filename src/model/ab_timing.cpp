@@ -1,13 +1,11 @@
 #include "model/ab_timing.h"
 
 #include "support/errors.h"
+#include "support/number_format.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <iomanip>
-#include <sstream>
 
 namespace s2tp {
 
@@ -248,13 +246,10 @@ double aa_tolerance(double target_half_width) { return target_half_width / 10; }
 
 std::optional<std::string> too_noisy_reason(const RatioInterval &aa, double tolerance) {
     if (aa.lo <= 1.0 + tolerance && aa.hi >= 1.0 - tolerance) return std::nullopt;
-    std::ostringstream text;
-    text << std::fixed << std::setprecision(4) << "the A/A control (the baseline timed against itself) gives a ratio of "
-         << aa.median << " with a " << std::setprecision(0) << aa.confidence * 100 << "% interval of "
-         << std::setprecision(4) << aa.lo << " .. " << aa.hi << ", which lies wholly outside 1 +- "
-         << std::setprecision(3) << tolerance * 100 << "%: the machine is too noisy to time on (" << aa.n
-         << " rounds); free the GPU of other work and run 'sage2tp time --force'";
-    return text.str();
+    return "the A/A control (the baseline timed against itself) gives a ratio of " + fixed(aa.median, 4) + " with a " +
+           fixed(aa.confidence * 100, 0) + "% interval of " + fixed(aa.lo, 4) + " .. " + fixed(aa.hi, 4) +
+           ", which lies wholly outside 1 +- " + fixed(tolerance * 100, 3) + "%: the machine is too noisy to time on (" +
+           std::to_string(aa.n) + " rounds); free the GPU of other work and run 'sage2tp time --force'";
 }
 
 }  // namespace s2tp
@@ -262,12 +257,10 @@ std::optional<std::string> too_noisy_reason(const RatioInterval &aa, double tole
 namespace s2tp {
 
 std::string speed_in_words(double ratio, const std::string &who) {
-    char times[32], percent[32];
-    std::snprintf(times, sizeof times, "%.3fx", ratio);
     const double change = (ratio - 1.0) * 100.0;
-    std::snprintf(percent, sizeof percent, "%.1f%%", std::fabs(change));
-    const std::string share = std::string(" (") + times + " the baseline's time)";
-    if (std::string(percent) == "0.0%") return who + " is as fast as the baseline" + share;
+    const std::string percent = fixed(std::fabs(change), 1) + "%";
+    const std::string share = " (" + fixed(ratio, 3) + "x the baseline's time)";
+    if (percent == "0.0%") return who + " is as fast as the baseline" + share;
     return who + " is " + percent + (change > 0 ? " slower" : " faster") + share;
 }
 

@@ -1,6 +1,7 @@
 #include "stages/build_figures.h"
 
 #include "stages/figure_fields.h"
+#include "support/number_format.h"
 #include "stages/sass_histogram.h"
 
 #include <iomanip>
@@ -117,15 +118,14 @@ std::string candidate_table(const std::string &name, const EntryTable &baseline,
         if (found == candidate.end()) continue;
         const EntryResources &cand = found->second;
         const double b_wps = base.warps_per_scheduler.value_or(0.0), c_wps = cand.warps_per_scheduler.value_or(0.0);
-        std::ostringstream wps;
-        wps << std::fixed << std::setprecision(1) << b_wps << "->" << c_wps << (c_wps < b_wps ? "  FELL" : "");
+        const std::string wps = fixed(b_wps, 1) + "->" + fixed(c_wps, 1) + (c_wps < b_wps ? "  FELL" : "");
         const auto spills = [&](const EntryResources &e) {
             return number(e.spill_store_bytes) + "/" + number(e.spill_load_bytes);
         };
         out << std::setw(30) << entry << std::setw(12) << (number(base.registers) + "->" + number(cand.registers))
             << std::setw(18) << (spills(base) + "->" + spills(cand)) << std::setw(15)
             << (number(base.smem_per_block) + "->" + number(cand.smem_per_block)) << std::setw(11)
-            << (number(base.blocks_per_sm) + "->" + number(cand.blocks_per_sm)) << wps.str() << "\n";
+            << (number(base.blocks_per_sm) + "->" + number(cand.blocks_per_sm)) << wps << "\n";
     }
     return out.str();
 }

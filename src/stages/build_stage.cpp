@@ -1,6 +1,7 @@
 #include "stages/build_stage.h"
 
 #include "formats/ptxas_report.h"
+#include "support/number_format.h"
 #include "gpu/gpu_runtime.h"
 #include "gpu/kernel_abi.h"
 #include "model/arch_limits.h"
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -49,8 +49,8 @@ CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Repo
     // One line per finished compile, in a pipe as on a terminal.
     progress.finished = [&reporter, total](const CompileJob &job, const CompileOutcome &outcome, std::size_t finished) {
         std::ostringstream line;
-        line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " " << std::fixed
-             << std::setprecision(1) << outcome.seconds << " s"
+        line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " "
+             << fixed(outcome.seconds, 1) << " s"
              << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
         reporter.progress(line.str());
     };

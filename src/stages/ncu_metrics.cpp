@@ -12,11 +12,14 @@ namespace {
 
 std::string format_value(const std::optional<double> &value) {
     if (!value) return "n/a";
-    std::ostringstream s;
+    // Tiny rates keep four significant digits (1.234e-05); the rest a fixed point, none from 1000 up.
     const double magnitude = std::fabs(*value);
-    if (magnitude != 0 && magnitude < 1e-3) s << std::setprecision(4) << *value;
-    else s << std::fixed << std::setprecision(magnitude >= 1000 ? 0 : 3) << *value;
-    return s.str();
+    if (magnitude != 0 && magnitude < 1e-3) {
+        std::ostringstream s;
+        s << std::setprecision(4) << *value;
+        return s.str();
+    }
+    return fixed(*value, magnitude >= 1000 ? 0 : 3);
 }
 
 std::string format_change(const std::optional<double> &change) {
