@@ -17,7 +17,7 @@ int build_command(const Args &args) {
                  "default: auto when a GPU is visible, else the arch of the last passed build, else the manifest's",
          cxxopts::value<std::string>(), "ARCH")
         ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
-        ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
+        ("nvcc", "the nvcc to use (default: the first in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin)",
          cxxopts::value<std::string>(), "PATH")
         ("torch-include", "a directory with torch's headers for sources that need them (repeatable; default: "
                           "[build] torch_include_dirs, then the python3 on PATH, then libtorch-dev)",

@@ -26,7 +26,7 @@ int phases_command(const Args &args) {
         ("build-only", "build the instrumented cubins and stop (no GPU needed)")
         ("force", "compile the instrumented cubins even when they are up to date")
         ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
-        ("nvcc", "the nvcc to use (default: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc)",
+        ("nvcc", "the nvcc to use (default: the first in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin)",
          cxxopts::value<std::string>(), "PATH")
         ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
     cl.positional("target");

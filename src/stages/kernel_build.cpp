@@ -29,8 +29,8 @@ fs::path find_nvcc(const std::optional<std::string> &requested) {
     }
     if (auto found = find_cuda_tool("nvcc")) return *found;
     fail(ExitCode::missing_tool,
-         "nvcc not found: install the CUDA toolkit, or point sage2tp at one with CUDA_HOME=/path/to/cuda "
-         "or --nvcc /path/to/nvcc");
+         std::string("nvcc not found (looked in ") + cuda_tool_search_order() +
+             "): install the CUDA toolkit, or point sage2tp at one with CUDA_HOME=/path/to/cuda or --nvcc /path/to/nvcc");
 }
 
 CompilerLookup look_for_nvcc(const std::optional<std::string> &requested) {

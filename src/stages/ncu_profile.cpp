@@ -1,4 +1,5 @@
 #include "stages/ncu_profile.h"
+#include "support/cuda_tools.h"
 #include "support/file_io.h"
 
 #include "formats/ncu_csv.h"
@@ -41,8 +42,8 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
     const std::optional<fs::path> ncu = find_cuda_tool("ncu");
     profiles.figures.found = ncu.has_value();
     if (!ncu) {
-        reporter.warn("time: ncu was not found (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin); "
-                      "timed without Nsight Compute metrics");
+        reporter.warn(std::string("time: ncu was not found (") + cuda_tool_search_order() +
+                      "); timed without Nsight Compute metrics");
         return profiles;
     }
     ProcessOptions version_options;

@@ -92,9 +92,9 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
         require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
         const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
         if (!sanitizer)
-            fail(ExitCode::missing_tool, "sanitize needs compute-sanitizer, which is not installed (looked in PATH, "
-                                         "$CUDA_HOME/bin, $CUDA_PATH/bin and /usr/local/cuda/bin); use --skip or "
-                                         "RUN_SANITIZER=0 to record the stage as not checked");
+            fail(ExitCode::missing_tool, std::string("sanitize needs compute-sanitizer, which is not installed (looked in ") +
+                                         cuda_tool_search_order() + "); use --skip or RUN_SANITIZER=0 to record the "
+                                         "stage as not checked");
         result.tools.insert("compute-sanitizer", sanitizer_version(*sanitizer));
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));

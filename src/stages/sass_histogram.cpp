@@ -1,4 +1,5 @@
 #include "stages/sass_histogram.h"
+#include "support/cuda_tools.h"
 
 #include "stages/gpu_stage.h"
 #include "support/errors.h"
@@ -168,8 +169,8 @@ std::optional<SassComparison> sass_of_build(const std::vector<CompileJob> &jobs,
                                             const KernelAbi &candidate_abi, const Reporter &reporter) {
     const std::optional<Disassembler> tool = find_disassembler();
     if (!tool) {
-        reporter.warn("build --sass: neither cuobjdump nor nvdisasm was found (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, "
-                      "/usr/local/cuda/bin); no SASS histogram");
+        reporter.warn(std::string("build --sass: neither cuobjdump nor nvdisasm was found (") + cuda_tool_search_order() +
+                      "); no SASS histogram");
         return std::nullopt;
     }
     ProcessOptions options;

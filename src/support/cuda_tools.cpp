@@ -16,4 +16,6 @@ std::optional<fs::path> find_cuda_tool(const std::string &name) {
     return find_program("/usr/local/cuda/bin/" + name);
 }
 
+const char *cuda_tool_search_order() { return "$CUDA_HOME/bin, $CUDA_PATH/bin, PATH, then /usr/local/cuda/bin"; }
+
 }  // namespace s2tp

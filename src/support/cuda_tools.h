@@ -11,4 +11,7 @@ namespace s2tp {
 
 std::optional<std::filesystem::path> find_cuda_tool(const std::string &name);
 
+// That search order in words, for the message of a tool that was not found.
+const char *cuda_tool_search_order();
+
 }  // namespace s2tp
