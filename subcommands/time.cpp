@@ -42,27 +42,20 @@ int time_command(const Args &args) {
     const bool pin = cl.has("pin");
     const char *run_ncu_env = std::getenv("RUN_NCU");
     const bool ncu = cl.has("ncu") || (run_ncu_env && std::string(run_ncu_env) == "1");
-    const auto flag = [&](const char *name) {
-        return cl.has(name) ? std::optional<double>(cl.result()[name].as<double>()) : std::nullopt;
+    // The ranges of the manifest's [time] table.
+    const auto flag = [&](const SettingRange &range) {
+        return cl.has(range.flag) ? std::optional<double>(checked_setting(range, cl.result()[range.flag].as<double>()))
+                                  : std::nullopt;
     };
-    // The ranges of the manifest's [time] table; counts must be whole.
-    for (const SettingRange &range :
-         {time_target_half_width_range, time_budget_seconds_range, time_min_rounds_range, time_repeats_range}) {
-        const double value = flag(range.flag).value_or(range.low);
-        if (!(value >= range.low && value <= range.high))
-            fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + shortest(range.low) + ", " +
-                                      shortest(range.high) + "] (as [time] " + range.key + "), got " + shortest(value));
-    }
-    for (const char *count : {"min-rounds", "repeat"})
-        if (flag(count) && *flag(count) != std::floor(*flag(count)))
-            fail(ExitCode::usage, std::string("--") + count + " must be a whole number, got " + shortest(*flag(count)));
     // --pin records into the run's own manifest, which another workload's output does not belong to.
     if (pin && cl.has("workload"))
         fail(ExitCode::usage, "--pin records the manifest's workload output; it cannot be combined with --workload");
     if (cl.has("order-seed") && !cl.has("repeat-child"))
         fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
-    TimeOverrides overrides{flag("target-half-width"), flag("budget"), std::nullopt, std::nullopt};
-    if (flag("min-rounds")) overrides.min_rounds = static_cast<std::size_t>(*flag("min-rounds"));
+    TimeOverrides overrides{flag(time_target_half_width_range), flag(time_budget_seconds_range), std::nullopt,
+                            std::nullopt};
+    if (const auto rounds = flag(time_min_rounds_range)) overrides.min_rounds = static_cast<std::size_t>(*rounds);
+    const std::optional<double> repeat_flag = flag(time_repeats_range);
     if (cl.has("order-seed")) overrides.order_seed = cl.result()["order-seed"].as<std::uint64_t>();
     const std::optional<fs::path> workload_file =
         cl.has("workload") ? std::optional<fs::path>(fs::absolute(cl.result()["workload"].as<std::string>())) : std::nullopt;
@@ -81,7 +74,7 @@ int time_command(const Args &args) {
     apply_run_pins(experiment.workload, run.pins());
     const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
     const std::optional<std::string> expected_sha = expected_output_sha256(workload, kernels.arch);
-    const std::size_t repeats = static_cast<std::size_t>(flag("repeat").value_or(static_cast<double>(experiment.repeats)));
+    const std::size_t repeats = static_cast<std::size_t>(repeat_flag.value_or(static_cast<double>(experiment.repeats)));
 
     std::optional<DeviceFacts> device;
     try {

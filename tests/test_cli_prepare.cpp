@@ -68,6 +68,29 @@ TEST_F(Cli, UsageErrorsExitTwoWithAClearMessage) {
     EXPECT_EQ(r.out.rfind("sage2tp ", 0), 0u);
 }
 
+TEST_F(Cli, OverridesAcceptExactlyTheManifestsRanges) {
+    // One range table serves the manifest and the flags: what [gate] max_candidate_p50_ms accepts (0
+    // included), --max-p50-ms accepts, and the message names the manifest key.
+    struct Case {
+        std::vector<std::string> args;
+        const char *message;
+    };
+    for (const Case &c : std::vector<Case>{
+             {{"gate", "--max-p50-ms", "-1"}, "--max-p50-ms must be in [0, 1e+09] (as [gate] max_candidate_p50_ms)"},
+             {{"gate", "--max-ratio", "0.001"}, "--max-ratio must be in [0.01, 100] (as [gate] max_ratio_upper)"},
+             {{"gate", "--max-spill-growth-bytes", "1.5"}, "--max-spill-growth-bytes must be a whole number"},
+             {{"time", "--repeat", "0"}, "--repeat must be in [1, 100] (as [time] repeats)"},
+             {{"time", "--min-rounds", "20.5"}, "--min-rounds must be a whole number (as [time] min_rounds)"},
+             {{"time", "--budget", "0.5"}, "--budget must be in [1, 86400] (as [time] budget_seconds)"}}) {
+        const ProcessResult r = sage2tp(c.args);
+        EXPECT_EQ(r.exit_code, 2) << c.args[1] << " " << c.args[2] << ": " << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    }
+    // In range, a limit of 0 is a value like any other: the command goes on to look for a run.
+    const ProcessResult zero = sage2tp({"gate", "--max-p50-ms", "0"});
+    EXPECT_EQ(zero.exit_code, 4) << zero.err;
+}
+
 TEST_F(Cli, EveryCommandHasHelp) {
     for (std::string command : {"prepare", "build", "sanitize", "parity", "time", "gate", "run", "status", "compare", "clean"}) {
         ProcessResult r = sage2tp({command, "--help"});

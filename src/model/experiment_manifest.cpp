@@ -2,8 +2,10 @@
 #include "support/file_io.h"
 
 #include "support/errors.h"
+#include "support/number_format.h"
 #include "formats/toml_schema.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -365,10 +367,13 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
 
     if (const toml::table *gate = top.optional_table("gate")) {
         TableReader r(*gate, file, "[gate]");
-        e.max_candidate_p50_ms = r.number_or("max_candidate_p50_ms", e.max_candidate_p50_ms, 0.0, 1e9);
-        e.max_spill_growth_bytes = r.integer_or("max_spill_growth_bytes", e.max_spill_growth_bytes, 0, 1 << 30);
-        if (gate->contains("max_ratio_upper")) e.max_ratio_upper = r.number_or("max_ratio_upper", 1.0, 0.01, 100.0);
-        else r.accept("max_ratio_upper");
+        const SettingRange &p50 = gate_max_candidate_p50_ms_range, &spill = gate_max_spill_growth_bytes_range,
+                           &ratio = gate_max_ratio_upper_range;
+        e.max_candidate_p50_ms = r.number_or(p50.key, e.max_candidate_p50_ms, p50.low, p50.high);
+        e.max_spill_growth_bytes = r.integer_or(spill.key, e.max_spill_growth_bytes, static_cast<std::int64_t>(spill.low),
+                                                static_cast<std::int64_t>(spill.high));
+        if (gate->contains(ratio.key)) e.max_ratio_upper = r.number_or(ratio.key, 1.0, ratio.low, ratio.high);
+        else r.accept(ratio.key);
         e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
         r.finish();
     }
@@ -483,6 +488,16 @@ void add_candidate_commit_override(SourceOverrides &overrides, const std::string
     }
     if (!overrides.candidate_commits.emplace(name, value.substr(equals + 1)).second)
         fail(ExitCode::usage, "--candidate-commit names candidate '" + name + "' twice");
+}
+
+double checked_setting(const SettingRange &range, double value) {
+    const std::string where = " (as " + std::string(range.table) + " " + range.key + "), got " + shortest(value);
+    if (!(value >= range.low && value <= range.high))
+        fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + shortest(range.low) + ", " +
+                                  shortest(range.high) + "]" + where);
+    if (range.whole && value != std::floor(value))
+        fail(ExitCode::usage, std::string("--") + range.flag + " must be a whole number" + where);
+    return value;
 }
 
 const CandidateSpec &Experiment::candidate(const std::string &name) const {

@@ -134,17 +134,28 @@ struct Experiment {
 // `overrides` replace manifest values (prepare's --repository, --commit, --candidate-commit).
 Experiment load_experiment(const std::filesystem::path &manifest, const SourceOverrides &overrides = {});
 
-// The values [time] accepts for the settings that `sage2tp time` can also take on its command line: one
-// definition, so a flag and the manifest key can never disagree on what is in range.
+// The values the manifest accepts for the settings that `sage2tp time` and `sage2tp gate` can also take
+// on their command lines: one definition, so a flag and the manifest key can never disagree on what is
+// in range.
 struct SettingRange {
-    const char *key;   // the [time] key, e.g. "budget_seconds"
-    const char *flag;  // the time option, e.g. "budget"
-    double low, high;  // inclusive
+    const char *table;  // "[time]" or "[gate]"
+    const char *key;    // the manifest key, e.g. "budget_seconds"
+    const char *flag;   // the command's option, e.g. "budget"
+    double low, high;   // inclusive
+    bool whole;         // a count: only whole numbers
 };
-inline constexpr SettingRange time_target_half_width_range{"target_half_width", "target-half-width", 1e-5, 0.5};
-inline constexpr SettingRange time_budget_seconds_range{"budget_seconds", "budget", 1.0, 86400.0};
-inline constexpr SettingRange time_min_rounds_range{"min_rounds", "min-rounds", 3, 1000000};
-inline constexpr SettingRange time_repeats_range{"repeats", "repeat", 1, 100};
+inline constexpr SettingRange time_target_half_width_range{"[time]", "target_half_width", "target-half-width", 1e-5, 0.5, false};
+inline constexpr SettingRange time_budget_seconds_range{"[time]", "budget_seconds", "budget", 1.0, 86400.0, false};
+inline constexpr SettingRange time_min_rounds_range{"[time]", "min_rounds", "min-rounds", 3, 1000000, true};
+inline constexpr SettingRange time_repeats_range{"[time]", "repeats", "repeat", 1, 100, true};
+inline constexpr SettingRange gate_max_candidate_p50_ms_range{"[gate]", "max_candidate_p50_ms", "max-p50-ms", 0, 1e9, false};
+inline constexpr SettingRange gate_max_spill_growth_bytes_range{"[gate]", "max_spill_growth_bytes",
+                                                                "max-spill-growth-bytes", 0, 1 << 30, true};
+inline constexpr SettingRange gate_max_ratio_upper_range{"[gate]", "max_ratio_upper", "max-ratio", 0.01, 100, false};
+
+// A command-line value for `range`: Error(usage) naming the flag, its range and the manifest key when it
+// is outside the range (or not whole, for a count); else the value.
+double checked_setting(const SettingRange &range, double value);
 
 // The embedded quantization source that the "support" tree is built from, and its include directory.
 inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }

@@ -1,0 +1,73 @@
+#include "stages/gate_stage.h"
+
+#include "stages/gate_evidence.h"
+#include "stages/gate_figures.h"
+#include "support/file_io.h"
+#include "support/hashing.h"
+#include "support/number_format.h"
+
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace s2tp {
+
+GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides &overrides) {
+    GateThresholds thresholds;
+    thresholds.max_candidate_p50_ms = overrides.max_candidate_p50_ms.value_or(experiment.max_candidate_p50_ms);
+    thresholds.max_spill_growth_bytes = overrides.max_spill_growth_bytes.value_or(experiment.max_spill_growth_bytes);
+    thresholds.ratio_upper_bound = overrides.max_ratio_upper ? overrides.max_ratio_upper : experiment.max_ratio_upper;
+    thresholds.require_sanitizer = overrides.require_sanitizer.value_or(experiment.require_sanitizer);
+    return thresholds;
+}
+
+StageWork gate_stage_work(const StageContext &context, const GateThresholds &thresholds) {
+    const RunDirectory &run = context.run();
+    const fs::path report = run.reports() / "gate.json";
+    StageWork work;
+    work.stage = Stage::gate;
+    // Under the run's lock no other process writes checkpoints, so the context's one reading serves the
+    // fingerprint and the evidence alike. Thresholds enter by their shortest exact text, so the
+    // fingerprint changes exactly when one does.
+    work.add_inputs = [&context, &thresholds](Fingerprint &f) {
+        for (const StageState &state : context.states()) {
+            if (state.stage == Stage::gate) continue;
+            f.add(stage_name(state.stage) + "_digest", state.read.checkpoint ? state.read.checkpoint->digest : "");
+        }
+        f.add("max_candidate_p50_ms", shortest(thresholds.max_candidate_p50_ms));
+        f.add("max_spill_growth_bytes", thresholds.max_spill_growth_bytes);
+        f.add("max_ratio_upper", thresholds.ratio_upper_bound ? shortest(*thresholds.ratio_upper_bound) : "off");
+        f.add("require_sanitizer", thresholds.require_sanitizer ? "yes" : "no");
+    };
+    work.run = [&context, &thresholds, &run, report] {
+        std::vector<std::string> candidates;
+        for (const CandidateSpec &candidate : context.experiment().candidates) candidates.push_back(candidate.name);
+        std::map<std::string, GateResult> verdicts;
+        for (const auto &[name, evidence] : gather_gate_evidence(context.states(), candidates))
+            verdicts[name] = evaluate_gate(evidence, thresholds);
+        const GateFigures figures = GateFigures::of(verdicts, thresholds);
+        StageResult result;
+        result.status = figures.passed ? StageStatus::passed : StageStatus::failed;
+        result.figures = figures.to_toml();
+        result.reasons = figures.reasons();
+        std::ostringstream json;
+        json << toml::json_formatter{result.figures} << "\n";
+        write_file_atomically(report, json.str());
+        result.artifacts.insert("report", toml::table{{"path", run.relative(report)}, {"sha256", sha256_hex(json.str())}});
+        return result;
+    };
+    work.verify_outputs = [&run, report](const Checkpoint &c) -> std::string {
+        std::error_code ec;
+        if (!fs::is_regular_file(report, ec)) return run.relative(report) + " is missing";
+        if (sha256_file(report) != c.artifacts["report"]["sha256"].value_or(std::string()))
+            return run.relative(report) + " changed since the gate wrote it";
+        return "";
+    };
+    work.summarize = [](const Checkpoint &c, const Reporter &reporter) {
+        reporter.say(GateFigures::from_toml(c.figures).text());
+    };
+    return work;
+}
+
+}  // namespace s2tp
