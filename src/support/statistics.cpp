@@ -146,6 +146,27 @@ std::uint64_t SplitMix64::below(std::uint64_t bound) {
     }
 }
 
+namespace {
+
+// The percentile interval of the resampled medians around `point`, over `n` ratios.
+RatioInterval percentile_interval(double point, std::vector<double> medians, std::size_t n,
+                                  const BootstrapOptions &options) {
+    std::sort(medians.begin(), medians.end());
+    const double tail = (1.0 - options.confidence) / 2.0;
+    RatioInterval interval;
+    interval.median = point;
+    interval.lo = percentile_of_sorted(medians, tail);
+    interval.hi = percentile_of_sorted(medians, 1.0 - tail);
+    interval.half_width_rel = (interval.hi - interval.lo) / 2.0 / interval.median;
+    interval.n = n;
+    interval.resamples = options.resamples;
+    interval.seed = options.seed;
+    interval.confidence = options.confidence;
+    return interval;
+}
+
+}  // namespace
+
 RatioInterval bootstrap_median_interval(const std::vector<double> &ratios, const BootstrapOptions &options) {
     require_samples(ratios, 1, "bootstrap");
     if (options.resamples < 2)
@@ -175,19 +196,7 @@ RatioInterval bootstrap_median_interval(const std::vector<double> &ratios, const
         while (drawn_so_far <= upper_rank) drawn_so_far += draws[++position];
         m = (lower + sorted[position]) / 2.0;
     }
-    std::sort(medians.begin(), medians.end());
-
-    const double tail = (1.0 - options.confidence) / 2.0;
-    RatioInterval interval;
-    interval.median = median(ratios);
-    interval.lo = percentile_of_sorted(medians, tail);
-    interval.hi = percentile_of_sorted(medians, 1.0 - tail);
-    interval.half_width_rel = (interval.hi - interval.lo) / 2.0 / interval.median;
-    interval.n = n;
-    interval.resamples = options.resamples;
-    interval.seed = options.seed;
-    interval.confidence = options.confidence;
-    return interval;
+    return percentile_interval(median(ratios), std::move(medians), n, options);
 }
 
 KeptRounds reject_throttled_rounds(const std::vector<TimedRound> &rounds, double reference_clock,
@@ -236,19 +245,7 @@ RatioInterval two_level_bootstrap_median_interval(const std::vector<std::vector<
         for (std::size_t i = 0; i < chosen.size(); ++i) resample.push_back(chosen[rng.below(chosen.size())]);
         m = median(resample);
     }
-    std::sort(medians.begin(), medians.end());
-
-    const double tail = (1.0 - options.confidence) / 2.0;
-    RatioInterval interval;
-    interval.median = median(pooled);
-    interval.lo = percentile_of_sorted(medians, tail);
-    interval.hi = percentile_of_sorted(medians, 1.0 - tail);
-    interval.half_width_rel = (interval.hi - interval.lo) / 2.0 / interval.median;
-    interval.n = pooled.size();
-    interval.resamples = options.resamples;
-    interval.seed = options.seed;
-    interval.confidence = options.confidence;
-    return interval;
+    return percentile_interval(median(pooled), std::move(medians), pooled.size(), options);
 }
 
 bool interval_precise_enough(const RatioInterval &interval, const StoppingRule &rule) {
