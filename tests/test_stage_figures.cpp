@@ -4,6 +4,7 @@
 #include "stages/build_figures.h"
 #include "stages/gate_figures.h"
 #include "stages/parity_figures.h"
+#include "stages/prepare_stage.h"
 #include "stages/sanitize_figures.h"
 
 #include "build_config.h"
@@ -228,7 +229,25 @@ TEST(StageFigures, BuildPrinterShowsOneTablePerCandidate) {
     EXPECT_EQ(BuildFigures{}.text(), "") << "a failed compile has no table";
 }
 
+PrepareFigures sample_prepare() {
+    PrepareFigures f;
+    f.manifest = "/home/u/m.toml";
+    f.overrides.repository = "/home/u/repo";
+    f.overrides.commit = "v1";
+    f.overrides.candidate_commit = "v2";
+    f.overrides.candidate_commits = {{"fast", "feature"}};
+    f.source = "git";
+    f.commit = std::string(40, 'a');
+    f.arch = "sm_90a";
+    f.baseline_tree_xxh3 = std::string(32, '1');
+    f.support_tree_xxh3 = std::string(32, '2');
+    f.candidates = {{"fast", "git", std::string(40, 'b'), "/home/u/fast.patch", std::string(64, 'c'), std::string(32, '3')}};
+    f.summary = "git @ aaaaaaaaaaaa; fast: git @ bbbbbbbbbbbb, patch cccccccccccc";
+    return f;
+}
+
 TEST(StageFigures, EveryKeyIsNamedInTheCheckpointManPage) {
+    expect_documented("prepare", sample_prepare().to_toml(), {"fast"});
     expect_documented("build", sample_build().to_toml(),
                       {"hd128_bf16_nomask", "hd64_f16_causal", "candidate", "wide"});
     expect_documented("sanitize", sample_sanitize().to_toml(), {"candidate"});
