@@ -34,6 +34,10 @@ inline std::optional<bool> boolean(const toml::table &table, std::string_view ke
     return table[key].value<bool>();
 }
 
+inline std::optional<std::string> text(const toml::table &table, std::string_view key) {
+    return table[key].value<std::string>();
+}
+
 inline std::string string_of(const toml::table &table, std::string_view key) {
     return table[key].value_or(std::string());
 }

@@ -1,6 +1,7 @@
 #include "stages/time_figures.h"
 
 #include "model/ab_timing.h"
+#include "stages/figure_fields.h"
 #include "support/number_format.h"
 
 #include <algorithm>
@@ -10,19 +11,11 @@
 namespace s2tp {
 namespace {
 
-template <typename T>
-void put(toml::table &table, const char *key, const std::optional<T> &value) {
-    if (value) table.insert(key, *value);
-}
-
-std::optional<double> get_double(const toml::table &table, const char *key) { return table[key].value<double>(); }
-std::optional<std::int64_t> get_int(const toml::table &table, const char *key) {
-    return table[key].value<std::int64_t>();
-}
-std::optional<std::string> get_string(const toml::table &table, const char *key) {
-    return table[key].value<std::string>();
-}
-std::optional<bool> get_bool(const toml::table &table, const char *key) { return table[key].value<bool>(); }
+using figure_fields::boolean;
+using figure_fields::integer;
+using figure_fields::put;
+using figure_fields::real;
+using figure_fields::text;
 
 const toml::table *sub_table(const toml::table &table, const char *key) { return table[key].as_table(); }
 
@@ -75,13 +68,13 @@ toml::table ArmTimeFigures::to_toml() const {
 
 ArmTimeFigures ArmTimeFigures::from_toml(const toml::table &t) {
     ArmTimeFigures f;
-    f.p10 = get_double(t, "p10");
-    f.p50 = get_double(t, "p50");
-    f.p90 = get_double(t, "p90");
-    f.mean = get_double(t, "mean");
-    f.stdev = get_double(t, "stdev");
-    f.n = get_int(t, "n");
-    f.tops_p50 = get_double(t, "tops_p50");
+    f.p10 = real(t, "p10");
+    f.p50 = real(t, "p50");
+    f.p90 = real(t, "p90");
+    f.mean = real(t, "mean");
+    f.stdev = real(t, "stdev");
+    f.n = integer(t, "n");
+    f.tops_p50 = real(t, "tops_p50");
     return f;
 }
 
@@ -133,19 +126,19 @@ toml::table RatioFigures::to_toml() const {
 
 RatioFigures RatioFigures::from_toml(const toml::table &t) {
     RatioFigures f;
-    f.median = get_double(t, "median");
-    f.ci_low = get_double(t, "ci_low");
-    f.ci_high = get_double(t, "ci_high");
-    f.half_width = get_double(t, "half_width");
-    f.resamples = get_int(t, "resamples");
-    f.seed = get_int(t, "seed");
-    f.confidence = get_double(t, "confidence");
-    f.contains_one = get_bool(t, "contains_one");
+    f.median = real(t, "median");
+    f.ci_low = real(t, "ci_low");
+    f.ci_high = real(t, "ci_high");
+    f.half_width = real(t, "half_width");
+    f.resamples = integer(t, "resamples");
+    f.seed = integer(t, "seed");
+    f.confidence = real(t, "confidence");
+    f.contains_one = boolean(t, "contains_one");
     if (const toml::array *medians = t["repeat_medians"].as_array())
         for (const toml::node &m : *medians)
             if (auto value = m.value<double>()) f.repeat_medians.push_back(*value);
-    f.between_repeat_spread = get_double(t, "between_repeat_spread");
-    f.within_repeat_half_width = get_double(t, "within_repeat_half_width");
+    f.between_repeat_spread = real(t, "between_repeat_spread");
+    f.within_repeat_half_width = real(t, "within_repeat_half_width");
     return f;
 }
 
@@ -162,8 +155,8 @@ toml::table CandidateTimeFigures::to_toml() const {
 CandidateTimeFigures CandidateTimeFigures::from_toml(const std::string &name, const toml::table &t) {
     CandidateTimeFigures f;
     f.name = name;
-    f.sha256 = get_string(t, "sha256");
-    f.matches_baseline = get_bool(t, "matches_baseline");
+    f.sha256 = text(t, "sha256");
+    f.matches_baseline = boolean(t, "matches_baseline");
     if (const toml::table *timing = sub_table(t, "timing")) f.timing = ArmTimeFigures::from_toml(*timing);
     if (const toml::table *ratio = sub_table(t, "ratio")) f.ratio = RatioFigures::from_toml(*ratio);
     if (const toml::table *ncu = sub_table(t, "ncu")) f.ncu = NcuComparison::from_toml(*ncu);
@@ -193,19 +186,19 @@ toml::table NcuFigures::to_toml() const {
 
 NcuFigures NcuFigures::from_toml(const toml::table &t) {
     NcuFigures f;
-    f.requested = get_bool(t, "requested");
-    f.found = get_bool(t, "found");
-    f.seconds = get_double(t, "seconds");
-    f.seq_len = get_int(t, "seq_len");
+    f.requested = boolean(t, "requested");
+    f.found = boolean(t, "found");
+    f.seconds = real(t, "seconds");
+    f.seq_len = integer(t, "seq_len");
     if (const toml::table *runs = sub_table(t, "runs"))
         for (const auto &[variant, node] : *runs) {
             const toml::table *entry = node.as_table();
             if (!entry) continue;
             NcuRunFigures run;
-            run.exit_code = get_int(*entry, "exit_code");
-            run.log = get_string(*entry, "log");
-            run.report = get_string(*entry, "report");
-            run.seconds = get_double(*entry, "seconds");
+            run.exit_code = integer(*entry, "exit_code");
+            run.log = text(*entry, "log");
+            run.report = text(*entry, "report");
+            run.seconds = real(*entry, "seconds");
             f.runs.emplace(std::string(variant.str()), run);
         }
     return f;
@@ -275,16 +268,16 @@ toml::table TimeFigures::to_toml() const {
 
 TimeFigures TimeFigures::from_toml(const toml::table &t) {
     TimeFigures f;
-    f.workload = get_string(t, "workload");
-    f.shape = get_string(t, "shape");
-    f.device = get_string(t, "device");
-    f.device_name = get_string(t, "device_name");
-    f.arch = get_string(t, "arch");
+    f.workload = text(t, "workload");
+    f.shape = text(t, "shape");
+    f.device = text(t, "device");
+    f.device_name = text(t, "device_name");
+    f.arch = text(t, "arch");
     if (const toml::table *sha = sub_table(t, "sha256")) {
-        f.baseline_sha256 = get_string(*sha, "baseline");
-        f.expected_sha256 = get_string(*sha, "expected");
-        f.outputs_match = get_bool(*sha, "match");
-        f.replaced_pin = get_string(*sha, "replaced_pin");
+        f.baseline_sha256 = text(*sha, "baseline");
+        f.expected_sha256 = text(*sha, "expected");
+        f.outputs_match = boolean(*sha, "match");
+        f.replaced_pin = text(*sha, "replaced_pin");
     }
     if (const toml::table *b = sub_table(t, "baseline")) f.baseline = ArmTimeFigures::from_toml(*b);
     if (const toml::table *c = sub_table(t, "baseline_control")) f.baseline_control = ArmTimeFigures::from_toml(*c);
@@ -300,25 +293,25 @@ TimeFigures TimeFigures::from_toml(const toml::table &t) {
             if (node.as_table() && !f.candidate(std::string(name.str())))
                 f.candidates.push_back(CandidateTimeFigures::from_toml(std::string(name.str()), *node.as_table()));
     }
-    f.rounds = get_int(t, "rounds");
-    f.throttled_rounds = get_int(t, "throttled_rounds");
-    f.stopped_by = get_string(t, "stopped_by");
-    f.l2_flushed = get_bool(t, "l2_flushed");
-    f.footprint_bytes = get_int(t, "footprint_bytes");
-    f.order_seed = get_int(t, "order_seed");
-    f.warmup_launches = get_int(t, "warmup_launches");
-    f.min_rounds = get_int(t, "min_rounds");
-    f.repeats = get_int(t, "repeats");
-    f.target_half_width = get_double(t, "target_half_width");
-    f.budget_seconds = get_double(t, "budget_seconds");
-    f.measure_seconds = get_double(t, "measure_seconds");
+    f.rounds = integer(t, "rounds");
+    f.throttled_rounds = integer(t, "throttled_rounds");
+    f.stopped_by = text(t, "stopped_by");
+    f.l2_flushed = boolean(t, "l2_flushed");
+    f.footprint_bytes = integer(t, "footprint_bytes");
+    f.order_seed = integer(t, "order_seed");
+    f.warmup_launches = integer(t, "warmup_launches");
+    f.min_rounds = integer(t, "min_rounds");
+    f.repeats = integer(t, "repeats");
+    f.target_half_width = real(t, "target_half_width");
+    f.budget_seconds = real(t, "budget_seconds");
+    f.measure_seconds = real(t, "measure_seconds");
     if (const toml::table *clock = sub_table(t, "sm_clock_mhz")) {
-        f.sm_clock_min_mhz = get_double(*clock, "min");
-        f.sm_clock_median_mhz = get_double(*clock, "median");
-        f.sm_clock_max_mhz = get_double(*clock, "max");
+        f.sm_clock_min_mhz = real(*clock, "min");
+        f.sm_clock_median_mhz = real(*clock, "median");
+        f.sm_clock_max_mhz = real(*clock, "max");
     }
     if (const toml::table *ncu = sub_table(t, "ncu")) f.ncu = NcuFigures::from_toml(*ncu);
-    f.summary = get_string(t, "summary");
+    f.summary = text(t, "summary");
     return f;
 }
 
