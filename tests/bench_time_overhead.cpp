@@ -22,6 +22,8 @@
 #include "model/input_generator.h"
 #include "stages/gpu_stage.h"
 #include "support/errors.h"
+
+#include "check_program.h"
 #include "support/hashing.h"
 
 #include <cxxopts.hpp>
@@ -239,13 +241,5 @@ int run(int argc, char **argv) {
 }  // namespace s2tp
 
 int main(int argc, char **argv) {
-    try {
-        return s2tp::run(argc, argv);
-    } catch (const s2tp::Error &error) {
-        std::cerr << "bench_time_overhead: " << error.what() << "\n";
-        return static_cast<int>(error.code());
-    } catch (const std::exception &error) {
-        std::cerr << "bench_time_overhead: internal error: " << error.what() << "\n";
-        return static_cast<int>(s2tp::ExitCode::internal);
-    }
+    return s2tp::run_check_program("bench_time_overhead", [&] { return s2tp::run(argc, argv); });
 }

@@ -18,6 +18,7 @@
 // Exit status: 0 all checks passed; 1 a check failed; 77 skipped (no GPU, no compute-sanitizer, no golden
 // data), which meson reports as SKIP; otherwise sage2tp's exit codes (2 usage, 3 missing tool, 5 internal).
 #include "gpu/attention_launch.h"
+#include "check_program.h"
 #include "gpu/kernel_abi.h"
 #include "stages/gpu_stage.h"
 #include "model/cpu_reference.h"
@@ -871,16 +872,12 @@ int run(int argc, char **argv) {
 }  // namespace s2tp
 
 int main(int argc, char **argv) {
-    try {
-        return s2tp::run(argc, argv);
-    } catch (const s2tp::Skip &skip) {
-        std::cerr << "gpu_kernel_check: skipped: " << skip.what() << "\n";
-        return s2tp::kExitSkip;
-    } catch (const s2tp::Error &error) {
-        std::cerr << "gpu_kernel_check: " << error.what() << "\n";
-        return static_cast<int>(error.code());
-    } catch (const std::exception &error) {
-        std::cerr << "gpu_kernel_check: internal error: " << error.what() << "\n";
-        return static_cast<int>(s2tp::ExitCode::internal);
-    }
+    return s2tp::run_check_program("gpu_kernel_check", [&] {
+        try {
+            return s2tp::run(argc, argv);
+        } catch (const s2tp::Skip &skip) {
+            std::cerr << "gpu_kernel_check: skipped: " << skip.what() << "\n";
+            return s2tp::kExitSkip;
+        }
+    });
 }

@@ -17,6 +17,8 @@
 #include "model/input_generator.h"
 #include "stages/gpu_stage.h"
 #include "support/errors.h"
+
+#include "check_program.h"
 #include "support/hashing.h"
 
 #include <cxxopts.hpp>
@@ -39,14 +41,6 @@ void check(bool ok, const std::string &what) {
     if (!ok) ++failures;
 }
 
-AttentionShape shape_of(std::int64_t batch, std::int64_t heads_q, std::int64_t heads_kv, std::int64_t len_q,
-                        std::int64_t len_kv, std::int64_t head_dim, Layout layout) {
-    AttentionShape s;
-    s.batch = batch, s.heads_q = heads_q, s.heads_kv = heads_kv, s.len_q = len_q, s.len_kv = len_kv;
-    s.head_dim = head_dim, s.layout = layout;
-    return s;
-}
-
 // Empty when equal, else where the first difference is.
 std::string first_difference(const Tensor &got, const Tensor &expected) {
     if (got.nbytes() != expected.nbytes()) return "sizes differ";
@@ -64,9 +58,9 @@ std::string first_difference(const Tensor &got, const Tensor &expected) {
 
 void check_generator(const CubinModule &quant) {
     const AttentionShape shapes[] = {
-        shape_of(2, 3, 1, 37, 45, 40, Layout::nhd),   shape_of(2, 3, 1, 37, 45, 40, Layout::hnd),
-        shape_of(1, 4, 2, 1, 129, 64, Layout::nhd),   shape_of(3, 2, 2, 65, 1, 24, Layout::hnd),
-        shape_of(1, 8, 8, 4097, 4097, 128, Layout::nhd), shape_of(1, 8, 2, 1000, 3001, 128, Layout::hnd),
+        AttentionShape{2, 3, 1, 37, 45, 40, Layout::nhd},   AttentionShape{2, 3, 1, 37, 45, 40, Layout::hnd},
+        AttentionShape{1, 4, 2, 1, 129, 64, Layout::nhd},   AttentionShape{3, 2, 2, 65, 1, 24, Layout::hnd},
+        AttentionShape{1, 8, 8, 4097, 4097, 128, Layout::nhd}, AttentionShape{1, 8, 2, 1000, 3001, 128, Layout::hnd},
     };
     for (const AttentionShape &shape : shapes)
         for (DType dtype : {DType::f16, DType::bf16}) {
@@ -187,13 +181,5 @@ int run(int argc, char **argv) {
 }  // namespace s2tp
 
 int main(int argc, char **argv) {
-    try {
-        return s2tp::run(argc, argv);
-    } catch (const s2tp::Error &error) {
-        std::cerr << "gpu_time_helpers_check: " << error.what() << "\n";
-        return static_cast<int>(error.code());
-    } catch (const std::exception &error) {
-        std::cerr << "gpu_time_helpers_check: internal error: " << error.what() << "\n";
-        return static_cast<int>(s2tp::ExitCode::internal);
-    }
+    return s2tp::run_check_program("gpu_time_helpers_check", [&] { return s2tp::run(argc, argv); });
 }

@@ -17,14 +17,6 @@ using namespace s2tp;
 
 namespace {
 
-AttentionShape shape_of(std::int64_t batch, std::int64_t heads_q, std::int64_t heads_kv, std::int64_t len_q,
-                        std::int64_t len_kv, std::int64_t head_dim, Layout layout) {
-    AttentionShape s;
-    s.batch = batch, s.heads_q = heads_q, s.heads_kv = heads_kv, s.len_q = len_q, s.len_kv = len_kv;
-    s.head_dim = head_dim, s.layout = layout;
-    return s;
-}
-
 // Every element the kernel would write, at the offset it would write it, against the host's tensor;
 // each offset must be written exactly once. Empty when they agree, else the first difference.
 std::string kernel_vs_host(const AttentionShape &shape, DType dtype, std::uint64_t seed, std::uint32_t which,
@@ -52,9 +44,9 @@ std::string kernel_vs_host(const AttentionShape &shape, DType dtype, std::uint64
 TEST(GpuInputGenerator, ArithmeticAndMappingAreTheHostGenerators) {
     // Odd extents everywhere, grouped heads, len 1, both layouts and dtypes, several seeds.
     const AttentionShape shapes[] = {
-        shape_of(2, 3, 1, 37, 45, 40, Layout::nhd), shape_of(2, 3, 1, 37, 45, 40, Layout::hnd),
-        shape_of(1, 4, 2, 1, 129, 64, Layout::nhd), shape_of(3, 2, 2, 65, 1, 24, Layout::hnd),
-        shape_of(1, 1, 1, 200, 200, 128, Layout::nhd), shape_of(1, 2, 1, 5, 7, 5, Layout::hnd),
+        AttentionShape{2, 3, 1, 37, 45, 40, Layout::nhd}, AttentionShape{2, 3, 1, 37, 45, 40, Layout::hnd},
+        AttentionShape{1, 4, 2, 1, 129, 64, Layout::nhd}, AttentionShape{3, 2, 2, 65, 1, 24, Layout::hnd},
+        AttentionShape{1, 1, 1, 200, 200, 128, Layout::nhd}, AttentionShape{1, 2, 1, 5, 7, 5, Layout::hnd},
     };
     for (const AttentionShape &shape : shapes)
         for (DType dtype : {DType::f16, DType::bf16})
@@ -69,7 +61,7 @@ TEST(GpuInputGenerator, ArithmeticAndMappingAreTheHostGenerators) {
 
 TEST(GpuInputGenerator, ParamsFollowTheShapesOffsets) {
     for (Layout layout : {Layout::nhd, Layout::hnd}) {
-        const AttentionShape s = shape_of(2, 6, 3, 11, 13, 8, layout);
+        const AttentionShape s{2, 6, 3, 11, 13, 8, layout};
         for (std::uint32_t which : {S2TP_GENERATED_Q, S2TP_GENERATED_K}) {
             const bool kv = which == S2TP_GENERATED_K;
             const s2tp_generate_params p = generate_params(s, which, 1, nullptr);
