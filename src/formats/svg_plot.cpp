@@ -106,6 +106,14 @@ private:
     std::string out_;
 };
 
+// Every plot's page: a white background, the title (also the document's), and the subtitle under it.
+void draw_heading(Svg &svg, double page_height, const std::string &title, const std::string &subtitle) {
+    svg.title(title);
+    svg.rect(0, 0, page_width, page_height, "fill=\"#ffffff\"");
+    svg.text(label_x, 30, title, "font-size=\"18\" font-weight=\"bold\"");
+    svg.text(label_x, 52, subtitle, "fill=\"#333333\"");
+}
+
 void draw_axis(Svg &svg, const Axis &axis, double y, const std::string &caption) {
     svg.line(plot_left, y, plot_right, y, "stroke=\"#333333\"");
     const double step = nice_step(axis.hi - axis.lo);
@@ -232,10 +240,7 @@ std::string render_time_plot_svg(const TimePlot &plot) {
     const double page_height = ratio_axis_y + 90;
 
     Svg svg(page_height);
-    svg.title(plot.title);
-    svg.rect(0, 0, page_width, page_height, "fill=\"#ffffff\"");
-    svg.text(label_x, 30, plot.title, "font-size=\"18\" font-weight=\"bold\"");
-    svg.text(label_x, 52, plot.subtitle, "fill=\"#333333\"");
+    draw_heading(svg, page_height, plot.title, plot.subtitle);
 
     svg.text(label_x, 84, "Time per launch (lower is better)", "font-size=\"14\" font-weight=\"bold\"");
     const Axis time_axis = padded_axis(time_lo, time_hi, 0.04);
@@ -298,10 +303,7 @@ std::string render_interval_plot_svg(const IntervalPlot &plot) {
     const double height = axis_y + 80;
 
     Svg svg(height);
-    svg.title(plot.title);
-    svg.rect(0, 0, page_width, height, "fill=\"#ffffff\"");
-    svg.text(label_x, 30, plot.title, "font-size=\"18\" font-weight=\"bold\"");
-    svg.text(label_x, 52, plot.subtitle, "fill=\"#333333\"");
+    draw_heading(svg, height, plot.title, plot.subtitle);
 
     const Axis axis = padded_axis(lo, hi, 0.15);
     svg.line(axis.to_x(1.0), interval_first_row_y - 26, axis.to_x(1.0), axis_y,
