@@ -146,6 +146,19 @@ TEST(SvgPlot, ShowsTheFiguresAPersonNeeds) {
     EXPECT_EQ(count(svg, "<circle"), 64u + 64u + 2u);
 }
 
+TEST(SvgPlot, ReadsTheControlByTheTimeStagesBand) {
+    // An A/A interval that misses 1 by less than the band the time stage allows is not "too noisy"
+    // in the picture either; one that misses the band is.
+    TimePlot plot = example_plot();
+    plot.baseline_vs_baseline.lo = 1.0001;
+    plot.baseline_vs_baseline.median = 1.0002;
+    plot.baseline_vs_baseline.hi = 1.0003;
+    plot.aa_tolerance = 0.0005;
+    EXPECT_NE(render_time_plot_svg(plot).find("within 1 +- 0.050%: control ok"), std::string::npos);
+    plot.aa_tolerance = 0.00005;
+    EXPECT_NE(render_time_plot_svg(plot).find("excludes 1: machine too noisy"), std::string::npos);
+}
+
 TEST(SvgPlot, FlagsANoisyControlAndASlowerCandidate) {
     TimePlot plot = example_plot();
     plot.ratios[0].interval.lo = 1.010;

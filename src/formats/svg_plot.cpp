@@ -269,9 +269,12 @@ std::string render_time_plot_svg(const TimePlot &plot) {
         draw_ratio_row(svg, ratio_axis, ratio.name + " / baseline", ab,
                        first_ratio_row_y + ratio_row_step * static_cast<double>(i), color, reading);
     }
-    const bool aa_ok = aa.contains(1.0);
+    const bool aa_ok = aa.reaches(1.0, plot.aa_tolerance);
+    const std::string aa_reading = !aa_ok             ? "excludes 1: machine too noisy"
+                                   : aa.contains(1.0) ? "contains 1: control ok"
+                                                      : "within 1 +- " + fixed(plot.aa_tolerance * 100, 3) + "%: control ok";
     draw_ratio_row(svg, ratio_axis, "baseline / baseline (A/A)", aa, aa_row_y, aa_ok ? neutral_color : slower_color,
-                   aa_ok ? "contains 1: control ok" : "excludes 1: machine too noisy");
+                   aa_reading);
     draw_axis(svg, ratio_axis, ratio_axis_y, "ratio (below 1: candidate faster)");
 
     svg.text(label_x, ratio_axis_y + 75,

@@ -32,6 +32,7 @@ struct TimePlot {
     std::vector<TimeSeries> arms;          // the baseline first, then the others; at least 1
     std::vector<PlotRatio> ratios;         // one per candidate, at least 1
     RatioInterval baseline_vs_baseline;    // the A/A control
+    double aa_tolerance = 0;               // the band 1 +- this that the time stage judges the control by
 };
 
 std::string render_time_plot_svg(const TimePlot &plot);

@@ -245,7 +245,7 @@ TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapO
 double aa_tolerance(double target_half_width) { return target_half_width / 10; }
 
 std::optional<std::string> too_noisy_reason(const RatioInterval &aa, double tolerance) {
-    if (aa.lo <= 1.0 + tolerance && aa.hi >= 1.0 - tolerance) return std::nullopt;
+    if (aa.reaches(1.0, tolerance)) return std::nullopt;
     return "the A/A control (the baseline timed against itself) gives a ratio of " + fixed(aa.median, 4) + " with a " +
            fixed(aa.confidence * 100, 0) + "% interval of " + fixed(aa.lo, 4) + " .. " + fixed(aa.hi, 4) +
            ", which lies wholly outside 1 +- " + fixed(tolerance * 100, 3) + "%: the machine is too noisy to time on (" +

@@ -1,6 +1,7 @@
 #include "stages/run_comparison.h"
 
 #include "formats/svg_plot.h"
+#include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
 #include "stages/gate_figures.h"
 #include "stages/pull_request_report.h"
@@ -52,6 +53,7 @@ void read_time_figures(const toml::table &figures, ComparedRun &run) {
     run.sm_clock_max_mhz = f.sm_clock_max_mhz;
     if (f.baseline) run.baseline_p50_ms = f.baseline->p50;
     run.aa = interval_of(f.aa);
+    if (f.target_half_width) run.aa_tolerance = aa_tolerance(*f.target_half_width);
     for (const CandidateTimeFigures &c : f.candidates) {
         ComparedCandidate &candidate = candidate_named(run, c.name);
         if (c.timing) candidate.p50_ms = c.timing->p50;
@@ -307,7 +309,7 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
         const std::string gate = "gate " + gate_cell(run, c, run.gate.state);
         IntervalRow row{c ? c->name : "-", run.id, c ? c->ratio : std::nullopt, ""};
         if (row.interval)
-            row.note = (run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->contains(1.0) ? " ok" : " excludes 1")
+            row.note = (run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->reaches(1.0, run.aa_tolerance) ? " ok" : " excludes 1")
                                : std::string("A/A -")) +
                        ", " + gate;
         else

@@ -50,6 +50,7 @@ struct ComparedRun {
     std::optional<double> sm_clock_min_mhz, sm_clock_median_mhz, sm_clock_max_mhz;
     std::optional<double> baseline_p50_ms;
     std::optional<RatioInterval> aa;  // control/baseline
+    double aa_tolerance = 0;          // the band 1 +- this the time stage judged the control by
     std::string gate_summary;            // the gate's one overall line ("" without a usable gate)
     // The time checkpoint's candidates in the manifest's order, then any only the gate names (by name);
     // empty when neither names one.

@@ -605,6 +605,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
             if (arm >= first_candidate_arm) plot.ratios.push_back({arms[arm], stats.vs_baseline(arm)});
         }
         plot.baseline_vs_baseline = aa;
+        plot.aa_tolerance = aa_tolerance(in.settings.target_half_width);
         if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], aa});  // an A/A run
         const fs::path svg = in.run.reports() / "time.svg";
         fs::create_directories(in.run.reports());

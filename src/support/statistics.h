@@ -72,6 +72,8 @@ struct RatioInterval {
     std::uint64_t seed = 0;
     double confidence = 0;
     bool contains(double value) const { return lo <= value && value <= hi; }
+    // Whether the interval reaches into value +- tolerance (contains(value) when the tolerance is 0).
+    bool reaches(double value, double tolerance) const { return lo <= value + tolerance && hi >= value - tolerance; }
 };
 
 RatioInterval bootstrap_median_interval(const std::vector<double> &ratios, const BootstrapOptions &options);
