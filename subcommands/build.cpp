@@ -6,7 +6,7 @@
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 #include "stages/build_stage.h"
-#include "stages/kernel_build.h"
+#include "tools/kernel_build.h"
 
 namespace s2tp {
 

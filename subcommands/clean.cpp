@@ -5,7 +5,7 @@
 #include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "stages/source_trees.h"
+#include "tools/source_trees.h"
 
 #include <system_error>
 

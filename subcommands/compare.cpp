@@ -3,7 +3,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
-#include "stages/run_comparison.h"
+#include "views/run_comparison.h"
 #include "support/file_io.h"
 
 namespace s2tp {

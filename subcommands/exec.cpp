@@ -10,7 +10,7 @@
 #include "pipeline/cli.h"
 #include "support/errors.h"
 #include "model/experiment_manifest.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "support/hashing.h"
 #include "model/shape_sets.h"
 #include "pipeline/stage_pipeline.h"

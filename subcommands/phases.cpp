@@ -6,7 +6,7 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/phase_timing.h"
+#include "tools/phase_timing.h"
 #include "support/errors.h"
 
 #include <system_error>

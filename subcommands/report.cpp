@@ -2,7 +2,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
-#include "stages/pull_request_report.h"
+#include "views/pull_request_report.h"
 
 #include <iostream>
 

@@ -5,7 +5,7 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/run_overview.h"
+#include "views/run_overview.h"
 
 #include <iomanip>
 #include <sstream>

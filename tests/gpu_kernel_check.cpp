@@ -20,7 +20,7 @@
 #include "gpu/attention_launch.h"
 #include "check_program.h"
 #include "gpu/kernel_abi.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "model/cpu_reference.h"
 #include "support/data_paths.h"
 #include "support/errors.h"

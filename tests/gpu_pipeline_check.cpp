@@ -12,7 +12,7 @@
 // failed, 77 skipped (no GPU, or no compute-sanitizer where sanitize must run), 2 usage.
 #include "formats/checkpoint_store.h"
 #include "gpu/gpu_runtime.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "support/process_runner.h"
 
 #include <unistd.h>

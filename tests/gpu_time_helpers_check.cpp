@@ -15,7 +15,7 @@
 #include "gpu/gpu_runtime.h"
 #include "gpu/output_checks.h"
 #include "model/input_generator.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "support/errors.h"
 
 #include "check_program.h"

@@ -6,9 +6,9 @@
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/gate_figures.h"
-#include "stages/run_comparison.h"
-#include "stages/time_figures.h"
+#include "figures/gate_figures.h"
+#include "views/run_comparison.h"
+#include "figures/time_figures.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The gate's evidence as read from real checkpoint files: hand-written checkpoints, chained as the
 // stage framework chains them, go through inspect_run, gather_gate_evidence and evaluate_gate.
 #include "stages/gate_evidence.h"
-#include "stages/gate_figures.h"
+#include "figures/gate_figures.h"
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/stage_pipeline.h"

@@ -7,7 +7,7 @@
 // Comment lines ("//", the compiler's banner) are left out of the digest, and path hashes masked. The digests hold for the nvcc
 // recorded in the file; with another nvcc the test is skipped, since PTX legitimately changes with it.
 #include "build_config.h"
-#include "stages/kernel_build.h"
+#include "tools/kernel_build.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 

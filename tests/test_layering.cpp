@@ -1,5 +1,5 @@
 // src/ is in layers, and a layer may include only the layers below it:
-//   support < formats < model < gpu < pipeline < stages
+//   support < formats < model < gpu < pipeline < figures < tools < stages < views
 // This test reads every #include "..." under src/ and fails on one that points up (or sideways into
 // subcommands/), and on a project include that does not name its layer's folder.
 #include "build_config.h"
@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<const char *, 6> layers = {"support", "formats", "model", "gpu", "pipeline", "stages"};
+constexpr std::array<const char *, 9> layers = {"support", "formats", "model",  "gpu",  "pipeline",
+                                                 "figures", "tools",   "stages", "views"};
 
 int layer_rank(const std::string &folder) {
     auto found = std::find(layers.begin(), layers.end(), folder);

@@ -5,8 +5,8 @@
 #include "build_config.h"
 #include "formats/ncu_csv.h"
 #include "model/experiment_manifest.h"
-#include "stages/ncu_metrics.h"
-#include "stages/ncu_profile.h"
+#include "figures/ncu_metrics.h"
+#include "tools/ncu_profile.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 

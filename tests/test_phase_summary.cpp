@@ -1,7 +1,7 @@
-// The phase log summary (stages/phase_summary.h) on synthetic logs whose sums are known: means per CTA,
+// The phase log summary (figures/phase_summary.h) on synthetic logs whose sums are known: means per CTA,
 // shares of the schedule, cycles per barrier and per copy wait, the baseline | candidate deltas and the
 // split of the extra cycles; the all-zero log of a cubin without stamps; the TOML round trip.
-#include "stages/phase_summary.h"
+#include "figures/phase_summary.h"
 
 #include "formats/toml_schema.h"
 #include "support/errors.h"

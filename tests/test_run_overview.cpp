@@ -1,8 +1,8 @@
 // What status says about a run: the next command, a failed stage's first reason and log, a stage being
 // run by another process (a real flock held by a forked child), and finding the run from inside it.
 #include "pipeline/run_directory.h"
-#include "stages/pull_request_report.h"
-#include "stages/run_overview.h"
+#include "views/pull_request_report.h"
+#include "views/run_overview.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // and the loop bounds from the only backward BRA of each listing.
 #include "build_config.h"
 #include "formats/sass_listing.h"
-#include "stages/sass_histogram.h"
+#include "tools/sass_histogram.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 

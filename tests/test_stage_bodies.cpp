@@ -1,7 +1,7 @@
 // The stage bodies as functions of typed inputs, without a GPU or a compiler: the build's resource
 // comparison, the sanitize matrix and the parity check's folding of per-shape results.
 #include "stages/parity_check.h"
-#include "stages/resource_comparison.h"
+#include "figures/resource_comparison.h"
 #include "stages/sanitize_matrix.h"
 
 #include "build_config.h"

@@ -1,11 +1,11 @@
 // The typed stage figures (build, sanitize, parity, gate): every struct survives to_toml ->
 // from_toml unchanged, a key a checkpoint lacks reads back unset, and every key a struct writes is
 // named in sage2tp-checkpoint(5), in that stage's "Figures of" section.
-#include "stages/build_figures.h"
-#include "stages/gate_figures.h"
-#include "stages/parity_figures.h"
+#include "figures/build_figures.h"
+#include "figures/gate_figures.h"
+#include "figures/parity_figures.h"
 #include "stages/prepare_stage.h"
-#include "stages/sanitize_figures.h"
+#include "figures/sanitize_figures.h"
 
 #include "build_config.h"
 

@@ -18,7 +18,7 @@
 #include "formats/tensor.h"
 #include "formats/tensor_io.h"
 #include "model/experiment_manifest.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;

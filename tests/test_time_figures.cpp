@@ -1,7 +1,7 @@
 // The time checkpoint's typed figures: every figure survives to_toml -> from_toml (through TOML text,
 // as a checkpoint file holds it), a key the checkpoint lacks stays unset instead of reading as 0, the
 // candidates keep the manifest's order, and the printer names each candidate and the repeat spread.
-#include "stages/time_figures.h"
+#include "figures/time_figures.h"
 
 #include "build_config.h"
 #include "support/file_io.h"

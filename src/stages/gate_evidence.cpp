@@ -1,9 +1,9 @@
 #include "stages/gate_evidence.h"
 
-#include "stages/build_figures.h"
-#include "stages/parity_figures.h"
-#include "stages/sanitize_figures.h"
-#include "stages/time_figures.h"
+#include "figures/build_figures.h"
+#include "figures/parity_figures.h"
+#include "figures/sanitize_figures.h"
+#include "figures/time_figures.h"
 
 #include <cstdint>
 #include <optional>

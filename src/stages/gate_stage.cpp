@@ -1,7 +1,7 @@
 #include "stages/gate_stage.h"
 
 #include "stages/gate_evidence.h"
-#include "stages/gate_figures.h"
+#include "figures/gate_figures.h"
 #include "support/file_io.h"
 #include "support/hashing.h"
 #include "support/number_format.h"

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "formats/tensor.h"
-#include "stages/parity_figures.h"
+#include "figures/parity_figures.h"
 
 #include <cstdint>
 #include <map>

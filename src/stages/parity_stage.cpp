@@ -2,9 +2,9 @@
 
 #include "model/cpu_reference.h"
 #include "model/experiment_manifest.h"
-#include "stages/build_figures.h"
+#include "figures/build_figures.h"
 #include "model/shape_sets.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "stages/parity_check.h"
 #include "support/errors.h"
 #include "support/hashing.h"

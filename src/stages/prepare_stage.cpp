@@ -1,7 +1,7 @@
 #include "stages/prepare_stage.h"
 
-#include "stages/gpu_stage.h"
-#include "stages/source_trees.h"
+#include "tools/gpu_session.h"
+#include "tools/source_trees.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "support/hashing.h"

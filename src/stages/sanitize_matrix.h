@@ -10,7 +10,7 @@
 #pragma once
 
 #include "formats/sanitizer_report.h"
-#include "stages/sanitize_figures.h"
+#include "figures/sanitize_figures.h"
 
 #include <cstddef>
 #include <string>

@@ -2,7 +2,7 @@
 
 #include "formats/svg_plot.h"
 #include "gpu/launch_timer.h"
-#include "stages/ncu_profile.h"
+#include "tools/ncu_profile.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "gpu/gpu_input_generator.h"

@@ -22,8 +22,8 @@
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/gpu_stage.h"
-#include "stages/time_figures.h"
+#include "tools/gpu_session.h"
+#include "figures/time_figures.h"
 #include "support/hashing.h"
 
 #include <toml++/toml.h>

@@ -1,7 +1,7 @@
-#include "stages/time_figures.h"
+#include "figures/time_figures.h"
 
 #include "model/ab_timing.h"
-#include "stages/figure_fields.h"
+#include "figures/figure_fields.h"
 #include "support/number_format.h"
 
 #include <algorithm>

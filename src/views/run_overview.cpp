@@ -1,10 +1,10 @@
-#include "stages/run_overview.h"
+#include "views/run_overview.h"
 
-#include "stages/build_figures.h"
-#include "stages/gate_figures.h"
-#include "stages/parity_figures.h"
-#include "stages/sanitize_figures.h"
-#include "stages/time_figures.h"
+#include "figures/build_figures.h"
+#include "figures/gate_figures.h"
+#include "figures/parity_figures.h"
+#include "figures/sanitize_figures.h"
+#include "figures/time_figures.h"
 
 namespace s2tp {
 

@@ -1,4 +1,4 @@
-#include "stages/kernel_build.h"
+#include "tools/kernel_build.h"
 
 #include "support/cuda_tools.h"
 #include "support/file_io.h"

@@ -10,8 +10,8 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "stages/ncu_metrics.h"
-#include "stages/time_figures.h"
+#include "figures/ncu_metrics.h"
+#include "figures/time_figures.h"
 
 #include <toml++/toml.h>
 

@@ -1,4 +1,4 @@
-#include "stages/phase_summary.h"
+#include "figures/phase_summary.h"
 
 #include "support/errors.h"
 #include "support/number_format.h"

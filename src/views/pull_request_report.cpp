@@ -1,10 +1,10 @@
-#include "stages/pull_request_report.h"
+#include "views/pull_request_report.h"
 #include "support/number_format.h"
 
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/gate_figures.h"
-#include "stages/time_figures.h"
+#include "figures/gate_figures.h"
+#include "figures/time_figures.h"
 #include "support/errors.h"
 
 #include <iomanip>

@@ -1,4 +1,4 @@
-#include "stages/phase_timing.h"
+#include "tools/phase_timing.h"
 
 #include "formats/ptxas_report.h"
 #include "formats/toml_schema.h"
@@ -7,7 +7,7 @@
 #include "support/file_io.h"
 #include "support/hashing.h"
 #include "support/number_format.h"
-#include "stages/torch_headers.h"
+#include "tools/torch_headers.h"
 
 #include <chrono>
 #include <cstring>

@@ -1,7 +1,7 @@
 // The arch check every GPU stage makes before its first check: cubins hold SASS for one arch only, so a
 // run built for another GPU must stop with both archs named and the command that rebuilds it.
 #include "build_config.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>

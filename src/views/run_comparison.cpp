@@ -1,11 +1,11 @@
-#include "stages/run_comparison.h"
+#include "views/run_comparison.h"
 
 #include "formats/svg_plot.h"
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/gate_figures.h"
-#include "stages/pull_request_report.h"
-#include "stages/time_figures.h"
+#include "figures/gate_figures.h"
+#include "views/pull_request_report.h"
+#include "figures/time_figures.h"
 #include "support/errors.h"
 #include "support/number_format.h"
 

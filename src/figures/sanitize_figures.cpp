@@ -1,6 +1,6 @@
-#include "stages/sanitize_figures.h"
+#include "figures/sanitize_figures.h"
 
-#include "stages/figure_fields.h"
+#include "figures/figure_fields.h"
 
 namespace s2tp {
 

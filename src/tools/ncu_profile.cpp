@@ -1,9 +1,9 @@
-#include "stages/ncu_profile.h"
+#include "tools/ncu_profile.h"
 #include "support/cuda_tools.h"
 #include "support/file_io.h"
 
 #include "formats/ncu_csv.h"
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 #include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"

@@ -21,7 +21,7 @@
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/cli.h"
-#include "stages/ncu_metrics.h"
+#include "figures/ncu_metrics.h"
 #include "support/statistics.h"
 
 #include <toml++/toml.h>

@@ -1,4 +1,4 @@
-#include "stages/torch_headers.h"
+#include "tools/torch_headers.h"
 
 #include "support/errors.h"
 #include "support/process_runner.h"

@@ -1,8 +1,8 @@
-#include "stages/build_figures.h"
+#include "figures/build_figures.h"
 
-#include "stages/figure_fields.h"
+#include "figures/figure_fields.h"
 #include "support/number_format.h"
-#include "stages/sass_histogram.h"
+#include "figures/sass_figures.h"
 
 #include <iomanip>
 #include <sstream>

@@ -1,53 +1,19 @@
 // `build --sass`: the SASS of every kernel entry of both variants, disassembled with `cuobjdump
-// -sass` (else `nvdisasm` on the cubin) and counted by opcode family, over the whole entry and over
-// its main K/V loop (formats/sass_listing.h says how the loop is found). The figures are typed so the
-// build checkpoint and reports/sass.toml hold exactly what the table shows.
+// -sass` (else `nvdisasm` on the cubin) and counted into figures/sass_figures.h's comparison.
 #pragma once
 
-#include "formats/sass_listing.h"
+#include "figures/sass_figures.h"
 #include "gpu/kernel_abi.h"
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "stages/kernel_build.h"
-
-#include <toml++/toml.h>
+#include "tools/kernel_build.h"
 
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace s2tp {
-
-struct SassVariantFigures {
-    SassHistogram all;
-    std::optional<SassHistogram> loop;  // nothing when no backward branch was found
-    std::uint64_t loop_start = 0, loop_end = 0;
-};
-
-struct SassEntryComparison {
-    std::string entry;
-    SassVariantFigures baseline, candidate;
-};
-
-struct SassComparison {
-    std::string tool;  // the disassembler and its version line
-    std::vector<SassEntryComparison> entries;
-
-    toml::table to_toml() const;
-    static SassComparison from_toml(const toml::table &table);
-    // Per entry: FAMILY | baseline -> candidate (delta) for the whole entry, then for the main loop.
-    std::string table_text() const;
-};
-
-// An entry's key for pairing baseline and candidate functions: the kernel ABI's short name
-// ("hd128_bf16_nomask"), so entries pair across ABIs; nothing for a function that is no entry.
-using SassEntryKey = std::function<std::optional<std::string>(const std::string &function_name)>;
-// The entries whose keys appear in both listings, each under its key. A null key function keys a
-// function by its own name.
-SassComparison compare_sass(const std::vector<SassFunction> &baseline, const std::vector<SassFunction> &candidate,
-                            const SassEntryKey &baseline_key, const SassEntryKey &candidate_key);
 
 struct Disassembler {
     std::filesystem::path program;

@@ -2,7 +2,7 @@
 // cycles per CTA of each step of the schedule, its share of the schedule, and the mean cycles of one
 // barrier wait and one copy wait; then, per candidate against the baseline, the step deltas and the
 // split of the candidate's extra cycles per CTA into barrier wait, copy wait, compute, copy issue and
-// the rest. Pure functions of the log: the launch that fills it is in stages/phase_timing.h.
+// the rest. Pure functions of the log: the launch that fills it is in tools/phase_timing.h.
 //
 // Usage:
 //   s2tp::VariantPhases base = s2tp::summarize_phase_log(log, "baseline", cubin, "SequentialSchedule", ctas);

@@ -1,4 +1,4 @@
-#include "stages/resource_comparison.h"
+#include "figures/resource_comparison.h"
 
 #include <sstream>
 

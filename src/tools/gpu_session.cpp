@@ -1,4 +1,4 @@
-#include "stages/gpu_stage.h"
+#include "tools/gpu_session.h"
 
 #include "support/data_paths.h"
 #include "support/errors.h"

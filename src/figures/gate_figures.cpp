@@ -1,6 +1,6 @@
-#include "stages/gate_figures.h"
+#include "figures/gate_figures.h"
 
-#include "stages/figure_fields.h"
+#include "figures/figure_fields.h"
 
 namespace s2tp {
 

@@ -6,15 +6,15 @@
 //     untouched and timing is never perturbed. builds/phase-timing.toml records what they were built
 //     from; the build is up to date while that did not change.
 //   * the measurement, on a GPU: per variant one untimed warm-up launch, then one launch with the log
-//     zeroed, read back and summarised (stages/phase_summary.h).
+//     zeroed, read back and summarised (figures/phase_summary.h).
 #pragma once
 
 #include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "stages/gpu_stage.h"
-#include "stages/kernel_build.h"
-#include "stages/phase_summary.h"
+#include "tools/gpu_session.h"
+#include "tools/kernel_build.h"
+#include "figures/phase_summary.h"
 
 #include <filesystem>
 #include <optional>

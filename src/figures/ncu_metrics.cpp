@@ -1,4 +1,4 @@
-#include "stages/ncu_metrics.h"
+#include "figures/ncu_metrics.h"
 #include "support/number_format.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "stages/source_trees.h"
+#include "tools/source_trees.h"
 
 #include "formats/unified_diff.h"
 #include "support/errors.h"

@@ -1,6 +1,6 @@
-#include "stages/parity_figures.h"
+#include "figures/parity_figures.h"
 
-#include "stages/figure_fields.h"
+#include "figures/figure_fields.h"
 
 namespace s2tp {
 

@@ -12,7 +12,7 @@
 #include "gpu/kernel_abi.h"
 #include "model/arch_limits.h"
 #include "model/occupancy.h"
-#include "stages/build_figures.h"
+#include "figures/build_figures.h"
 
 #include <map>
 #include <string>
