@@ -35,7 +35,7 @@ int build_command(const Args &args) {
     request.sass = cl.has("sass");
     request.force = cl.has("force");
     StageContext context(Stage::build, require_existing_run(cl.selection()));
-    return run_build_stage(context, request, cl.reporter());
+    return static_cast<int>(run_stage(context, build_stage_work(context, request, cl.reporter()), cl.reporter()));
 }
 
 }  // namespace s2tp

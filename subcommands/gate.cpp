@@ -34,7 +34,8 @@ int gate_command(const Args &args) {
         return cl.has(range.flag) ? std::optional<double>(checked_setting(range, cl.result()[range.flag].as<double>()))
                                   : std::nullopt;
     };
-    GateOverrides overrides;
+    GateRequest request;
+    GateOverrides &overrides = request.overrides;
     overrides.max_candidate_p50_ms = flag(gate_max_candidate_p50_ms_range);
     if (const auto spill = flag(gate_max_spill_growth_bytes_range))
         overrides.max_spill_growth_bytes = static_cast<std::int64_t>(*spill);
@@ -48,9 +49,8 @@ int gate_command(const Args &args) {
         if (e.code() != ExitCode::precondition) throw;
         fail(ExitCode::precondition, std::string(e.what()) + " ('sage2tp status' shows every stage of this run)");
     }
-    const GateThresholds thresholds = gate_thresholds(opened->experiment(), overrides);
-    const StageWork work = gate_stage_work(*opened, thresholds);
-    return static_cast<int>(execute_stage(*opened, work, cl.has("force"), cl.reporter()));
+    request.force = cl.has("force");
+    return static_cast<int>(run_stage(*opened, gate_stage_work(*opened, request, cl.reporter()), cl.reporter()));
 }
 
 }  // namespace s2tp

@@ -18,7 +18,7 @@ int parity_command(const Args &args) {
     request.device_index = cl.result()["device"].as<int>();
     request.force = cl.has("force");
     StageContext context(Stage::parity, require_existing_run(cl.selection()));
-    return run_parity_stage(context, request, cl.reporter());
+    return static_cast<int>(run_stage(context, parity_stage_work(context, request, cl.reporter()), cl.reporter()));
 }
 
 }  // namespace s2tp

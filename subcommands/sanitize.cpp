@@ -25,7 +25,7 @@ int sanitize_command(const Args &args) {
     request.skip = cl.has("skip");
     request.force = cl.has("force");
     StageContext context(Stage::sanitize, require_existing_run(cl.selection()));
-    return run_sanitize_stage(context, request, cl.reporter());
+    return static_cast<int>(run_stage(context, sanitize_stage_work(context, request, cl.reporter()), cl.reporter()));
 }
 
 }  // namespace s2tp

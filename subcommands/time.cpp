@@ -47,55 +47,28 @@ int time_command(const Args &args) {
     if (cl.has("order-seed"))
         fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
 
-    const int device_index = cl.result()["device"].as<int>();
-    const bool pin = cl.has("pin");
+    TimeRequest request;
+    request.device_index = cl.result()["device"].as<int>();
+    request.pin = cl.has("pin");
     const char *run_ncu_env = std::getenv("RUN_NCU");
-    const bool ncu = cl.has("ncu") || (run_ncu_env && std::string(run_ncu_env) == "1");
+    request.ncu = cl.has("ncu") || (run_ncu_env && std::string(run_ncu_env) == "1");
+    request.force = cl.has("force");
     // The ranges of the manifest's [time] table.
     const auto flag = [&](const SettingRange &range) {
         return cl.has(range.flag) ? std::optional<double>(checked_setting(range, cl.result()[range.flag].as<double>()))
                                   : std::nullopt;
     };
     // --pin records into the run's own manifest, which another workload's output does not belong to.
-    if (pin && cl.has("workload"))
+    if (request.pin && cl.has("workload"))
         fail(ExitCode::usage, "--pin records the manifest's workload output; it cannot be combined with --workload");
-    TimeOverrides overrides{flag(time_target_half_width_range), flag(time_budget_seconds_range), std::nullopt,
-                            std::nullopt};
-    if (const auto rounds = flag(time_min_rounds_range)) overrides.min_rounds = static_cast<std::size_t>(*rounds);
-    const std::optional<double> repeat_flag = flag(time_repeats_range);
-    const std::optional<fs::path> workload_file =
-        cl.has("workload") ? std::optional<fs::path>(fs::absolute(cl.result()["workload"].as<std::string>())) : std::nullopt;
+    request.overrides.target_half_width = flag(time_target_half_width_range);
+    request.overrides.budget_seconds = flag(time_budget_seconds_range);
+    if (const auto rounds = flag(time_min_rounds_range)) request.overrides.min_rounds = static_cast<std::size_t>(*rounds);
+    if (const auto repeats = flag(time_repeats_range)) request.repeats = static_cast<std::size_t>(*repeats);
+    if (cl.has("workload")) request.workload_file = fs::absolute(cl.result()["workload"].as<std::string>());
 
     StageContext context(Stage::time, require_existing_run(cl.selection()));
-    RunDirectory &run = context.run();
-    const ResolvedTimeInputs resolved =
-        resolve_time_inputs(run, context.states(), context.experiment(), overrides, workload_file);
-    const Experiment &experiment = resolved.experiment;
-    const BuiltKernels &kernels = resolved.kernels;
-    const std::optional<std::string> &expected_sha = resolved.expected_sha256;
-    const std::size_t repeats = static_cast<std::size_t>(repeat_flag.value_or(static_cast<double>(experiment.repeats)));
-
-    std::optional<DeviceFacts> device;
-    try {
-        device = require_gpu("time", device_index);
-    } catch (const Error &e) {
-        // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
-        if (e.code() != ExitCode::missing_tool || cl.has("force") || pin || ncu) throw;
-        StageWork keep{Stage::time, {}, {}, [&](const Checkpoint &c) { return verify_time_outputs(c, run, expected_sha, kernels.arch); },
-                       print_time};
-        if (auto kept = keep_intact_checkpoint(context, keep, "no GPU here to time on again", reporter))
-            return static_cast<int>(*kept);
-        throw;
-    }
-    require_kernels_for_device("time", kernels, *device);
-    const TimeStageInputs inputs{run, resolved.workload, workload_file, kernels, *device, resolved.settings,
-                                 repeats, expected_sha, pin, ncu, experiment.ncu_metrics, experiment.ncu_seq_len,
-                                 device_index};
-    StageWork work{Stage::time, [&](Fingerprint &f) { add_time_inputs(f, inputs); },
-                   [&] { return run_time_stage(inputs, reporter); },
-                   [&](const Checkpoint &c) { return verify_time_outputs(c, run, expected_sha, kernels.arch); },
-                   print_time};
-    return static_cast<int>(execute_stage(context, work, cl.has("force") || pin, reporter));
+    return static_cast<int>(run_stage(context, time_stage_work(context, request, reporter), reporter));
 }
 
 }  // namespace s2tp

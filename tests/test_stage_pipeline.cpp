@@ -35,11 +35,12 @@ protected:
         return run_stage(work, force);
     }
     // The framework's own way in: a context for the stage (which checks its precondition), then the stage.
-    ExitCode run_stage(const StageWork &work, bool force) {
+    ExitCode run_stage(StageWork work, bool force) {
         std::optional<StageContext> context;
         if (work.stage == Stage::prepare) context.emplace(root_, std::nullopt);
         else context.emplace(work.stage, root_);
-        return execute_stage(*context, work, force, quiet_);
+        work.force = force;
+        return s2tp::run_stage(*context, work, quiet_);
     }
     bool fresh(Stage s) { return inspect_run(*run_)[static_cast<std::size_t>(s)].fresh; }
 
@@ -160,6 +161,35 @@ TEST_F(Pipeline, AnArtifactNoLongerAsRecordedMakesItsCheckpointUntrusted) {
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::precondition);
     }
+}
+
+// A host without what a stage needs (work.unavailable): the stage's passed checkpoint stands while its
+// outputs verify, without running the body; once they do not, the command ends with the stage's error.
+TEST_F(Pipeline, AnUnavailableStageKeepsItsIntactCheckpointOrEndsWithItsError) {
+    stage(Stage::prepare, "a");
+    stage(Stage::build, "b");
+    ASSERT_EQ(runs_, 2);
+    bool intact = true;
+    StageWork work;
+    work.stage = Stage::build;
+    work.run = [&] { ++runs_; return StageResult{}; };
+    work.verify_outputs = [&](const Checkpoint &) { return intact ? std::string() : std::string("k.cubin is missing"); };
+    work.unavailable = Error(ExitCode::missing_tool, "no nvcc here");
+    work.keep_reason = "no nvcc on this host";
+    int then_calls = 0;
+    work.then = [&](ExitCode code) { ++then_calls; return code; };
+    EXPECT_EQ(run_stage(work, false), ExitCode::ok);
+    EXPECT_EQ(runs_, 2);
+    EXPECT_EQ(then_calls, 1);
+    intact = false;
+    try {
+        run_stage(work, false);
+        FAIL() << "kept a checkpoint whose outputs do not verify";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::missing_tool);
+        EXPECT_STREQ(e.what(), "no nvcc here");
+    }
+    EXPECT_EQ(runs_, 2);
 }
 
 TEST(TreeDigest, ASymbolicLinkIsHashedAsALinkNeverFollowed) {

@@ -193,6 +193,8 @@ const Experiment &StageContext::experiment() const {
     return *experiment_;
 }
 
+namespace {
+
 std::optional<ExitCode> keep_intact_checkpoint(StageContext &context, const StageWork &work, const std::string &why,
                                                const Reporter &reporter) {
     const RunDirectory &run = context.run();
@@ -207,7 +209,8 @@ std::optional<ExitCode> keep_intact_checkpoint(StageContext &context, const Stag
     return ExitCode::ok;
 }
 
-ExitCode execute_stage(StageContext &context, const StageWork &work, bool force, const Reporter &reporter) {
+ExitCode execute_stage(StageContext &context, const StageWork &work, const Reporter &reporter) {
+    const bool force = work.force;
     const std::string name = stage_name(work.stage);
     if (work.stage != context.stage()) fail(ExitCode::internal, name + " was run in the context of " + stage_name(context.stage()));
     throw_if_interrupted(name);
@@ -287,6 +290,20 @@ ExitCode execute_stage(StageContext &context, const StageWork &work, bool force,
     ExitCode code = exit_code_for(checkpoint);
     reporter.emit_json(json_result(checkpoint, run, work.stage, false, code));
     return code;
+}
+
+}  // namespace
+
+ExitCode run_stage(StageContext &context, const StageWork &work, const Reporter &reporter) {
+    ExitCode code;
+    if (work.unavailable) {
+        const std::optional<ExitCode> kept = keep_intact_checkpoint(context, work, work.keep_reason, reporter);
+        if (!kept) throw *work.unavailable;
+        code = *kept;
+    } else {
+        code = execute_stage(context, work, reporter);
+    }
+    return work.then ? work.then(code) : code;
 }
 
 }  // namespace s2tp

@@ -50,6 +50,9 @@ struct StageResult {
     bool keep_previous_checkpoint = false;
 };
 
+// What a stage command hands the one runner (run_stage): each stage body builds one with
+// `StageWork x_stage_work(StageContext &, const XRequest &, const Reporter &)`. Its functions may refer to
+// the context, the request and the reporter, which outlive the run; whatever else they use, they own.
 struct StageWork {
     Stage stage;
     // Adds everything the stage consumes (files, settings) to the fingerprint. The previous
@@ -61,6 +64,16 @@ struct StageWork {
     std::function<std::string(const Checkpoint &)> verify_outputs;
     // Prints the human summary of a checkpoint (after running, or when up to date).
     std::function<void(const Checkpoint &, const Reporter &)> summarize;
+    // Run even when the checkpoint is up to date (--force; time --pin).
+    bool force = false;
+    // Set when this host lacks what running the stage needs (nvcc, a GPU, the manifest a copied run was
+    // prepared from): the error the command ends with, unless the stage's own checkpoint may stand in
+    // (see keep_unavailable_stage). `keep_reason` says why in the up-to-date line.
+    std::optional<Error> unavailable;
+    std::string keep_reason;
+    // Optional: what the command does once the stage's checkpoint stands, given the exit code so far
+    // (build --sass counts the opcodes of an up-to-date build's cubins).
+    std::function<ExitCode(ExitCode)> then;
 };
 
 // The precondition check alone: throws Error(precondition) unless the stage before `stage` is usable.
@@ -93,16 +106,12 @@ private:
     mutable std::optional<std::vector<StageState>> states_;
 };
 
-// Decides up-to-date, runs, writes the checkpoint, reports.
-// Returns the command's exit code: 0 passed/skipped/up to date, 1 failed.
-ExitCode execute_stage(StageContext &context, const StageWork &work, bool force, const Reporter &reporter);
-
-// For a host that cannot work out a stage's inputs (a GPU host without the compiler that built the
-// cubins): when the stage's own checkpoint is up to date but for the inputs, which cannot be compared,
-// and its outputs verify, reports it up to date with `why` and returns ok; otherwise returns nothing and
-// the caller reports what is missing. The one keep-the-intact-checkpoint policy of every stage.
-std::optional<ExitCode> keep_intact_checkpoint(StageContext &context, const StageWork &work, const std::string &why,
-                                               const Reporter &reporter);
-
+// The one runner of every stage command. Without work.unavailable: decides up-to-date, runs, writes
+// the checkpoint, reports. With it, the keep-the-intact-checkpoint policy of every stage: when the
+// stage's own checkpoint is up to date but for the inputs, which this host cannot work out, and its
+// outputs verify, it is reported up to date with work.keep_reason; otherwise work.unavailable is
+// thrown. Then work.then, when set. Returns the command's exit code: 0 passed/skipped/up to date,
+// 1 failed.
+ExitCode run_stage(StageContext &context, const StageWork &work, const Reporter &reporter);
 
 }  // namespace s2tp

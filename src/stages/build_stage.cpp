@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -62,9 +63,106 @@ CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Repo
     return progress;
 }
 
+// What the build's work functions share once the command line and the manifest are resolved.
+struct BuildPlan {
+    std::string arch;
+    ArchLimits limits;
+    const KernelAbi &baseline_abi;
+    std::map<std::string, const KernelAbi *> candidate_abis;
+    const KernelAbi &sass_candidate_abi;
+    std::optional<TorchHeaders> torch;
+    std::vector<CompileJob> jobs;
+    std::string compiler;  // nvcc's version line; "" without nvcc
+};
+
+// Everything the build consumes, for its input fingerprint.
+void add_build_inputs(Fingerprint &f, const BuildPlan &p, const RunDirectory &run, const Experiment &experiment) {
+    // The compiler by its version, not its path: the same nvcc packaged differently is the same.
+    // Checkpoints written before the figures were kept per candidate are not read as current.
+    f.add("figures_layout", kFiguresLayout);
+    f.add("arch", p.arch).add("nvcc", p.compiler);
+    // The adapters decide which entries the resource table holds.
+    f.add("baseline_abi", p.baseline_abi.name());
+    for (const auto &[name, abi] : p.candidate_abis) f.add(name + "_abi", abi->name());
+    for (const auto &flag : experiment.nvcc_flags) f.add("nvcc_flag", flag);
+    for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
+    for (const std::string &variant : experiment.variant_names())
+        for (const auto &dir : experiment.source(variant).include_dirs) f.add(variant + " include_dir", dir);
+    if (p.torch)
+        for (const auto &dir : p.torch->include_dirs) f.add("torch_include_dir", dir);
+    for (const auto &job : p.jobs) f.add("source", job.variant + ":" + job.source);
+    for (const std::string &variant : experiment.variant_names()) f.add_tree(variant, run.tree(variant));
+    if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
+}
+
+// The build's body: every compile, the ptxas resources per entry, occupancy, the comparison.
+StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, const Experiment &experiment,
+                                const BuildRequest &request, const Reporter &reporter) {
+    StageResult result;
+    result.tools.insert("nvcc", p.compiler);
+    const std::size_t parallel = std::min<std::size_t>(request.jobs, p.jobs.size());
+    reporter.progress("compiling " + std::to_string(p.jobs.size()) + " sources for " + p.arch + " with " +
+                      std::to_string(parallel) + " parallel nvcc");
+    const std::vector<CompileOutcome> outcomes = run_compiles(p.jobs, request.jobs, compile_progress(p.jobs, reporter));
+    reporter.end_live_line();
+
+    BuildFigures figures;
+    figures.arch = p.arch;
+    figures.nvcc_version = p.compiler;
+    figures.jobs = request.jobs;
+    figures.flags = experiment.nvcc_flags;
+    figures.flags.insert(figures.flags.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
+    if (p.torch) figures.torch_headers = TorchHeadersFigure{p.torch->found_by, p.torch->include_dirs};
+    std::map<std::string, std::vector<PtxasReport>> reports;  // per variant, of its compared sources
+    for (std::size_t i = 0; i < p.jobs.size(); ++i) {
+        const std::string key = p.jobs[i].variant + ":" + p.jobs[i].source;
+        toml::table artifact{{"log", run.relative(p.jobs[i].log)}, {"command", run.relative(p.jobs[i].command_file)},
+                             {"seconds", outcomes[i].seconds}};
+        if (outcomes[i].exit_code == 0 && fs::is_regular_file(p.jobs[i].cubin)) {
+            artifact.insert("path", run.relative(p.jobs[i].cubin));
+            artifact.insert("sha256", sha256_file(p.jobs[i].cubin));
+            if (p.jobs[i].compared)
+                reports[p.jobs[i].variant].push_back(parse_ptxas_report(outcomes[i].output, run.relative(p.jobs[i].log)));
+        } else {
+            result.status = StageStatus::failed;
+            std::string first;
+            for (const auto &line : first_error_lines(outcomes[i].output, 3)) first += (first.empty() ? "" : " | ") + line;
+            result.reasons.push_back(key + " does not compile (nvcc exit " + std::to_string(outcomes[i].exit_code) +
+                                     "): " + (first.empty() ? "see " + run.relative(p.jobs[i].log) : first));
+        }
+        result.artifacts.insert(key, artifact);
+    }
+    if (result.status == StageStatus::failed) {
+        figures.summary = p.arch + ": compile failed";
+        result.figures = figures.to_toml();
+        return result;
+    }
+
+    std::vector<std::string> clashes;
+    EntryTable baseline = variant_resources(reports["baseline"], "baseline", p.baseline_abi, p.limits, clashes);
+    std::map<std::string, EntryTable> candidates;
+    for (const auto &[name, abi] : p.candidate_abis)
+        candidates[name] = variant_resources(reports[name], name, *abi, p.limits, clashes);
+    ResourceComparison compared = compare_resources(p.arch, p.baseline_abi.name(), std::move(baseline), std::move(candidates));
+    result.reasons = clashes;
+    result.reasons.insert(result.reasons.end(), compared.reasons.begin(), compared.reasons.end());
+    if (!result.reasons.empty()) result.status = StageStatus::failed;
+    if (compared.baseline.empty()) {
+        result.figures = figures.to_toml();
+        return result;
+    }
+    figures.baseline = std::move(compared.baseline);
+    figures.candidates = std::move(compared.candidates);
+    figures.summary = compared.summary;
+    if (request.sass)
+        if (auto sass = write_sass_report(run, p.jobs, p.baseline_abi, p.sass_candidate_abi, reporter)) figures.sass = sass->to_toml();
+    result.figures = figures.to_toml();
+    return result;
+}
+
 }  // namespace
 
-int run_build_stage(StageContext &context, const BuildRequest &request, const Reporter &reporter) {
+StageWork build_stage_work(StageContext &context, const BuildRequest &request, const Reporter &reporter) {
     if (request.jobs < 1) fail(ExitCode::usage, "--jobs must be at least 1");
     RunDirectory &run = context.run();
     const Experiment &experiment = context.experiment();
@@ -75,7 +173,7 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
         candidate_abis[candidate.name] = &kernel_abi(candidate.abi, manifest + " [candidate] abi");
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
     const std::string arch = resolve_target_arch(requested_arch(context, request), table);
-    const ArchLimits &limits = resolve_arch(table, arch);
+    const ArchLimits limits = resolve_arch(table, arch);
     // A GPU host may have no compiler: a passed, intact build made elsewhere is then used as it is.
     const CompilerLookup lookup = look_for_nvcc(request.nvcc);
     const std::optional<fs::path> &nvcc = lookup.nvcc;
@@ -87,34 +185,22 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
         for (auto &dir : requested_torch) dir = fs::absolute(dir).lexically_normal().string();
         torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
     }
-    const std::vector<CompileJob> jobs =
+    std::vector<CompileJob> jobs =
         plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch ? torch->include_dirs : std::vector<std::string>{});
-    const std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
+    std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
     // The SASS histogram compares the baseline with the first candidate.
     const KernelAbi &sass_candidate_abi = *candidate_abis.at(experiment.candidates.front().name);
+    const auto plan = std::make_shared<const BuildPlan>(BuildPlan{arch, limits, baseline_abi, std::move(candidate_abis),
+                                                                  sass_candidate_abi, std::move(torch), std::move(jobs),
+                                                                  std::move(compiler)});
 
     StageWork work;
     work.stage = Stage::build;
-    work.add_inputs = [&](Fingerprint &f) {
-        // The compiler by its version, not its path: the same nvcc packaged differently is the same.
-        // Checkpoints written before the figures were kept per candidate are not read as current.
-        f.add("figures_layout", kFiguresLayout);
-        f.add("arch", arch).add("nvcc", compiler);
-        // The adapters decide which entries the resource table holds.
-        f.add("baseline_abi", baseline_abi.name());
-        for (const auto &[name, abi] : candidate_abis) f.add(name + "_abi", abi->name());
-        for (const auto &flag : experiment.nvcc_flags) f.add("nvcc_flag", flag);
-        for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
-        for (const std::string &variant : experiment.variant_names())
-            for (const auto &dir : experiment.source(variant).include_dirs) f.add(variant + " include_dir", dir);
-        if (torch)
-            for (const auto &dir : torch->include_dirs) f.add("torch_include_dir", dir);
-        for (const auto &job : jobs) f.add("source", job.variant + ":" + job.source);
-        for (const std::string &variant : experiment.variant_names()) f.add_tree(variant, run.tree(variant));
-        if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
-    };
-    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
-        for (const auto &job : jobs) {
+    work.force = request.force;
+    work.add_inputs = [&run, &experiment, plan](Fingerprint &f) { add_build_inputs(f, *plan, run, experiment); };
+    work.verify_outputs = [&run, plan](const Checkpoint &c) -> std::string {
+        const BuildPlan &p = *plan;
+        for (const auto &job : p.jobs) {
             std::string key = job.variant + ":" + job.source;
             std::error_code ec;
             if (!fs::is_regular_file(job.cubin, ec)) return run.relative(job.cubin) + " is missing";
@@ -123,67 +209,8 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
         }
         return "";
     };
-    work.run = [&] {
-        StageResult result;
-        result.tools.insert("nvcc", compiler);
-        const std::size_t parallel = std::min<std::size_t>(request.jobs, jobs.size());
-        reporter.progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
-                          std::to_string(parallel) + " parallel nvcc");
-        const std::vector<CompileOutcome> outcomes = run_compiles(jobs, request.jobs, compile_progress(jobs, reporter));
-        reporter.end_live_line();
-
-        BuildFigures figures;
-        figures.arch = arch;
-        figures.nvcc_version = compiler;
-        figures.jobs = request.jobs;
-        figures.flags = experiment.nvcc_flags;
-        figures.flags.insert(figures.flags.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
-        if (torch) figures.torch_headers = TorchHeadersFigure{torch->found_by, torch->include_dirs};
-        std::map<std::string, std::vector<PtxasReport>> reports;  // per variant, of its compared sources
-        for (std::size_t i = 0; i < jobs.size(); ++i) {
-            const std::string key = jobs[i].variant + ":" + jobs[i].source;
-            toml::table artifact{{"log", run.relative(jobs[i].log)}, {"command", run.relative(jobs[i].command_file)},
-                                 {"seconds", outcomes[i].seconds}};
-            if (outcomes[i].exit_code == 0 && fs::is_regular_file(jobs[i].cubin)) {
-                artifact.insert("path", run.relative(jobs[i].cubin));
-                artifact.insert("sha256", sha256_file(jobs[i].cubin));
-                if (jobs[i].compared)
-                    reports[jobs[i].variant].push_back(parse_ptxas_report(outcomes[i].output, run.relative(jobs[i].log)));
-            } else {
-                result.status = StageStatus::failed;
-                std::string first;
-                for (const auto &line : first_error_lines(outcomes[i].output, 3)) first += (first.empty() ? "" : " | ") + line;
-                result.reasons.push_back(key + " does not compile (nvcc exit " + std::to_string(outcomes[i].exit_code) +
-                                         "): " + (first.empty() ? "see " + run.relative(jobs[i].log) : first));
-            }
-            result.artifacts.insert(key, artifact);
-        }
-        if (result.status == StageStatus::failed) {
-            figures.summary = arch + ": compile failed";
-            result.figures = figures.to_toml();
-            return result;
-        }
-
-        std::vector<std::string> clashes;
-        EntryTable baseline = variant_resources(reports["baseline"], "baseline", baseline_abi, limits, clashes);
-        std::map<std::string, EntryTable> candidates;
-        for (const auto &[name, abi] : candidate_abis)
-            candidates[name] = variant_resources(reports[name], name, *abi, limits, clashes);
-        ResourceComparison compared = compare_resources(arch, baseline_abi.name(), std::move(baseline), std::move(candidates));
-        result.reasons = clashes;
-        result.reasons.insert(result.reasons.end(), compared.reasons.begin(), compared.reasons.end());
-        if (!result.reasons.empty()) result.status = StageStatus::failed;
-        if (compared.baseline.empty()) {
-            result.figures = figures.to_toml();
-            return result;
-        }
-        figures.baseline = std::move(compared.baseline);
-        figures.candidates = std::move(compared.candidates);
-        figures.summary = compared.summary;
-        if (request.sass)
-            if (auto sass = write_sass_report(run, jobs, baseline_abi, sass_candidate_abi, reporter)) figures.sass = sass->to_toml();
-        result.figures = figures.to_toml();
-        return result;
+    work.run = [&run, &experiment, &request, &reporter, plan] {
+        return compile_and_compare(*plan, run, experiment, request, reporter);
     };
     work.summarize = [](const Checkpoint &c, const Reporter &to) {
         const std::string text = BuildFigures::from_toml(c.figures).text();
@@ -191,19 +218,19 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
     };
     // A build that was up to date (here or, without nvcc, kept as built elsewhere) gets its histogram
     // from the cubins on disk.
-    const auto with_sass = [&](ExitCode code) {
-        if (!request.sass || code != ExitCode::ok) return static_cast<int>(code);
+    work.then = [&run, &request, &reporter, plan](ExitCode code) {
+        if (!request.sass || code != ExitCode::ok) return code;
         const CheckpointRead done = read_checkpoint(checkpoint_path(run, Stage::build));
         if (done.checkpoint && !done.checkpoint->figures.contains("sass"))
-            if (auto sass = write_sass_report(run, jobs, baseline_abi, sass_candidate_abi, reporter)) reporter.say(sass->table_text());
-        return static_cast<int>(code);
+            if (auto sass = write_sass_report(run, plan->jobs, plan->baseline_abi, plan->sass_candidate_abi, reporter))
+                reporter.say(sass->table_text());
+        return code;
     };
     if (!nvcc) {
-        if (auto kept = keep_intact_checkpoint(context, work, "no nvcc on this host; using the cubins built before", reporter))
-            return with_sass(*kept);
-        throw *lookup.missing;
+        work.unavailable = *lookup.missing;
+        work.keep_reason = "no nvcc on this host; using the cubins built before";
     }
-    return with_sass(execute_stage(context, work, request.force, reporter));
+    return work;
 }
 
 }  // namespace s2tp

@@ -1,6 +1,7 @@
 // The build stage: compile the baseline and every candidate for the target GPU, read the ptxas
 // resources of every entry point, model occupancy, and record what the resource gates compare
-// (BuildFigures). `sage2tp build` parses its options into a BuildRequest and calls run_build_stage.
+// (BuildFigures). `sage2tp build` parses its options into a BuildRequest and runs
+// build_stage_work with run_stage.
 #pragma once
 
 #include "pipeline/cli.h"
@@ -21,6 +22,6 @@ struct BuildRequest {
     bool force = false;
 };
 
-int run_build_stage(StageContext &context, const BuildRequest &request, const Reporter &reporter);
+StageWork build_stage_work(StageContext &context, const BuildRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -22,15 +22,17 @@ GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides
     return thresholds;
 }
 
-StageWork gate_stage_work(const StageContext &context, const GateThresholds &thresholds) {
+StageWork gate_stage_work(StageContext &context, const GateRequest &request, const Reporter &) {
     const RunDirectory &run = context.run();
+    const GateThresholds thresholds = gate_thresholds(context.experiment(), request.overrides);
     const fs::path report = run.reports() / "gate.json";
     StageWork work;
     work.stage = Stage::gate;
+    work.force = request.force;
     // Under the run's lock no other process writes checkpoints, so the context's one reading serves the
     // fingerprint and the evidence alike. Thresholds enter by their shortest exact text, so the
     // fingerprint changes exactly when one does.
-    work.add_inputs = [&context, &thresholds](Fingerprint &f) {
+    work.add_inputs = [&context, thresholds](Fingerprint &f) {
         for (const StageState &state : context.states()) {
             if (state.stage == Stage::gate) continue;
             f.add(stage_name(state.stage) + "_digest", state.read.checkpoint ? state.read.checkpoint->digest : "");
@@ -40,7 +42,7 @@ StageWork gate_stage_work(const StageContext &context, const GateThresholds &thr
         f.add("max_ratio_upper", thresholds.ratio_upper_bound ? shortest(*thresholds.ratio_upper_bound) : "off");
         f.add("require_sanitizer", thresholds.require_sanitizer ? "yes" : "no");
     };
-    work.run = [&context, &thresholds, &run, report] {
+    work.run = [&context, thresholds, &run, report] {
         std::vector<std::string> candidates;
         for (const CandidateSpec &candidate : context.experiment().candidates) candidates.push_back(candidate.name);
         std::map<std::string, GateResult> verdicts;

@@ -30,9 +30,14 @@ struct GateOverrides {
 // The manifest's thresholds with the overrides on top.
 GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides &overrides);
 
-// The gate's work on its opened context: the fingerprint (every earlier checkpoint's digest and the
-// thresholds), the evaluation with reports/gate.json, the check that the report is as recorded, and
-// the printer. `context` and `thresholds` must outlive the returned work.
-StageWork gate_stage_work(const StageContext &context, const GateThresholds &thresholds);
+// What `sage2tp gate` was asked; subcommands/gate.cpp checks each override against its range.
+struct GateRequest {
+    GateOverrides overrides;
+    bool force = false;
+};
+
+// The gate for run_stage: the fingerprint (every earlier checkpoint's digest and the thresholds), the
+// evaluation with reports/gate.json, the check that the report is as recorded, and the printer.
+StageWork gate_stage_work(StageContext &context, const GateRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -27,11 +27,11 @@ std::int64_t unwritten(const KernelRun &run, const AttentionProblem &problem) {
 
 }  // namespace
 
-int run_parity_stage(StageContext &context, const ParityRequest &request, const Reporter &reporter) {
+StageWork parity_stage_work(StageContext &context, const ParityRequest &request, const Reporter &reporter) {
     RunDirectory &run = context.run();
     const Experiment &experiment = context.experiment();
-    const std::vector<AttentionProblem> problems = parity_problems(experiment);
-    if (problems.empty())
+    const auto problems = std::make_shared<const std::vector<AttentionProblem>>(parity_problems(experiment));
+    if (problems->empty())
         fail(ExitCode::usage, run.relative(run.manifest()) +
                                   ": [parity] default_shapes is false and no [[parity.shape]] is given: nothing to compare");
     if (experiment.parity_seeds.empty())
@@ -40,17 +40,18 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
 
     StageWork work;
     work.stage = Stage::parity;
-    work.add_inputs = [&](Fingerprint &f) {
+    work.force = request.force;
+    work.add_inputs = [&experiment, problems, limit](Fingerprint &f) {
         // Checkpoints written before the figures were kept per candidate are not read as current.
         f.add("figures_layout", kFiguresLayout);
-        for (const auto &p : problems) {
+        for (const auto &p : *problems) {
             float scale = p.sm_scale;
             f.add("shape", p.describe()).add("sm_scale", &scale, sizeof scale).add("with_lse", std::int64_t{p.with_lse});
         }
         for (std::int64_t seed : experiment.parity_seeds) f.add("seed", seed);
         f.add("reference_max_rel_l2", &limit, sizeof limit);
     };
-    work.run = [&] {
+    work.run = [&context, &experiment, &request, &reporter, problems, limit] {
         StageResult result;
         const DeviceFacts device = require_gpu("parity", request.device_index);
         const BuiltKernels kernels = built_kernels(context);
@@ -67,8 +68,8 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
         }
 
         std::vector<ParityComparison> comparisons;
-        const std::size_t total = problems.size() * experiment.parity_seeds.size();
-        for (const AttentionProblem &problem : problems) {
+        const std::size_t total = problems->size() * experiment.parity_seeds.size();
+        for (const AttentionProblem &problem : *problems) {
             for (const std::int64_t seed : experiment.parity_seeds) {
                 ParityComparison c{problem.describe(), seed};
                 reporter.progress("[" + std::to_string(comparisons.size() + 1) + "/" + std::to_string(total) + "] " +
@@ -97,7 +98,7 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
             }
         }
 
-        ParityFold fold = fold_parity(comparisons, problems.size(), experiment.parity_seeds.size(), limit, names);
+        ParityFold fold = fold_parity(comparisons, problems->size(), experiment.parity_seeds.size(), limit, names);
         fold.figures.device = device.summary();
         result.status = fold.passed ? StageStatus::passed : StageStatus::failed;
         result.reasons = fold.reasons;
@@ -105,7 +106,7 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
         return result;
     };
     work.summarize = [](const Checkpoint &c, const Reporter &to) { to.say(ParityFigures::from_toml(c.figures).text()); };
-    return static_cast<int>(execute_stage(context, work, request.force, reporter));
+    return work;
 }
 
 }  // namespace s2tp

@@ -13,6 +13,6 @@ struct ParityRequest {
     bool force = false;
 };
 
-int run_parity_stage(StageContext &context, const ParityRequest &request, const Reporter &reporter);
+StageWork parity_stage_work(StageContext &context, const ParityRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -6,6 +6,8 @@
 #include "support/file_io.h"
 #include "support/hashing.h"
 
+#include <memory>
+
 namespace fs = std::filesystem;
 
 namespace s2tp {
@@ -228,18 +230,17 @@ void print_prepare_figures(const PrepareFigures &figures, const Reporter &report
     }
 }
 
-PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &request, const Reporter &reporter) {
+namespace {
+
+// prepare for run_stage; what it decided goes to `outcome`, for the command's own reporting.
+StageWork prepare_stage_work(StageContext &context, const PrepareRequest &request,
+                             const std::shared_ptr<PrepareOutcome> &outcome) {
     RunDirectory &run = context.run();
     const Experiment &experiment = request.experiment;
-    PrepareOutcome outcome;
-    auto summarize = [&](const Checkpoint &c, const Reporter &to) {
-        const PrepareFigures figures = PrepareFigures::from_toml(c.figures);
-        if (c.status == StageStatus::passed) outcome.figures = figures;
-        print_prepare_figures(figures, to);
-    };
     StageWork work;
     work.stage = Stage::prepare;
-    work.add_inputs = [&](Fingerprint &f) {
+    work.force = request.force;
+    work.add_inputs = [&experiment, &request](Fingerprint &f) {
         // A checkpoint whose figures predate per-candidate figures is never up to date, so that its
         // figures are never read as PrepareFigures.
         f.add("figures", "per candidate");
@@ -257,7 +258,7 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
         }
         if (uses_embedded) f.add_tree("embedded_kernels", request.embedded_kernels());
     };
-    work.run = [&] {
+    work.run = [&run, &experiment, &request, outcome] {
         StageResult failed;
         failed.status = StageStatus::failed;
         failed.keep_previous_checkpoint = true;
@@ -271,7 +272,7 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
             if (e.code() != ExitCode::stop) throw;
             // git itself failed: nothing was changed, so the previous checkpoint still describes the run.
             failed.reasons.push_back(e.what());
-            outcome.reasons = failed.reasons;
+            outcome->reasons = failed.reasons;
             return failed;
         } catch (...) {
             discard_leftovers(run, experiment);
@@ -285,18 +286,30 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
                 if (t.name == c.name) commit = t.commit;
             failed.reasons.push_back("the patch " + c.patch + " of candidate '" + c.name + "' does not apply at " + commit +
                                      ": " + trees.patch_error);
-            outcome.reasons = failed.reasons;
+            outcome->reasons = failed.reasons;
             return failed;
         }
         swap_in(run, experiment);
         return passed_result(run, request, recorded, trees, resolved);
     };
-    work.summarize = summarize;
+    work.summarize = [outcome](const Checkpoint &c, const Reporter &to) {
+        const PrepareFigures figures = PrepareFigures::from_toml(c.figures);
+        if (c.status == StageStatus::passed) outcome->figures = figures;
+        print_prepare_figures(figures, to);
+    };
+    return work;
+}
+
+}  // namespace
+
+PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &request, const Reporter &reporter) {
+    const auto outcome = std::make_shared<PrepareOutcome>();
+    const StageWork work = prepare_stage_work(context, request, outcome);
     // Also when the run turns out up to date: a prepare killed before its swap left the old state
     // intact, and its staging behind.
-    discard_leftovers(run, experiment);
-    outcome.exit_code = execute_stage(context, work, request.force, reporter);
-    return outcome;
+    discard_leftovers(context.run(), request.experiment);
+    outcome->exit_code = run_stage(context, work, reporter);
+    return *outcome;
 }
 
 PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const PrepareRequest &request, const Reporter &reporter) {
@@ -316,14 +329,16 @@ PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const Prepar
 
 ExitCode keep_copied_run(const fs::path &root, const std::string &manifest, const Reporter &reporter) {
     StageContext context(root, std::nullopt);
-    StageWork kept{Stage::prepare, nullptr, nullptr, nullptr, [](const Checkpoint &c, const Reporter &to) {
-                       print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
-                   }};
-    if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + manifest + ", which is not on this host", reporter))
-        return *code;
-    fail(ExitCode::usage, "the run was prepared from " + manifest +
-                              ", which is not on this host, and its prepare checkpoint is not a passed, intact one; "
-                              "pass --manifest to prepare it again");
+    StageWork kept;
+    kept.stage = Stage::prepare;
+    kept.summarize = [](const Checkpoint &c, const Reporter &to) {
+        print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
+    };
+    kept.unavailable = Error(ExitCode::usage, "the run was prepared from " + manifest +
+                                                  ", which is not on this host, and its prepare checkpoint is not a "
+                                                  "passed, intact one; pass --manifest to prepare it again");
+    kept.keep_reason = "prepared from " + manifest + ", which is not on this host";
+    return run_stage(context, kept, reporter);
 }
 
 }  // namespace s2tp

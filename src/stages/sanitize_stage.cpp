@@ -46,9 +46,99 @@ std::string skip_reason(bool skip_option) {
     return "";
 }
 
+// The sanitize stage's body: every check of the plan in its own sanitizer process, then the fold.
+StageResult run_sanitize_checks(const StageContext &context, const SanitizeRequest &request, const Reporter &reporter,
+                                const std::string &skipped, const std::vector<SanitizerTool> &tools,
+                                const std::vector<std::string> &shape_names, const std::vector<std::string> &candidates) {
+    const RunDirectory &run = context.run();
+    const Experiment &experiment = context.experiment();
+    const auto &shapes = sanitizer_shapes();
+    StageResult result;
+    if (!skipped.empty()) {
+        SanitizeFigures figures;
+        figures.tools = experiment.sanitizer_tools;
+        figures.summary = "skipped (not checked)";
+        result.status = StageStatus::skipped;
+        result.reasons.push_back(skipped);
+        result.figures = figures.to_toml();
+        return result;
+    }
+
+    const DeviceFacts device = require_gpu("sanitize", request.device_index);
+    require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
+    const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
+    if (!sanitizer)
+        fail(ExitCode::missing_tool, std::string("sanitize needs compute-sanitizer, which is not installed (looked in ") +
+                                     cuda_tool_search_order() + "); use --skip or RUN_SANITIZER=0 to record the "
+                                     "stage as not checked");
+    result.tools.insert("compute-sanitizer", sanitizer_version(*sanitizer));
+    result.tools.insert("gpu", device.name);
+    result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
+
+    const fs::path log_dir = run.logs() / "sanitize";
+    fs::create_directories(log_dir);
+    const std::vector<SanitizeCheckPlan> plan = plan_sanitize_checks(experiment.variant_names(), tools, shape_names);
+    std::vector<SanitizeOutcome> outcomes;
+    const auto began = std::chrono::steady_clock::now();
+    for (const SanitizeCheckPlan &check : plan) {
+        const std::string tool_name = sanitizer_tool_name(check.tool);
+        const std::string what = "[" + std::to_string(outcomes.size() + 1) + "/" + std::to_string(plan.size()) +
+                                 "] " + tool_name + " " + check.variant + " " + check.shape;
+        // On a terminal one line, rewritten in place; in a pipe one line per check.
+        if (reporter.live()) {
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+            reporter.live_line("  sanitize " + what + ", " +
+                               elapsed_and_eta(elapsed, static_cast<double>(outcomes.size()) / plan.size()));
+        } else {
+            reporter.progress(what);
+        }
+        SanitizerRun config;
+        config.sanitizer = *sanitizer;
+        config.tool = check.tool;
+        config.log_file = log_dir / check.log_name;
+        fs::remove(*config.log_file);
+        const std::vector<std::string> target = {
+            current_executable().string(), "exec", "--run", run.root().string(), "--variant", check.variant,
+            "--sanitize-shape", std::to_string(check.shape_index), "--seed", std::to_string(kSanitizeSeed),
+            "--device", std::to_string(request.device_index)};
+        ProcessOptions process;
+        process.timeout = std::chrono::seconds(request.timeout_s);
+        const std::vector<std::string> argv = sanitizer_argv(config, target);
+        std::string command = quoted_command(argv);
+        command.pop_back();  // its newline
+        reporter.detail("  " + command);
+        const ProcessResult ran = run_process(argv, process);
+
+        // One log per check: the tool's records, then what sage2tp exec itself printed.
+        const std::string log =
+            (fs::exists(*config.log_file) ? read_text_file(*config.log_file) : std::string()) +
+            "\n--- sage2tp exec stdout ---\n" + ran.out + "\n--- sage2tp exec stderr ---\n" + ran.err;
+        SanitizerReport report = parse_sanitizer_output(check.tool, log, ran.exit_code);
+        if (ran.timed_out) {
+            report.passed = false;
+            report.verdict =
+                tool_name + " did not finish within " + std::to_string(request.timeout_s) + " s (raise --timeout)";
+        }
+        std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
+            << log << "\n--- verdict ---\n" << report.verdict << "\n";
+        reporter.detail("  " + what + ": " + (report.passed ? "passed" : "FAILED") + ", " + report.verdict + " (" +
+                        fixed(ran.seconds, 1) + " s, log " + run.relative(*config.log_file) + ")");
+        outcomes.push_back(SanitizeOutcome{check, report, run.relative(*config.log_file)});
+    }
+    reporter.end_live_line();
+
+    SanitizeFold fold = fold_sanitize_checks(outcomes, shapes.size(), experiment.sanitizer_tools, candidates);
+    fold.figures.device = device.summary();
+    fold.figures.seed = static_cast<std::int64_t>(kSanitizeSeed);
+    result.status = fold.passed ? StageStatus::passed : StageStatus::failed;
+    result.reasons = fold.reasons;
+    result.figures = fold.figures.to_toml();
+    return result;
+}
+
 }  // namespace
 
-int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, const Reporter &reporter) {
+StageWork sanitize_stage_work(StageContext &context, const SanitizeRequest &request, const Reporter &reporter) {
     const std::string skipped = skip_reason(request.skip);
     RunDirectory &run = context.run();
     const Experiment &experiment = context.experiment();
@@ -61,7 +151,8 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
 
     StageWork work;
     work.stage = Stage::sanitize;
-    work.add_inputs = [&](Fingerprint &f) {
+    work.force = request.force;
+    work.add_inputs = [&experiment, skipped, shape_names](Fingerprint &f) {
         // Checkpoints written before the figures were kept per candidate are not read as current.
         f.add("figures_layout", kFiguresLayout);
         f.add("skipped", static_cast<std::int64_t>(!skipped.empty()));
@@ -69,100 +160,20 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
         for (const auto &shape : shape_names) f.add("shape", shape);
         f.add("seed", static_cast<std::int64_t>(kSanitizeSeed));
     };
-    work.verify_outputs = [&](const Checkpoint &c) -> std::string {
+    work.verify_outputs = [&run](const Checkpoint &c) -> std::string {
         for (const SanitizeCheck &check : SanitizeFigures::from_toml(c.figures).checks) {
             std::error_code ec;
             if (!fs::is_regular_file(run.resolve(check.log), ec)) return check.log + " is missing";
         }
         return "";
     };
-    work.run = [&] {
-        StageResult result;
-        if (!skipped.empty()) {
-            SanitizeFigures figures;
-            figures.tools = experiment.sanitizer_tools;
-            figures.summary = "skipped (not checked)";
-            result.status = StageStatus::skipped;
-            result.reasons.push_back(skipped);
-            result.figures = figures.to_toml();
-            return result;
-        }
-
-        const DeviceFacts device = require_gpu("sanitize", request.device_index);
-        require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
-        const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
-        if (!sanitizer)
-            fail(ExitCode::missing_tool, std::string("sanitize needs compute-sanitizer, which is not installed (looked in ") +
-                                         cuda_tool_search_order() + "); use --skip or RUN_SANITIZER=0 to record the "
-                                         "stage as not checked");
-        result.tools.insert("compute-sanitizer", sanitizer_version(*sanitizer));
-        result.tools.insert("gpu", device.name);
-        result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
-
-        const fs::path log_dir = run.logs() / "sanitize";
-        fs::create_directories(log_dir);
-        const std::vector<SanitizeCheckPlan> plan = plan_sanitize_checks(experiment.variant_names(), tools, shape_names);
-        std::vector<SanitizeOutcome> outcomes;
-        const auto began = std::chrono::steady_clock::now();
-        for (const SanitizeCheckPlan &check : plan) {
-            const std::string tool_name = sanitizer_tool_name(check.tool);
-            const std::string what = "[" + std::to_string(outcomes.size() + 1) + "/" + std::to_string(plan.size()) +
-                                     "] " + tool_name + " " + check.variant + " " + check.shape;
-            // On a terminal one line, rewritten in place; in a pipe one line per check.
-            if (reporter.live()) {
-                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-                reporter.live_line("  sanitize " + what + ", " +
-                                   elapsed_and_eta(elapsed, static_cast<double>(outcomes.size()) / plan.size()));
-            } else {
-                reporter.progress(what);
-            }
-            SanitizerRun config;
-            config.sanitizer = *sanitizer;
-            config.tool = check.tool;
-            config.log_file = log_dir / check.log_name;
-            fs::remove(*config.log_file);
-            const std::vector<std::string> target = {
-                current_executable().string(), "exec", "--run", run.root().string(), "--variant", check.variant,
-                "--sanitize-shape", std::to_string(check.shape_index), "--seed", std::to_string(kSanitizeSeed),
-                "--device", std::to_string(request.device_index)};
-            ProcessOptions process;
-            process.timeout = std::chrono::seconds(request.timeout_s);
-            const std::vector<std::string> argv = sanitizer_argv(config, target);
-            std::string command = quoted_command(argv);
-            command.pop_back();  // its newline
-            reporter.detail("  " + command);
-            const ProcessResult ran = run_process(argv, process);
-
-            // One log per check: the tool's records, then what sage2tp exec itself printed.
-            const std::string log =
-                (fs::exists(*config.log_file) ? read_text_file(*config.log_file) : std::string()) +
-                "\n--- sage2tp exec stdout ---\n" + ran.out + "\n--- sage2tp exec stderr ---\n" + ran.err;
-            SanitizerReport report = parse_sanitizer_output(check.tool, log, ran.exit_code);
-            if (ran.timed_out) {
-                report.passed = false;
-                report.verdict =
-                    tool_name + " did not finish within " + std::to_string(request.timeout_s) + " s (raise --timeout)";
-            }
-            std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
-                << log << "\n--- verdict ---\n" << report.verdict << "\n";
-            reporter.detail("  " + what + ": " + (report.passed ? "passed" : "FAILED") + ", " + report.verdict + " (" +
-                            fixed(ran.seconds, 1) + " s, log " + run.relative(*config.log_file) + ")");
-            outcomes.push_back(SanitizeOutcome{check, report, run.relative(*config.log_file)});
-        }
-        reporter.end_live_line();
-
-        SanitizeFold fold = fold_sanitize_checks(outcomes, shapes.size(), experiment.sanitizer_tools, candidates);
-        fold.figures.device = device.summary();
-        fold.figures.seed = static_cast<std::int64_t>(kSanitizeSeed);
-        result.status = fold.passed ? StageStatus::passed : StageStatus::failed;
-        result.reasons = fold.reasons;
-        result.figures = fold.figures.to_toml();
-        return result;
+    work.run = [&context, &request, &reporter, skipped, tools, shape_names, candidates] {
+        return run_sanitize_checks(context, request, reporter, skipped, tools, shape_names, candidates);
     };
     work.summarize = [](const Checkpoint &c, const Reporter &to) {
         to.say(SanitizeFigures::from_toml(c.figures).text(to.verbose()));
     };
-    return static_cast<int>(execute_stage(context, work, request.force, reporter));
+    return work;
 }
 
 }  // namespace s2tp

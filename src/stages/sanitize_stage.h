@@ -19,6 +19,6 @@ struct SanitizeRequest {
     bool force = false;
 };
 
-int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, const Reporter &reporter);
+StageWork sanitize_stage_work(StageContext &context, const SanitizeRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -490,87 +490,30 @@ std::string find_entry_name(const BuiltAttention &built, const AttentionProblem 
     return find_attention_kernel(*built.abi, module, problem).name();
 }
 
-}  // namespace
 
-StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) {
-    const AttentionProblem &problem = in.workload.problem;
-    const std::vector<std::string> candidates = candidate_names(in.kernels);
-    const std::vector<std::string> arms = arm_names(candidates);
-    check_arm_count(arms.size());
-    if (in.repeats < 1) fail(ExitCode::internal, "time: repeats must be at least 1");
+// ---- The parts of the stage ----
 
-    StageResult result;
-    result.tools.insert("gpu", in.device.name);
-    result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
+// The figures every time checkpoint holds, timed or not.
+TimeFigures setting_figures(const TimeStageInputs &in) {
     TimeFigures f;
     f.workload = in.workload.name;
-    f.shape = shape_text(problem);
+    f.shape = shape_text(in.workload.problem);
     f.device = in.device.summary();
     f.device_name = in.device.name;
     f.arch = in.kernels.arch;
     f.repeats = static_cast<std::int64_t>(in.repeats);
-
-    // The measurements: in this process for one, in fresh processes for several. A repeat whose first
-    // outputs fail the checks did not time anything, and the later ones are not started.
-    std::vector<ArmMeasurement> measurements;
-    const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin};
-    for (std::size_t r = 0; r < in.repeats; ++r) {
-        measurements.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
-        if (measurements.back().timing.rounds.empty()) break;
-    }
-    const ArmMeasurement &reference = measurements.front();
-    const std::string &base_sha = reference.first.at(baseline_arm).sha256;
-    f.baseline_sha256 = base_sha;
     f.expected_sha256 = in.expected_sha256;
-    for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
-        CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
-        c.sha256 = reference.first.at(arm).sha256;
-        c.matches_baseline = *c.sha256 == base_sha;
-    }
+    return f;
+}
 
-    std::vector<std::string> failures =
-        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.arch);
-    if (!failures.empty()) {
-        result.status = StageStatus::failed;
-        result.reasons = failures;
-        result.reasons.push_back(std::string("not timed") + (in.pin ? " and nothing pinned" : "") +
-                                 ": the outputs must match before the times mean anything");
-        f.outputs_match = false;
-        f.summary = in.workload.name + ": outputs do not match; not timed";
-        result.figures = f.to_toml();
-        return result;
-    }
-
-    // Every repeat must have produced the reference's bytes, before timing (a fresh process with fresh
-    // allocations) and after it.
-    std::vector<TimingRun> runs;
-    for (std::size_t r = 0; r < measurements.size(); ++r) {
-        const std::string where = in.repeats == 1 ? "" : "repeat " + std::to_string(r + 1);
-        if (r > 0)
-            for (std::string &reason : changed_output_reasons(arms, reference.first, measurements[r].first, where))
-                result.reasons.push_back(std::move(reason));
-        for (std::string &reason : changed_output_reasons(arms, reference.first, measurements[r].last, where))
-            result.reasons.push_back(std::move(reason));
-        runs.push_back(measurements[r].timing);
-    }
-    const bool stable = result.reasons.empty();
-    if (in.pin && stable) {
-        f.replaced_pin = pin_expected_output_sha256(in.run.pins(), in.workload, in.kernels.arch, base_sha);
-        if (f.replaced_pin) reporter.warn("time: --pin replaced the earlier pin " + *f.replaced_pin + " for " + in.kernels.arch);
-        reporter.progress("time: pinned the baseline's output sha256 " + base_sha + " for " + in.kernels.arch + " in " +
-                          in.run.relative(in.run.pins()));
-        f.expected_sha256 = base_sha;
-    } else if (in.pin) {
-        result.reasons.push_back("nothing pinned: the outputs changed while being timed");
-    }
-    f.outputs_match = stable;
-
-    std::size_t rounds = 0, throttled = 0, kept = 0;
+// The settings the rounds were timed with, and what they came to: counts, L2, footprint, seconds.
+void round_figures(TimeFigures &f, const TimeStageInputs &in, const ArmMeasurement &reference,
+                   const std::vector<TimingRun> &runs) {
+    std::size_t rounds = 0, throttled = 0;
     double seconds = 0;
     for (const TimingRun &run : runs) {
         rounds += run.rounds.size();
         throttled += run.throttled_rounds;
-        kept += run.kept_rounds;
         seconds += run.seconds;
     }
     f.rounds = static_cast<std::int64_t>(rounds);
@@ -584,12 +527,120 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
     f.target_half_width = in.settings.target_half_width;
     f.budget_seconds = in.settings.budget_seconds;
     f.measure_seconds = seconds;
+}
 
+// The measurements: in this process for one, in fresh processes for several. A repeat whose first
+// outputs fail the checks did not time anything, and the later ones are not started.
+std::vector<ArmMeasurement> measure_repeats(const TimeStageInputs &in, const Reporter &reporter) {
+    std::vector<ArmMeasurement> measurements;
+    const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin};
+    for (std::size_t r = 0; r < in.repeats; ++r) {
+        measurements.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
+        if (measurements.back().timing.rounds.empty()) break;
+    }
+    return measurements;
+}
+
+std::string repeat_where(const TimeStageInputs &in, std::size_t index) {
+    return in.repeats == 1 ? "" : "repeat " + std::to_string(index + 1);
+}
+
+// The output checks after the first record: every repeat must have produced the reference's bytes,
+// before timing (a fresh process with fresh allocations) and after it. One reason per difference.
+std::vector<std::string> repeat_output_reasons(const TimeStageInputs &in, const std::vector<std::string> &arms,
+                                               const std::vector<ArmMeasurement> &measurements) {
+    std::vector<std::string> reasons;
+    const std::vector<OutputDigest> &reference = measurements.front().first;
+    for (std::size_t r = 0; r < measurements.size(); ++r) {
+        if (r > 0)
+            for (std::string &reason : changed_output_reasons(arms, reference, measurements[r].first, repeat_where(in, r)))
+                reasons.push_back(std::move(reason));
+        for (std::string &reason : changed_output_reasons(arms, reference, measurements[r].last, repeat_where(in, r)))
+            reasons.push_back(std::move(reason));
+    }
+    return reasons;
+}
+
+// --pin: the baseline's digest into the run's pins, once the timed launches showed its bytes stable.
+void pin_baseline_output(const TimeStageInputs &in, const std::string &baseline_sha256, TimeFigures &f,
+                         const Reporter &reporter) {
+    f.replaced_pin = pin_expected_output_sha256(in.run.pins(), in.workload, in.kernels.arch, baseline_sha256);
+    if (f.replaced_pin) reporter.warn("time: --pin replaced the earlier pin " + *f.replaced_pin + " for " + in.kernels.arch);
+    reporter.progress("time: pinned the baseline's output sha256 " + baseline_sha256 + " for " + in.kernels.arch +
+                      " in " + in.run.relative(in.run.pins()));
+    f.expected_sha256 = baseline_sha256;
+}
+
+// The figures of the timed rounds: counts, the interval statistics per arm and ratio, the clocks.
+void timed_figures(TimeFigures &f, const TimingStats &stats, const std::vector<std::string> &arms,
+                   const AttentionProblem &problem) {
+    f.baseline = ArmTimeFigures::of(stats[baseline_arm], attention_tops(problem, stats[baseline_arm].p50));
+    f.baseline_control = ArmTimeFigures::of(stats[control_arm], attention_tops(problem, stats[control_arm].p50));
+    f.aa = ratio_figures(stats.ratios[control_arm]);
+    for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
+        CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
+        c.timing = ArmTimeFigures::of(stats[arm], attention_tops(problem, stats[arm].p50));
+        c.ratio = ratio_figures(stats.ratios[arm]);
+    }
+    f.sm_clock_min_mhz = stats.clock_min_mhz;
+    f.sm_clock_median_mhz = stats.clock_median_mhz;
+    f.sm_clock_max_mhz = stats.clock_max_mhz;
+}
+
+std::string in_processes(std::size_t repeats) {
+    return repeats > 1 ? " in " + std::to_string(repeats) + " processes" : std::string();
+}
+
+// reports/time.svg: every arm's kept times and every ratio's interval.
+fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const TimingStats &stats,
+                         const std::vector<std::string> &arms, const std::vector<TimingRun> &runs, std::size_t kept) {
+    TimePlot plot;
+    plot.title = "sage2tp time: " + in.workload.name;
+    plot.subtitle = *f.shape + " on " + in.device.name + "; " + std::to_string(kept) + " rounds kept" +
+                    in_processes(in.repeats) + ", " + std::to_string(*f.throttled_rounds) + " throttled; stopped by " +
+                    *f.stopped_by;
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        std::vector<double> times;
+        for (const TimingRun &run : runs) {
+            const std::vector<double> t = kept_times(run.rounds, arm);
+            times.insert(times.end(), t.begin(), t.end());
+        }
+        plot.arms.push_back({arms[arm], times});
+        if (arm >= first_candidate_arm) plot.ratios.push_back({arms[arm], stats.vs_baseline(arm)});
+    }
+    plot.baseline_vs_baseline = stats.control_vs_baseline();
+    plot.aa_tolerance = aa_tolerance(in.settings.target_half_width);
+    if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], plot.baseline_vs_baseline});  // an A/A run
+    const fs::path svg = in.run.reports() / "time.svg";
+    fs::create_directories(in.run.reports());
+    write_file_atomically(svg, render_time_plot_svg(plot));
+    return svg;
+}
+
+// The one line of a timed run: each candidate's ratio with its interval and p50s, then the A/A.
+std::string timed_summary(const TimeStageInputs &in, const TimingStats &stats, const std::vector<std::string> &arms,
+                          std::size_t kept, bool too_noisy) {
+    std::ostringstream summary;
+    summary << in.workload.name << ":";
+    for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
+        const RatioInterval &r = stats.vs_baseline(arm);
+        summary << (arm > first_candidate_arm ? ";" : "") << " " << arms[arm] << "/baseline " << fixed(r.median, 4)
+                << " [" << fixed(r.lo, 4) << ", " << fixed(r.hi, 4) << "], p50 " << fixed(stats[baseline_arm].p50, 2)
+                << " -> " << fixed(stats[arm].p50, 2) << " ms";
+    }
+    summary << ", A/A " << fixed(stats.control_vs_baseline().median, 4) << (too_noisy ? " (too noisy)" : "") << ", "
+            << kept << " rounds" << in_processes(in.repeats);
+    return summary.str();
+}
+
+// reports/time.json: the settings, every round's samples, the statistics and the output digests.
+fs::path write_json_report(const TimeStageInputs &in, const TimeFigures &f, const std::vector<std::string> &arms,
+                           const ArmMeasurement &reference, const std::vector<TimingRun> &runs, bool stable) {
     toml::array arm_list;
     for (const std::string &name : arms) arm_list.push_back(name);
     toml::table report{{"workload", in.workload.name},
                        {"shape", *f.shape},
-                       {"problem", problem.describe()},
+                       {"problem", in.workload.problem.describe()},
                        {"device", in.device.summary()},
                        {"device_uuid", in.device.uuid},
                        {"reference_sm_clock_mhz", in.device.sm_clock_khz / 1000.0},
@@ -601,103 +652,144 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
                        {"repeats", static_cast<std::int64_t>(in.repeats)},
                        {"arms", arm_list},
                        {"stopped_by", *f.stopped_by},
-                       {"seconds", seconds},
+                       {"seconds", *f.measure_seconds},
                        {"rounds", rounds_array(runs, arms)}};
+    if (f.baseline) {
+        const toml::table figures = f.to_toml();
+        for (const char *key : {"baseline", "baseline_control", "aa", "candidates", "sm_clock_mhz"})
+            report.insert(std::string("stats_") + key, *figures[key].as_table());
+    }
+    report.insert("sha256", toml::table{{"baseline", reference.first.at(baseline_arm).sha256}, {"match", stable}});
+    const fs::path json = in.run.reports() / "time.json";
+    fs::create_directories(in.run.reports());
+    std::ostringstream json_text;
+    json_text << toml::json_formatter{report} << "\n";
+    write_file_atomically(json, json_text.str());
+    return json;
+}
+
+// --ncu: one launch of each variant under Nsight Compute, its figures and the largest changes.
+void add_ncu_profiles(const TimeStageInputs &in, TimeFigures &f, StageResult &result, const Reporter &reporter) {
+    std::vector<NcuVariant> variants{{"baseline", find_entry_name(in.kernels.baseline, in.workload.problem)}};
+    for (const BuiltAttention &candidate : in.kernels.candidates)
+        variants.push_back({candidate.variant, find_entry_name(candidate, in.workload.problem)});
+    NcuProfiles profiles = profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index}, reporter);
+    if (profiles.version) result.tools.insert("ncu", *profiles.version);
+    for (auto &&[name, node] : profiles.artifacts) result.artifacts.insert(name, node);
+    f.ncu = profiles.figures;
+    std::string changes;
+    for (auto &[name, comparison] : profiles.comparisons) {
+        if (!comparison.largest_changes.empty())
+            changes += (changes.empty() ? "" : "; ") + name + ": " + comparison.largest_changes_text();
+        f.candidate_or_add(name).ncu = std::move(comparison);
+    }
+    if (!changes.empty()) f.summary = f.summary.value_or(std::string()) + "; ncu: " + changes;
+}
+
+}  // namespace
+
+StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) {
+    const std::vector<std::string> arms = arm_names(candidate_names(in.kernels));
+    check_arm_count(arms.size());
+    if (in.repeats < 1) fail(ExitCode::internal, "time: repeats must be at least 1");
+
+    StageResult result;
+    result.tools.insert("gpu", in.device.name);
+    result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
+    TimeFigures f = setting_figures(in);
+    const std::vector<ArmMeasurement> measurements = measure_repeats(in, reporter);
+    const ArmMeasurement &reference = measurements.front();
+    const std::string &base_sha = reference.first.at(baseline_arm).sha256;
+    f.baseline_sha256 = base_sha;
+    for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
+        CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
+        c.sha256 = reference.first.at(arm).sha256;
+        c.matches_baseline = *c.sha256 == base_sha;
+    }
+
+    const std::vector<std::string> failures =
+        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.arch);
+    if (!failures.empty()) {
+        result.status = StageStatus::failed;
+        result.reasons = failures;
+        result.reasons.push_back(std::string("not timed") + (in.pin ? " and nothing pinned" : "") +
+                                 ": the outputs must match before the times mean anything");
+        f.outputs_match = false;
+        f.summary = in.workload.name + ": outputs do not match; not timed";
+        result.figures = f.to_toml();
+        return result;
+    }
+
+    result.reasons = repeat_output_reasons(in, arms, measurements);
+    const bool stable = result.reasons.empty();
+    f.outputs_match = stable;
+    if (in.pin && stable) pin_baseline_output(in, base_sha, f, reporter);
+    else if (in.pin) result.reasons.push_back("nothing pinned: the outputs changed while being timed");
+
+    std::vector<TimingRun> runs;
+    std::size_t kept = 0;
+    for (const ArmMeasurement &m : measurements) {
+        runs.push_back(m.timing);
+        kept += m.timing.kept_rounds;
+    }
+    round_figures(f, in, reference, runs);
 
     for (std::size_t r = 0; r < runs.size(); ++r) {
         const TimingSettings s = in.repeats == 1 ? in.settings : repeat_settings(in.settings, in.repeats, r);
-        if (auto reason = too_few_rounds_reason(runs[r], s, in.repeats == 1 ? "" : "repeat " + std::to_string(r + 1)))
-            result.reasons.push_back(*reason);
+        if (auto reason = too_few_rounds_reason(runs[r], s, repeat_where(in, r))) result.reasons.push_back(*reason);
     }
     const bool enough_rounds = std::all_of(runs.begin(), runs.end(), [&](const TimingRun &run) {
         return run.kept_rounds >= in.settings.min_rounds;
     });
     if (enough_rounds) {
         const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
-        f.baseline = ArmTimeFigures::of(stats[baseline_arm], attention_tops(problem, stats[baseline_arm].p50));
-        f.baseline_control = ArmTimeFigures::of(stats[control_arm], attention_tops(problem, stats[control_arm].p50));
-        f.aa = ratio_figures(stats.ratios[control_arm]);
-        for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
-            CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
-            c.timing = ArmTimeFigures::of(stats[arm], attention_tops(problem, stats[arm].p50));
-            c.ratio = ratio_figures(stats.ratios[arm]);
-        }
-        f.sm_clock_min_mhz = stats.clock_min_mhz;
-        f.sm_clock_median_mhz = stats.clock_median_mhz;
-        f.sm_clock_max_mhz = stats.clock_max_mhz;
-        const RatioInterval &aa = stats.control_vs_baseline();
-        const std::optional<std::string> noisy = too_noisy_reason(aa, aa_tolerance(in.settings.target_half_width));
+        timed_figures(f, stats, arms, in.workload.problem);
+        const std::optional<std::string> noisy =
+            too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(in.settings.target_half_width));
         if (noisy) result.reasons.push_back(*noisy);
-        const toml::table figures = f.to_toml();
-        for (const char *key : {"baseline", "baseline_control", "aa", "candidates", "sm_clock_mhz"})
-            report.insert(std::string("stats_") + key, *figures[key].as_table());
-
-        TimePlot plot;
-        plot.title = "sage2tp time: " + in.workload.name;
-        plot.subtitle = *f.shape + " on " + in.device.name + "; " + std::to_string(kept) + " rounds kept" +
-                        (in.repeats > 1 ? " in " + std::to_string(in.repeats) + " processes" : std::string()) + ", " +
-                        std::to_string(throttled) + " throttled; stopped by " + *f.stopped_by;
-        for (Arm arm = 0; arm < arms.size(); ++arm) {
-            std::vector<double> times;
-            for (const TimingRun &run : runs) {
-                const std::vector<double> t = kept_times(run.rounds, arm);
-                times.insert(times.end(), t.begin(), t.end());
-            }
-            plot.arms.push_back({arms[arm], times});
-            if (arm >= first_candidate_arm) plot.ratios.push_back({arms[arm], stats.vs_baseline(arm)});
-        }
-        plot.baseline_vs_baseline = aa;
-        plot.aa_tolerance = aa_tolerance(in.settings.target_half_width);
-        if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], aa});  // an A/A run
-        const fs::path svg = in.run.reports() / "time.svg";
-        fs::create_directories(in.run.reports());
-        write_file_atomically(svg, render_time_plot_svg(plot));
-        result.artifacts.insert("time_svg", artifact(in.run, svg));
-
-        std::ostringstream summary;
-        summary << in.workload.name << ":";
-        for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
-            const RatioInterval &r = stats.vs_baseline(arm);
-            summary << (arm > first_candidate_arm ? ";" : "") << " " << arms[arm] << "/baseline " << fixed(r.median, 4)
-                    << " [" << fixed(r.lo, 4) << ", " << fixed(r.hi, 4) << "], p50 "
-                    << fixed(stats[baseline_arm].p50, 2) << " -> " << fixed(stats[arm].p50, 2) << " ms";
-        }
-        summary << ", A/A " << fixed(aa.median, 4) << (noisy ? " (too noisy)" : "") << ", " << kept
-                << " rounds" << (in.repeats > 1 ? " in " + std::to_string(in.repeats) + " processes" : std::string());
-        f.summary = summary.str();
+        result.artifacts.insert("time_svg", artifact(in.run, write_time_plot(in, f, stats, arms, runs, kept)));
+        f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
     } else {
         f.summary = in.workload.name + ": " + std::to_string(kept) + " unthrottled rounds, too few for an interval";
     }
-    report.insert("sha256", toml::table{{"baseline", base_sha}, {"match", stable}});
-
-    const fs::path json = in.run.reports() / "time.json";
-    fs::create_directories(in.run.reports());
-    std::ostringstream json_text;
-    json_text << toml::json_formatter{report} << "\n";
-    write_file_atomically(json, json_text.str());
-    result.artifacts.insert("time_json", artifact(in.run, json));
-
-    if (in.ncu) {
-        std::vector<NcuVariant> variants{{"baseline", find_entry_name(in.kernels.baseline, problem)}};
-        for (const BuiltAttention &candidate : in.kernels.candidates)
-            variants.push_back({candidate.variant, find_entry_name(candidate, problem)});
-        NcuProfiles profiles =
-            profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index}, reporter);
-        if (profiles.version) result.tools.insert("ncu", *profiles.version);
-        for (auto &&[name, node] : profiles.artifacts) result.artifacts.insert(name, node);
-        f.ncu = profiles.figures;
-        std::string changes;
-        for (auto &[name, comparison] : profiles.comparisons) {
-            if (!comparison.largest_changes.empty())
-                changes += (changes.empty() ? "" : "; ") + name + ": " + comparison.largest_changes_text();
-            f.candidate_or_add(name).ncu = std::move(comparison);
-        }
-        if (!changes.empty()) f.summary = f.summary.value_or(std::string()) + "; ncu: " + changes;
-    }
+    result.artifacts.insert("time_json", artifact(in.run, write_json_report(in, f, arms, reference, runs, stable)));
+    if (in.ncu) add_ncu_profiles(in, f, result, reporter);
 
     result.figures = f.to_toml();
     result.status = result.reasons.empty() ? StageStatus::passed : StageStatus::failed;
     return result;
+}
+
+StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter) {
+    const RunDirectory &run = context.run();
+    const auto resolved = std::make_shared<const ResolvedTimeInputs>(
+        resolve_time_inputs(run, context.states(), context.experiment(), request.overrides, request.workload_file));
+    StageWork work;
+    work.stage = Stage::time;
+    work.force = request.force || request.pin;
+    work.verify_outputs = [&run, resolved](const Checkpoint &c) {
+        return verify_time_outputs(c, run, resolved->expected_sha256, resolved->kernels.arch);
+    };
+    work.summarize = print_time;
+    DeviceFacts device;
+    try {
+        device = require_gpu("time", request.device_index);
+    } catch (const Error &e) {
+        // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
+        if (e.code() != ExitCode::missing_tool || work.force || request.ncu) throw;
+        work.unavailable = e;
+        work.keep_reason = "no GPU here to time on again";
+        return work;
+    }
+    require_kernels_for_device("time", resolved->kernels, device);
+    const Experiment &experiment = resolved->experiment;
+    const auto inputs = std::make_shared<const TimeStageInputs>(TimeStageInputs{
+        run, resolved->workload, request.workload_file, resolved->kernels, device, resolved->settings,
+        request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), resolved->expected_sha256, request.pin,
+        request.ncu, experiment.ncu_metrics, experiment.ncu_seq_len, request.device_index});
+    work.add_inputs = [inputs](Fingerprint &f) { add_time_inputs(f, *inputs); };
+    work.run = [inputs, &reporter] { return run_time_stage(*inputs, reporter); };
+    return work;
 }
 
 }  // namespace s2tp

@@ -9,8 +9,8 @@
 // (`sage2tp time --repeat-child FILE`, no lock: the parent holds the run) and writes it to FILE.
 //
 // Usage (subcommands/time.cpp):
-//   TimeStageInputs in{run, workload, kernels, device, settings, ...};
-//   StageResult result = run_time_stage(in, reporter);
+//   TimeRequest request{overrides, repeats, workload_file, pin, ncu, force, device_index};
+//   ExitCode code = run_stage(context, time_stage_work(context, request, reporter), reporter);
 #pragma once
 
 #include "gpu/output_checks.h"
@@ -101,10 +101,10 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
 
 struct TimeStageInputs {
     const RunDirectory &run;
-    const WorkloadSpec &workload;
-    const std::optional<std::filesystem::path> workload_file;  // time --workload FILE, passed to the children
-    const BuiltKernels &kernels;
-    const DeviceFacts &device;
+    WorkloadSpec workload;
+    std::optional<std::filesystem::path> workload_file;  // time --workload FILE, passed to the children
+    BuiltKernels kernels;
+    DeviceFacts device;
     TimingSettings settings;     // budget_seconds is the whole stage's sampling budget
     std::size_t repeats = 1;
     std::optional<std::string> expected_sha256;
@@ -176,9 +176,24 @@ std::string verify_time_outputs(const Checkpoint &checkpoint, const RunDirectory
 // and a seed of its own per repeat so the repeats do not share one sequence of orders.
 TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index);
 
-// The whole stage: measurements, checks, figures (TimeFigures), reports/time.json and time.svg, the
-// pin, ncu. Writes under run.reports() and, with pin, the run's pins file.
+// The whole stage's body: measurements, output checks, figures (TimeFigures), reports/time.json and
+// time.svg, the pin, ncu. Writes under run.reports() and, with pin, the run's pins file.
 StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
+
+// What `sage2tp time` was asked; subcommands/time.cpp checks each value a user typed against its range.
+struct TimeRequest {
+    TimeOverrides overrides;
+    std::optional<std::size_t> repeats;                  // unset: the manifest's [time] repeats
+    std::optional<std::filesystem::path> workload_file;  // --workload, absolute
+    bool pin = false;
+    bool ncu = false;
+    bool force = false;
+    int device_index = 0;
+};
+
+// The time stage for run_stage. Without a GPU, a passed time checkpoint made on a GPU host and copied
+// here stands while its outputs verify (not under --force, --pin or --ncu).
+StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter);
 
 // The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,
 // no checkpoint), runs measure_arms with the parent's settings and writes it to the request's
