@@ -140,7 +140,8 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
                                {"baseline", toml::table{{"p50", 55.439}}},
                                {"candidates", toml::table{{"candidate", toml::table{
                                    {"timing", toml::table{{"p50", 74.534}}},
-                                   {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451}}}}}}},
+                                   {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451},
+                                                         {"confidence", 0.95}}}}}}},
                                {"aa", toml::table{{"median", 1.0001}}}};
     time.previous_digest = write_chain_to_parity();
     write_checkpoint(checkpoint_path(run, Stage::time), time);
@@ -189,7 +190,7 @@ TEST_F(RunOverviewTest, ReportMarksAStaleGateAndAMissingIntervalEnd) {
     time.started_utc = time.finished_utc = "2026-12-01T00:00:00Z";
     time.figures = toml::table{{"workload", "w"},
                                {"candidates", toml::table{{"candidate", toml::table{
-                                   {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}}}}}}}};
+                                   {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"confidence", 0.9}}}}}}}};
     write_checkpoint(checkpoint_path(run, Stage::time), time);
     Checkpoint gate;
     gate.stage = "gate";
@@ -200,7 +201,7 @@ TEST_F(RunOverviewTest, ReportMarksAStaleGateAndAMissingIntervalEnd) {
     std::string text = pull_request_report(run, "text");
     EXPECT_EQ(text.find("stale"), std::string::npos) << text;
     EXPECT_EQ(text.find("0.0000"), std::string::npos) << text;
-    EXPECT_NE(text.find("1.3427 .. -"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.3441 (90% CI 1.3427 .. -)"), std::string::npos) << text;  // the level it records
 
     time.started_utc = time.finished_utc = "2026-12-01T01:00:00Z";  // time --force
     write_checkpoint(checkpoint_path(run, Stage::time), time);

@@ -37,7 +37,6 @@ RatioFigures ratio(double median) {
     r.resamples = 2000;
     r.seed = 7;
     r.confidence = 0.95;
-    r.contains_one = r.ci_low <= 1.0 && 1.0 <= r.ci_high;
     return r;
 }
 
@@ -228,7 +227,7 @@ TEST(TimeFigures, ThePrinterShowsUnknownFiguresAsUnknown) {
     f.workload = "w";
     f.baseline = ArmTimeFigures{};
     const std::string text = time_figures_text(f, "");
-    EXPECT_NE(text.find("?"), std::string::npos);
+    EXPECT_NE(text.find(" - "), std::string::npos) << text;
     EXPECT_EQ(text.find(" 0.000"), std::string::npos) << text;
 }
 

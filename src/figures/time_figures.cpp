@@ -19,15 +19,12 @@ using figure_fields::text;
 
 const toml::table *sub_table(const toml::table &table, const char *key) { return table[key].as_table(); }
 
-// "?" for a figure the checkpoint does not hold, so a missing number never prints as 0.
-std::string fixed_or_unknown(const std::optional<double> &value, int decimals) {
-    return value ? fixed(*value, decimals) : "?";
+std::string percent_or_missing(const std::optional<double> &fraction) {
+    return fraction ? fixed(*fraction * 100, 3) + "%" : std::string(missing_figure);
 }
 
-std::string interval_text(const RatioFigures &r) {
-    return fixed_or_unknown(r.median, 4) + " (95% CI " + fixed_or_unknown(r.ci_low, 4) + " .. " +
-           fixed_or_unknown(r.ci_high, 4) + ", half-width " +
-           (r.half_width ? fixed(*r.half_width * 100, 3) + "%" : std::string("?")) + ")";
+std::string count_or_missing(const std::optional<std::int64_t> &count) {
+    return count ? std::to_string(*count) : std::string(missing_figure);
 }
 
 std::string repeats_text(const RatioFigures &r) {
@@ -35,9 +32,9 @@ std::string repeats_text(const RatioFigures &r) {
     std::string medians;
     for (double m : r.repeat_medians) medians += (medians.empty() ? "" : " ") + fixed(m, 4);
     return "\n    repeats " + medians + "; between-repeat spread " +
-           (r.between_repeat_spread ? fixed(*r.between_repeat_spread * 100, 3) + "%" : std::string("?")) +
+           percent_or_missing(r.between_repeat_spread) +
            ", within-repeat half-width " +
-           (r.within_repeat_half_width ? fixed(*r.within_repeat_half_width * 100, 3) + "%" : std::string("?"));
+           percent_or_missing(r.within_repeat_half_width);
 }
 
 }  // namespace
@@ -87,7 +84,6 @@ RatioFigures RatioFigures::of(const RatioInterval &r) {
     f.resamples = static_cast<std::int64_t>(r.resamples);
     f.seed = static_cast<std::int64_t>(r.seed);
     f.confidence = r.confidence;
-    f.contains_one = r.contains(1.0);
     return f;
 }
 
@@ -113,7 +109,6 @@ toml::table RatioFigures::to_toml() const {
     put(t, "resamples", resamples);
     put(t, "seed", seed);
     put(t, "confidence", confidence);
-    put(t, "contains_one", contains_one);
     if (!repeat_medians.empty()) {
         toml::array medians;
         for (double m : repeat_medians) medians.push_back(m);
@@ -133,7 +128,6 @@ RatioFigures RatioFigures::from_toml(const toml::table &t) {
     f.resamples = integer(t, "resamples");
     f.seed = integer(t, "seed");
     f.confidence = real(t, "confidence");
-    f.contains_one = boolean(t, "contains_one");
     if (const toml::array *medians = t["repeat_medians"].as_array())
         for (const toml::node &m : *medians)
             if (auto value = m.value<double>()) f.repeat_medians.push_back(*value);
@@ -315,9 +309,17 @@ TimeFigures TimeFigures::from_toml(const toml::table &t) {
     return f;
 }
 
+std::string interval_text(const RatioFigures &r, bool with_half_width) {
+    const std::string level = r.confidence ? compact(*r.confidence * 100, 1) + "% CI " : std::string("CI ");
+    return fixed_or_missing(r.median, 4) + " (" + level + fixed_or_missing(r.ci_low, 4) + " .. " +
+           fixed_or_missing(r.ci_high, 4) + (with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "") +
+           ")";
+}
+
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     std::ostringstream out;
-    out << "  " << f.workload.value_or("?") << ": " << f.shape.value_or("?") << " on " << f.device_name.value_or("?");
+    out << "  " << f.workload.value_or(missing_figure) << ": " << f.shape.value_or(missing_figure) << " on "
+        << f.device_name.value_or(missing_figure);
     if (f.baseline_sha256) {
         out << "\n  output sha256 baseline " << *f.baseline_sha256
             << (!f.expected_sha256                       ? " (none pinned)"
@@ -345,22 +347,22 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     const auto row = [&](const std::string &name, const std::optional<ArmTimeFigures> &arm) {
         const ArmTimeFigures a = arm.value_or(ArmTimeFigures{});
         out << "\n" << std::left << std::setw(static_cast<int>(width)) << ("  " + name) << std::right << std::setw(10)
-            << fixed_or_unknown(a.p10, 3) << std::setw(10) << fixed_or_unknown(a.p50, 3) << std::setw(10)
-            << fixed_or_unknown(a.p90, 3) << std::setw(10) << fixed_or_unknown(a.mean, 3) << std::setw(10)
-            << fixed_or_unknown(a.stdev, 3) << std::setw(7) << (a.n ? std::to_string(*a.n) : "?") << std::setw(12)
-            << fixed_or_unknown(a.tops_p50, 1);
+            << fixed_or_missing(a.p10, 3) << std::setw(10) << fixed_or_missing(a.p50, 3) << std::setw(10)
+            << fixed_or_missing(a.p90, 3) << std::setw(10) << fixed_or_missing(a.mean, 3) << std::setw(10)
+            << fixed_or_missing(a.stdev, 3) << std::setw(7) << count_or_missing(a.n) << std::setw(12)
+            << fixed_or_missing(a.tops_p50, 1);
     };
     row("baseline", f.baseline);
     for (const CandidateTimeFigures &c : f.candidates) row(c.name, c.timing);
     for (const CandidateTimeFigures &c : f.candidates)
-        if (c.ratio) out << "\n  " << c.name << "/baseline " << interval_text(*c.ratio) << repeats_text(*c.ratio);
-    if (f.aa) out << "\n  A/A control/baseline " << interval_text(*f.aa) << repeats_text(*f.aa);
-    out << "\n  " << (f.rounds ? std::to_string(*f.rounds) : "?") << " rounds";
+        if (c.ratio) out << "\n  " << c.name << "/baseline " << interval_text(*c.ratio, true) << repeats_text(*c.ratio);
+    if (f.aa) out << "\n  A/A control/baseline " << interval_text(*f.aa, true) << repeats_text(*f.aa);
+    out << "\n  " << count_or_missing(f.rounds) << " rounds";
     if (f.repeats && *f.repeats > 1) out << " in " << *f.repeats << " processes";
-    out << ", " << (f.throttled_rounds ? std::to_string(*f.throttled_rounds) : "?") << " dropped as throttled; SM clock "
-        << fixed_or_unknown(f.sm_clock_min_mhz, 0) << " .. " << fixed_or_unknown(f.sm_clock_max_mhz, 0)
-        << " MHz (median " << fixed_or_unknown(f.sm_clock_median_mhz, 0) << "); stopped by "
-        << f.stopped_by.value_or("?") << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");
+    out << ", " << count_or_missing(f.throttled_rounds) << " dropped as throttled; SM clock "
+        << fixed_or_missing(f.sm_clock_min_mhz, 0) << " .. " << fixed_or_missing(f.sm_clock_max_mhz, 0)
+        << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0) << "); stopped by "
+        << f.stopped_by.value_or(missing_figure) << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.ratio && c.ratio->median) {
             out << "\n  " << speed_in_words(*c.ratio->median, c.name);

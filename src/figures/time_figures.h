@@ -53,7 +53,6 @@ struct RatioFigures {
     std::optional<double> half_width;  // (ci_high - ci_low) / 2 / median
     std::optional<std::int64_t> resamples, seed;
     std::optional<double> confidence;
-    std::optional<bool> contains_one;
     std::vector<double> repeat_medians;               // one per repeat; empty for a single process
     std::optional<double> between_repeat_spread;      // stdev of repeat_medians / median
     std::optional<double> within_repeat_half_width;   // median of the repeats' own relative half-widths
@@ -126,6 +125,11 @@ struct TimeFigures {
 // The human summary of a time checkpoint: the arms' table, each candidate's ratio (with repeats, the
 // between-repeat spread beside the within-repeat half-width), the A/A control, rounds and clocks, the
 // speed in words and the plot, and the ncu comparisons. `plot` is the run-relative SVG path or "".
+// A ratio and its interval, the one spelling of every printer: "1.3441 (95% CI 1.3427 .. 1.3451)", the
+// level from the figure's confidence, missing_figure for an end it does not record; with_half_width
+// adds ", half-width 0.089%" inside the parentheses.
+std::string interval_text(const RatioFigures &ratio, bool with_half_width);
+
 std::string time_figures_text(const TimeFigures &figures, const std::string &plot);
 
 // The stage framework's summarize hook for the time checkpoint.

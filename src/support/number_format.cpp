@@ -35,4 +35,8 @@ std::string signed_percent(double change, int decimals) {
     return (change >= 0 && text[0] != '-' ? "+" : "") + text + "%";
 }
 
+std::string fixed_or_missing(const std::optional<double> &value, int decimals) {
+    return value ? fixed(*value, decimals) : missing_figure;
+}
+
 }  // namespace s2tp

@@ -3,6 +3,7 @@
 // everywhere.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace s2tp {
@@ -15,6 +16,12 @@ std::string shortest(double value);
 
 // Trailing zeros (and a trailing point) dropped from fixed(value, decimals): 4, 1.5, 2.25.
 std::string compact(double value, int decimals);
+
+// How a figure that no checkpoint records prints, in every table and text: never as 0.
+inline constexpr const char *missing_figure = "-";
+
+// fixed(*value, decimals), or missing_figure when there is no value.
+std::string fixed_or_missing(const std::optional<double> &value, int decimals);
 
 // A signed percentage of a relative change: +34.9%, -2.7% (`change` 0.349 -> "+34.9%").
 std::string signed_percent(double change, int decimals);

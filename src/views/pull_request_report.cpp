@@ -22,11 +22,6 @@ struct Row {
     std::string value;
 };
 
-// A figure the checkpoint does not record.
-std::string number_or_missing(const std::optional<double> &value, int decimals) {
-    return value ? fixed(*value, decimals) : "-";
-}
-
 // The checkpoint's state when it is not current (inspect_run's reason: "stale: time has been re-run
 // since"), so that its figures are not read as the run's current ones.
 void add_state_row(std::vector<Row> &rows, const std::string &section, const StageState &state) {
@@ -48,9 +43,7 @@ std::vector<Row> time_rows(const StageState &state) {
     for (const CandidateTimeFigures &c : f.candidates) {
         if (!c.ratio || !c.ratio->median) continue;
         if (c.timing && c.timing->p50) rows.push_back({"time", c.name + " p50", "", fixed(*c.timing->p50, 3) + " ms"});
-        rows.push_back({"time", c.name + "/baseline", "",
-                        fixed(*c.ratio->median, 4) + " (95% CI " + number_or_missing(c.ratio->ci_low, 4) + " .. " +
-                            number_or_missing(c.ratio->ci_high, 4) + ")"});
+        rows.push_back({"time", c.name + "/baseline", "", interval_text(*c.ratio, false)});
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});

@@ -69,19 +69,15 @@ void read_gate_verdicts(const toml::table &figures, ComparedRun &run) {
         candidate_named(run, name).verdict = candidate.result.passed ? "PASS" : "FAIL";
 }
 
-std::string or_dash(const std::optional<std::string> &text) { return text && !text->empty() ? *text : "-"; }
-
-std::string number_or_dash(const std::optional<double> &value, int decimals) {
-    return value ? fixed(*value, decimals) : "-";
-}
+std::string or_dash(const std::optional<std::string> &text) { return text && !text->empty() ? *text : missing_figure; }
 
 std::string interval_text(const std::optional<RatioInterval> &ci) {
-    if (!ci) return "-";
+    if (!ci) return missing_figure;
     return fixed(ci->median, 4) + " [" + fixed(ci->lo, 4) + ", " + fixed(ci->hi, 4) + "]";
 }
 
 std::string clock_text(const ComparedRun &run) {
-    if (!run.sm_clock_median_mhz) return "-";
+    if (!run.sm_clock_median_mhz) return missing_figure;
     std::string text = fixed(*run.sm_clock_median_mhz, 0);
     if (run.sm_clock_min_mhz && run.sm_clock_max_mhz)
         text += " (" + fixed(*run.sm_clock_min_mhz, 0) + "-" + fixed(*run.sm_clock_max_mhz, 0) + ")";
@@ -119,7 +115,7 @@ std::vector<std::vector<std::string>> table_rows(const std::vector<ComparedRun> 
     std::vector<std::vector<std::string>> rows;
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
         rows.push_back({run.id, c ? c->name : "-", or_dash(run.workload), or_dash(run.arch), or_dash(run.gpu),
-                        clock_text(run), number_or_dash(run.baseline_p50_ms, 3), c ? number_or_dash(c->p50_ms, 3) : "-",
+                        clock_text(run), fixed_or_missing(run.baseline_p50_ms, 3), c ? fixed_or_missing(c->p50_ms, 3) : "-",
                         c ? interval_text(c->ratio) : "-", interval_text(run.aa), run.time.state,
                         gate_cell(run, c, run.gate.state)});
     });
