@@ -1,4 +1,6 @@
 #include "pipeline/stage_pipeline.h"
+
+#include "pipeline/file_artifact.h"
 #include "support/file_io.h"
 
 #include "support/errors.h"
@@ -59,15 +61,7 @@ std::string damaged_artifact(const RunDirectory &run, const toml::table &artifac
             if (Fingerprint().add_tree("tree", directory).hex() != *tree_digest)
                 return *path + " was modified since it was recorded (its xxh3 differs)";
         } else if (path && sha) {
-            std::filesystem::path file;
-            try {
-                file = run.resolve(*path);
-            } catch (const Error &e) {
-                return e.what();
-            }
-            std::error_code ec;
-            if (!std::filesystem::is_regular_file(file, ec)) return "artifact " + *path + " is missing";
-            if (sha256_file(file) != *sha) return "artifact " + *path + " no longer has the sha256 its checkpoint records";
+            if (std::string damage = FileArtifact{*path, *sha}.damage(run); !damage.empty()) return damage;
         } else if (std::string nested = damaged_artifact(run, *entry); !nested.empty()) {
             return nested;
         }

@@ -1,5 +1,7 @@
 #include "stages/build_stage.h"
 
+#include "pipeline/file_artifact.h"
+
 #include "formats/ptxas_report.h"
 #include "support/number_format.h"
 #include "gpu/gpu_runtime.h"
@@ -116,11 +118,12 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
     std::map<std::string, std::vector<PtxasReport>> reports;  // per variant, of its compared sources
     for (std::size_t i = 0; i < p.jobs.size(); ++i) {
         const std::string key = p.jobs[i].variant + ":" + p.jobs[i].source;
-        toml::table artifact{{"log", run.relative(p.jobs[i].log)}, {"command", run.relative(p.jobs[i].command_file)},
-                             {"seconds", outcomes[i].seconds}};
-        if (outcomes[i].exit_code == 0 && fs::is_regular_file(p.jobs[i].cubin)) {
-            artifact.insert("path", run.relative(p.jobs[i].cubin));
-            artifact.insert("sha256", sha256_file(p.jobs[i].cubin));
+        const bool compiled = outcomes[i].exit_code == 0 && fs::is_regular_file(p.jobs[i].cubin);
+        toml::table artifact = compiled ? FileArtifact::of(run, p.jobs[i].cubin).to_toml() : toml::table{};
+        artifact.insert("log", run.relative(p.jobs[i].log));
+        artifact.insert("command", run.relative(p.jobs[i].command_file));
+        artifact.insert("seconds", outcomes[i].seconds);
+        if (compiled) {
             if (p.jobs[i].compared)
                 reports[p.jobs[i].variant].push_back(parse_ptxas_report(outcomes[i].output, run.relative(p.jobs[i].log)));
         } else {
@@ -198,15 +201,12 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
     work.stage = Stage::build;
     work.force = request.force;
     work.add_inputs = [&run, &experiment, plan](Fingerprint &f) { add_build_inputs(f, *plan, run, experiment); };
+    // inspect_run has checked every cubin the checkpoint records; what it cannot know is whether the
+    // checkpoint records every cubin this plan compiles.
     work.verify_outputs = [&run, plan](const Checkpoint &c) -> std::string {
-        const BuildPlan &p = *plan;
-        for (const auto &job : p.jobs) {
-            std::string key = job.variant + ":" + job.source;
-            std::error_code ec;
-            if (!fs::is_regular_file(job.cubin, ec)) return run.relative(job.cubin) + " is missing";
-            if (sha256_file(job.cubin) != c.artifacts[key]["sha256"].value_or(std::string()))
-                return run.relative(job.cubin) + " changed since it was built";
-        }
+        for (const auto &job : plan->jobs)
+            if (!FileArtifact::from_toml(c.artifacts[job.variant + ":" + job.source]))
+                return run.relative(job.cubin) + " is not recorded";
         return "";
     };
     work.run = [&run, &experiment, &request, &reporter, plan] {

@@ -1,5 +1,7 @@
 #include "stages/gate_stage.h"
 
+#include "pipeline/file_artifact.h"
+
 #include "stages/gate_evidence.h"
 #include "figures/gate_figures.h"
 #include "support/file_io.h"
@@ -56,15 +58,8 @@ StageWork gate_stage_work(StageContext &context, const GateRequest &request, con
         std::ostringstream json;
         json << toml::json_formatter{result.figures} << "\n";
         write_file_atomically(report, json.str());
-        result.artifacts.insert("report", toml::table{{"path", run.relative(report)}, {"sha256", sha256_hex(json.str())}});
+        result.artifacts.insert("report", FileArtifact::of(run, report).to_toml());
         return result;
-    };
-    work.verify_outputs = [&run, report](const Checkpoint &c) -> std::string {
-        std::error_code ec;
-        if (!fs::is_regular_file(report, ec)) return run.relative(report) + " is missing";
-        if (sha256_file(report) != c.artifacts["report"]["sha256"].value_or(std::string()))
-            return run.relative(report) + " changed since the gate wrote it";
-        return "";
     };
     work.summarize = [](const Checkpoint &c, const Reporter &reporter) {
         reporter.say(GateFigures::from_toml(c.figures).text());

@@ -1,5 +1,7 @@
 #include "stages/prepare_stage.h"
 
+#include "pipeline/file_artifact.h"
+
 #include "tools/gpu_session.h"
 #include "tools/source_trees.h"
 #include "support/errors.h"
@@ -103,10 +105,6 @@ Experiment stage_new_state(const fs::path &staging, const Experiment &experiment
     return recorded;
 }
 
-toml::table file_artifact(const std::string &path, const std::string &sha256) {
-    return toml::table{{"path", path}, {"sha256", sha256}};
-}
-
 std::string describe(const SourceSpec &source, const std::string &commit) {
     return source.kind + " @ " + commit.substr(0, 12);
 }
@@ -116,18 +114,18 @@ StageResult passed_result(const RunDirectory &run, const PrepareRequest &request
     const Experiment &experiment = request.experiment;
     StageResult result;
     result.tools.insert("git", trees.git_version);
-    result.artifacts.insert("experiment", file_artifact(run.relative(run.manifest()), sha256_hex(resolved)));
+    result.artifacts.insert("experiment", FileArtifact{run.relative(run.manifest()), sha256_hex(resolved)}.to_toml());
     toml::table patches;
     for (std::size_t i = 0; i < recorded.candidates.size(); ++i)
         if (!recorded.candidates[i].patch.empty())
-            patches.insert(recorded.candidates[i].name, file_artifact(recorded.candidates[i].patch, trees.candidates[i].patch_sha256));
+            patches.insert(recorded.candidates[i].name, FileArtifact{recorded.candidates[i].patch, trees.candidates[i].patch_sha256}.to_toml());
     if (!patches.empty()) result.artifacts.insert("patches", patches);
     if (recorded.workload.q_file) {
         toml::table tensors;
         for (auto [name, file] : {std::pair<const char *, const std::optional<std::string> *>{"q", &recorded.workload.q_file},
                                   {"k", &recorded.workload.k_file},
                                   {"v", &recorded.workload.v_file}})
-            tensors.insert(name, file_artifact(**file, sha256_file(run.resolve(**file))));
+            tensors.insert(name, FileArtifact{**file, sha256_file(run.resolve(**file))}.to_toml());
         result.artifacts.insert("workload_tensors", tensors);
     }
     auto tree = [](const std::string &name, const std::string &digest) {

@@ -1,5 +1,7 @@
 #include "stages/time_stage.h"
 
+#include "pipeline/file_artifact.h"
+
 #include "formats/svg_plot.h"
 #include "gpu/launch_timer.h"
 #include "tools/ncu_profile.h"
@@ -383,16 +385,9 @@ void add_time_inputs(Fingerprint &f, const TimeStageInputs &in) {
     }
 }
 
-std::string verify_time_outputs(const Checkpoint &c, const RunDirectory &run,
-                                const std::optional<std::string> &expected_sha256, const std::string &arch) {
-    for (const auto &[name, node] : c.artifacts) {
-        const toml::table *entry = node.as_table();
-        const std::string path = entry ? (*entry)["path"].value_or(std::string()) : "";
-        const std::string sha = entry ? (*entry)["sha256"].value_or(std::string()) : "";
-        std::error_code ec;
-        if (path.empty() || !fs::is_regular_file(run.resolve(path), ec)) return path + " is missing";
-        if (sha256_file(run.resolve(path)) != sha) return path + " changed since it was written";
-    }
+std::string verify_time_outputs(const Checkpoint &c, const std::optional<std::string> &expected_sha256,
+                                const std::string &arch) {
+    // Every artifact the checkpoint records has been checked by inspect_run; the pin is no artifact's.
     // A pin added, changed or removed by hand after the stage ran must be checked again.
     if (TimeFigures::from_toml(c.figures).expected_sha256 != expected_sha256)
         return "the pinned output SHA-256 for " + arch + " changed";
@@ -477,10 +472,6 @@ RatioFigures ratio_figures(const RepeatedRatio &ratio) {
         f.within_repeat_half_width = ratio.within_repeat_half_width;
     }
     return f;
-}
-
-toml::table artifact(const RunDirectory &run, const fs::path &file) {
-    return toml::table{{"path", run.relative(file)}, {"sha256", sha256_file(file)}};
 }
 
 // The mangled name of the attention entry the variant's adapter selects for the problem: what ncu
@@ -747,12 +738,12 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         const std::optional<std::string> noisy =
             too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(in.settings.target_half_width));
         if (noisy) result.reasons.push_back(*noisy);
-        result.artifacts.insert("time_svg", artifact(in.run, write_time_plot(in, f, stats, arms, runs, kept)));
+        result.artifacts.insert("time_svg", FileArtifact::of(in.run, write_time_plot(in, f, stats, arms, runs, kept)).to_toml());
         f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
     } else {
         f.summary = in.workload.name + ": " + std::to_string(kept) + " unthrottled rounds, too few for an interval";
     }
-    result.artifacts.insert("time_json", artifact(in.run, write_json_report(in, f, arms, reference, runs, stable)));
+    result.artifacts.insert("time_json", FileArtifact::of(in.run, write_json_report(in, f, arms, reference, runs, stable)).to_toml());
     if (in.ncu) add_ncu_profiles(in, f, result, reporter);
 
     result.figures = f.to_toml();
@@ -767,8 +758,8 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
     StageWork work;
     work.stage = Stage::time;
     work.force = request.force || request.pin;
-    work.verify_outputs = [&run, resolved](const Checkpoint &c) {
-        return verify_time_outputs(c, run, resolved->expected_sha256, resolved->kernels.arch);
+    work.verify_outputs = [resolved](const Checkpoint &c) {
+        return verify_time_outputs(c, resolved->expected_sha256, resolved->kernels.arch);
     };
     work.summarize = print_time;
     DeviceFacts device;

@@ -167,10 +167,10 @@ struct RepeatChildRequest {
 // Everything the stage consumes, for its input fingerprint.
 void add_time_inputs(Fingerprint &fingerprint, const TimeStageInputs &inputs);
 
-// Why a passed time checkpoint no longer describes what is on disk (an artifact missing or changed, the
-// pin for the arch added, changed or removed by hand since), or "" when it still does.
-std::string verify_time_outputs(const Checkpoint &checkpoint, const RunDirectory &run,
-                                const std::optional<std::string> &expected_sha256, const std::string &arch);
+// Why a passed time checkpoint no longer describes the run: the pin for the arch added, changed or
+// removed by hand since (its artifacts inspect_run has checked), or "" when it still does.
+std::string verify_time_outputs(const Checkpoint &checkpoint, const std::optional<std::string> &expected_sha256,
+                                const std::string &arch);
 
 // The budget and order seed of repeat `index` (0-based) of `repeats`: the stage's budget split evenly,
 // and a seed of its own per repeat so the repeats do not share one sequence of orders.

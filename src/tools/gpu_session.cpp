@@ -1,5 +1,7 @@
 #include "tools/gpu_session.h"
 
+#include "pipeline/file_artifact.h"
+
 #include "support/data_paths.h"
 #include "support/errors.h"
 #include "support/hashing.h"
@@ -20,18 +22,18 @@ fs::path recorded_cubin(const RunDirectory &run, const Checkpoint &build, const 
                         const std::string &source) {
     const std::string key = variant + ":" + source;
     const std::string checkpoint = "the build checkpoint";
-    const std::string recorded_path = build.artifacts[key]["path"].value_or(std::string());
-    const std::string recorded_sha = build.artifacts[key]["sha256"].value_or(std::string());
-    if (recorded_path.empty() || recorded_sha.empty())
+    const std::optional<FileArtifact> recorded = FileArtifact::from_toml(build.artifacts[key]);
+    if (!recorded || recorded->path.empty() || recorded->sha256.empty())
         fail(ExitCode::precondition, checkpoint + " records no cubin for " + key + "; run 'sage2tp build' again");
-    const fs::path cubin = run.resolve(recorded_path);
-    std::error_code ec;
-    if (!fs::is_regular_file(cubin, ec))
-        fail(ExitCode::precondition, recorded_path + " (the " + key + " cubin) is missing; run 'sage2tp build --force'");
-    if (sha256_file(cubin) != recorded_sha)
-        fail(ExitCode::precondition, recorded_path + " (the " + key + " cubin) changed since it was built: its SHA-256 " +
+    switch (recorded->state(run)) {
+    case FileArtifact::State::intact: break;
+    case FileArtifact::State::missing:
+        fail(ExitCode::precondition, recorded->path + " (the " + key + " cubin) is missing; run 'sage2tp build --force'");
+    case FileArtifact::State::changed:
+        fail(ExitCode::precondition, recorded->path + " (the " + key + " cubin) changed since it was built: its SHA-256 " +
                                          "differs from the build checkpoint's; run 'sage2tp build --force'");
-    return cubin;
+    }
+    return run.resolve(recorded->path);
 }
 
 // A tensor of a workload file: the file's only tensor, or the one named after its role ("q", "k",

@@ -1,4 +1,6 @@
 #include "tools/ncu_profile.h"
+
+#include "pipeline/file_artifact.h"
 #include "support/cuda_tools.h"
 #include "support/file_io.h"
 
@@ -28,10 +30,6 @@ std::string joined(const std::vector<std::string> &metrics) {
     std::string list;
     for (const std::string &metric : metrics) list += (list.empty() ? "" : ",") + metric;
     return list;
-}
-
-toml::table artifact(const RunDirectory &run, const fs::path &file) {
-    return toml::table{{"path", run.relative(file)}, {"sha256", sha256_file(file)}};
 }
 
 }  // namespace
@@ -85,13 +83,13 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
         NcuRunFigures entry{ran.exit_code, run.relative(log), std::nullopt, ran.seconds};
         if (made) {
             entry.report = run.relative(report_file);
-            profiles.artifacts.insert("ncu_" + variant, artifact(run, report_file));
+            profiles.artifacts.insert("ncu_" + variant, FileArtifact::of(run, report_file).to_toml());
             const ProcessResult imported =
                 run_process({ncu->string(), "--import", report_file.string(), "--csv", "--page", "raw"}, version_options);
             log_text += "\n$ ncu --import " + run.relative(report_file) + " --csv --page raw\n" + imported.err;
             if (imported.exit_code == 0) {
                 write_file_atomically(csv_file, imported.out);
-                profiles.artifacts.insert("ncu_" + variant + "_csv", artifact(run, csv_file));
+                profiles.artifacts.insert("ncu_" + variant + "_csv", FileArtifact::of(run, csv_file).to_toml());
                 try {
                     NcuRawPage page = parse_ncu_raw_csv(imported.out, run.relative(csv_file));
                     if (page.rows.empty()) reporter.warn("time: " + run.relative(csv_file) + " holds no launch");

@@ -1,5 +1,7 @@
 #include "tools/phase_timing.h"
 
+#include "pipeline/file_artifact.h"
+
 #include "formats/ptxas_report.h"
 #include "formats/toml_schema.h"
 #include "gpu/kernel_abi.h"
@@ -55,9 +57,11 @@ std::string stale_reason(const RunDirectory &run, const std::vector<CompileJob> 
     if (!compiler.empty() && record["nvcc_version"].value_or(std::string()) != compiler)
         return "nvcc is not the one that built the instrumented cubins";
     for (const CompileJob &job : jobs) {
-        const std::string sha = record["cubin"][job_key(job)]["sha256"].value_or(std::string());
-        if (!fs::is_regular_file(job.cubin, ec)) return run.relative(job.cubin) + " is missing";
-        if (sha.empty() || sha256_file(job.cubin) != sha) return run.relative(job.cubin) + " changed since it was built";
+        const FileArtifact built{run.relative(job.cubin),
+                                 record["cubin"][job_key(job)]["sha256"].value_or(std::string())};
+        const FileArtifact::State state = built.state(run);
+        if (state == FileArtifact::State::missing) return built.path + " is missing";
+        if (built.sha256.empty() || state == FileArtifact::State::changed) return built.path + " changed since it was built";
     }
     return "";
 }
@@ -169,10 +173,10 @@ PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experim
                                      std::to_string(outcomes[i].exit_code) + ")" + (first.empty() ? "" : ": " + first) +
                                      "; see " + run.relative(jobs[i].log));
         }
-        cubins.insert(job_key(jobs[i]), toml::table{{"path", run.relative(jobs[i].cubin)},
-                                                    {"sha256", sha256_file(jobs[i].cubin)},
-                                                    {"log", run.relative(jobs[i].log)},
-                                                    {"seconds", outcomes[i].seconds}});
+        toml::table cubin = FileArtifact::of(run, jobs[i].cubin).to_toml();
+        cubin.insert("log", run.relative(jobs[i].log));
+        cubin.insert("seconds", outcomes[i].seconds);
+        cubins.insert(job_key(jobs[i]), std::move(cubin));
     }
     const toml::table record{{"sources_digest", digest}, {"nvcc_version", compiler}, {"arch", kernels.arch},
                              {"define", phase_timing_define()}, {"built_utc", utc_now()}, {"cubin", cubins}};

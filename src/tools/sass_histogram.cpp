@@ -1,4 +1,6 @@
 #include "tools/sass_histogram.h"
+
+#include "pipeline/file_artifact.h"
 #include "support/cuda_tools.h"
 
 #include "tools/gpu_session.h"
@@ -85,7 +87,7 @@ std::optional<SassComparison> write_sass_report(const RunDirectory &run, const s
     for (const CompileJob &job : jobs)
         if (job.compared)
             cubins.insert(job.variant + ":" + job.source,
-                          toml::table{{"path", run.relative(job.cubin)}, {"sha256", sha256_file(job.cubin)}});
+                          FileArtifact::of(run, job.cubin).to_toml());
     toml::table report = comparison->to_toml();
     report.insert("cubins", cubins);
     std::ostringstream text;
