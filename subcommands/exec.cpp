@@ -10,6 +10,7 @@
 #include "pipeline/cli.h"
 #include "support/errors.h"
 #include "model/experiment_manifest.h"
+#include "tools/exec_request.h"
 #include "tools/gpu_session.h"
 #include "support/hashing.h"
 #include "model/shape_sets.h"
@@ -21,37 +22,26 @@ namespace s2tp {
 
 int exec_command(const Args &args) {
     CommandLine cl("exec", "Internal: one launch of one variant, for compute-sanitizer and ncu.", args);
-    cl.add_options()
-        ("variant", "baseline or a candidate's name", cxxopts::value<std::string>(), "V")
-        ("sanitize-shape", "index into the sanitizer shape list", cxxopts::value<int>(), "I")
-        ("workload", "the run's real workload instead of a sanitizer shape")
-        ("seed", "generator seed (default: 1 for sanitizer shapes, the workload's own for --workload)",
-         cxxopts::value<std::uint64_t>(), "N")
-        ("seq-len", "with --workload: len_q = len_kv = N instead of the workload's (a generated workload only)",
-         cxxopts::value<std::int64_t>(), "N")
-        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
+    ExecRequest::add_options(cl);
     if (!cl.parse()) return 0;
-
-    if (!cl.has("variant")) fail(ExitCode::usage, "exec needs --variant baseline or --variant CANDIDATE");
-    const std::string variant = cl.result()["variant"].as<std::string>();
-    if (cl.has("sanitize-shape") == cl.has("workload"))
-        fail(ExitCode::usage, "exec needs exactly one of --sanitize-shape I and --workload");
+    const ExecRequest request = ExecRequest::from_args(cl, require_existing_run(cl.selection()));
+    const std::string &variant = request.variant;
 
     // Not locked: exec runs under sanitize and time, whose process holds the run.
-    const RunDirectory run(require_existing_run(cl.selection()));
+    const RunDirectory run(request.run);
     const Experiment experiment = load_experiment(run.manifest());
 
     AttentionProblem problem;
     std::optional<WorkloadSpec> workload;
-    if (cl.has("workload")) {
+    if (!request.sanitize_shape) {
         workload = experiment.workload;
-        if (cl.has("seed")) {
+        if (request.seed) {
             if (workload->q_file)
                 fail(ExitCode::usage, "--seed does not apply: the workload '" + workload->name + "' reads tensor files");
-            workload->seed = cl.result()["seed"].as<std::uint64_t>();
+            workload->seed = *request.seed;
         }
-        if (cl.has("seq-len")) {
-            const std::int64_t len = cl.result()["seq-len"].as<std::int64_t>();
+        if (request.seq_len) {
+            const std::int64_t len = *request.seq_len;
             if (workload->q_file)
                 fail(ExitCode::usage, "--seq-len does not apply: the workload '" + workload->name + "' reads tensor files");
             if (len < 1) fail(ExitCode::usage, "--seq-len must be at least 1, got " + std::to_string(len));
@@ -60,7 +50,7 @@ int exec_command(const Args &args) {
         problem = workload->problem;
     } else {
         const auto &shapes = sanitizer_shapes();
-        const int index = cl.result()["sanitize-shape"].as<int>();
+        const int index = *request.sanitize_shape;
         if (index < 0 || static_cast<std::size_t>(index) >= shapes.size())
             fail(ExitCode::usage, "--sanitize-shape " + std::to_string(index) + " is out of range: there are " +
                                       std::to_string(shapes.size()) + " sanitizer shapes (0.." +
@@ -70,11 +60,11 @@ int exec_command(const Args &args) {
 
     const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
     const BuiltAttention &built = kernels.variant(variant);  // a usage error before any GPU is asked for
-    const DeviceFacts device = require_gpu("exec", cl.result()["device"].as<int>());
+    const DeviceFacts device = require_gpu("exec", request.device_index);
     require_kernels_for_device("exec", kernels, device);
     const GeneratedInputs host =
         workload ? workload_inputs(*workload)
-                 : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
+                 : problem_inputs(problem, request.seed.value_or(1));
     const CubinModule quantize(kernels.quantize);
     const CubinModule attention(built.cubin);
     const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);

@@ -1,6 +1,7 @@
 // The arch check every GPU stage makes before its first check: cubins hold SASS for one arch only, so a
 // run built for another GPU must stop with both archs named and the command that rebuilds it.
 #include "build_config.h"
+#include "tools/exec_request.h"
 #include "tools/gpu_session.h"
 #include "support/errors.h"
 
@@ -50,6 +51,26 @@ TEST(ArchMismatch, AGpuWithoutARowIsNamedWithTheSupportedTargets) {
     EXPECT_NE(message.find("Tesla T4, sm_75"), std::string::npos) << message;
     EXPECT_NE(message.find("not an arch sage2tp supports"), std::string::npos) << message;
     EXPECT_NE(message.find("sm_90a"), std::string::npos) << message;
+}
+
+// The words sanitize and time --ncu start `sage2tp exec` with are the ones exec reads back.
+TEST(ExecRequest, WhatTheStagesWriteIsWhatExecReads) {
+    for (const ExecRequest &sent : {ExecRequest{"/runs/r", "baseline", 3, 1, std::nullopt, 1},
+                                    ExecRequest{"/runs/r", "double-v", std::nullopt, std::nullopt, 8192, 0}}) {
+        std::vector<std::string> words = sent.to_argv("/usr/bin/sage2tp");
+        ASSERT_EQ(words.at(1), "exec");
+        words.erase(words.begin(), words.begin() + 2);
+        CommandLine cl("exec", "", words);
+        ExecRequest::add_options(cl);
+        ASSERT_TRUE(cl.parse());
+        const ExecRequest read = ExecRequest::from_args(cl, cl.selection().run_dir.value_or(""));
+        EXPECT_EQ(read.run, sent.run);
+        EXPECT_EQ(read.variant, sent.variant);
+        EXPECT_EQ(read.sanitize_shape, sent.sanitize_shape);
+        EXPECT_EQ(read.seed, sent.seed);
+        EXPECT_EQ(read.seq_len, sent.seq_len);
+        EXPECT_EQ(read.device_index, sent.device_index);
+    }
 }
 
 }  // namespace

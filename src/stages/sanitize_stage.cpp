@@ -1,5 +1,7 @@
 #include "stages/sanitize_stage.h"
 
+#include "tools/exec_request.h"
+
 #include "formats/sanitizer_report.h"
 #include "model/experiment_manifest.h"
 #include "figures/build_figures.h"
@@ -97,10 +99,9 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         config.tool = check.tool;
         config.log_file = log_dir / check.log_name;
         fs::remove(*config.log_file);
-        const std::vector<std::string> target = {
-            current_executable().string(), "exec", "--run", run.root().string(), "--variant", check.variant,
-            "--sanitize-shape", std::to_string(check.shape_index), "--seed", std::to_string(kSanitizeSeed),
-            "--device", std::to_string(request.device_index)};
+        const ExecRequest exec{run.root(), check.variant, static_cast<int>(check.shape_index), kSanitizeSeed,
+                               std::nullopt, request.device_index};
+        const std::vector<std::string> target = exec.to_argv(current_executable());
         ProcessOptions process;
         process.timeout = std::chrono::seconds(request.timeout_s);
         const std::vector<std::string> argv = sanitizer_argv(config, target);

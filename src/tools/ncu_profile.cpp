@@ -1,5 +1,7 @@
 #include "tools/ncu_profile.h"
 
+#include "tools/exec_request.h"
+
 #include "pipeline/file_artifact.h"
 #include "support/cuda_tools.h"
 #include "support/file_io.h"
@@ -65,14 +67,11 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
         // Matched by the mangled name: a template entry's plain function name is the same for all of them.
         std::vector<std::string> argv{ncu->string(), "--clock-control", "none", "--force-overwrite",
                                       "--kernel-name-base", "mangled", "--kernel-name", kernel, "--launch-count", "1",
-                                      "--metrics", joined(request.metrics), "-o", report_base.string(),
-                                      current_executable().string(), "exec", "--run", run.root().string(),
-                                      "--variant", variant, "--workload", "--device",
-                                      std::to_string(request.device_index)};
-        if (request.seq_len > 0) {
-            argv.push_back("--seq-len");
-            argv.push_back(std::to_string(request.seq_len));
-        }
+                                      "--metrics", joined(request.metrics), "-o", report_base.string()};
+        const ExecRequest exec{run.root(), variant, std::nullopt, std::nullopt,
+                               request.seq_len > 0 ? std::optional<std::int64_t>(request.seq_len) : std::nullopt,
+                               request.device_index};
+        for (std::string &word : exec.to_argv(current_executable())) argv.push_back(std::move(word));
         ProcessOptions options;
         options.timeout = std::chrono::seconds(1800);
         const ProcessResult ran = run_process(argv, options);
