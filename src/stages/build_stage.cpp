@@ -9,6 +9,7 @@
 #include "model/arch_limits.h"
 #include "model/experiment_manifest.h"
 #include "figures/build_figures.h"
+#include "tools/compile_cache.h"
 #include "tools/kernel_build.h"
 #include "figures/resource_comparison.h"
 #include "tools/sass_histogram.h"
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -39,6 +41,43 @@ std::string requested_arch(StageContext &context, const BuildRequest &request) {
     return context.experiment().arch;
 }
 
+// A build killed before its swap left its staging behind and builds/ as the last build left it; one
+// killed between the swap's two renames left builds/ as .build-old.
+void discard_build_leftovers(const RunDirectory &run) {
+    std::error_code ec;
+    if (!fs::exists(run.builds(), ec) && fs::exists(run.build_retired(), ec)) fs::rename(run.build_retired(), run.builds(), ec);
+    if (ec) fail(ExitCode::usage, "cannot restore '" + run.builds().string() + "' from '" + run.build_retired().string() + "': " + ec.message());
+    for (const fs::path &leftover : {run.build_staging(), run.build_retired()}) {
+        fs::remove_all(leftover, ec);
+        if (ec) fail(ExitCode::usage, "cannot remove '" + leftover.string() + "': " + ec.message());
+    }
+}
+
+// Replaces builds/ with the staged compile whole. What builds/ held that this build did not make
+// (another arch's cubins, phases' builds) is linked into the new one first, and the old one is
+// deleted only after the new one is in place.
+void swap_in_build(const RunDirectory &run, const std::vector<CompileJob> &staged) {
+    std::set<fs::path> made;
+    for (const CompileJob &job : staged)
+        for (const fs::path &file : {job.cubin, job.log, job.command_file, job.dependency_file})
+            made.insert(file.lexically_relative(run.build_staging()));
+    std::error_code ec;
+    if (fs::is_directory(run.builds()))
+        for (fs::recursive_directory_iterator it(run.builds(), ec), end; !ec && it != end; it.increment(ec)) {
+            const fs::path relative = it->path().lexically_relative(run.builds());
+            const fs::path target = run.build_staging() / relative;
+            if (!it->is_regular_file() || made.count(relative) || fs::exists(target)) continue;
+            fs::create_directories(target.parent_path());
+            fs::create_hard_link(it->path(), target, ec);
+            if (ec) fs::copy_file(it->path(), target, ec);
+            if (ec) break;
+        }
+    if (ec) fail(ExitCode::usage, "cannot keep the earlier files of '" + run.builds().string() + "': " + ec.message());
+    if (fs::exists(run.builds())) fs::rename(run.builds(), run.build_retired());
+    fs::rename(run.build_staging(), run.builds());
+    fs::remove_all(run.build_retired(), ec);
+}
+
 CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Reporter &reporter) {
     const auto began = std::chrono::steady_clock::now();
     const std::string total = std::to_string(jobs.size());
@@ -53,7 +92,7 @@ CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Repo
     progress.finished = [&reporter, total](const CompileJob &job, const CompileOutcome &outcome, std::size_t finished) {
         std::ostringstream line;
         line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " "
-             << fixed(outcome.seconds, 1) << " s"
+             << (outcome.from_cache ? "from the cache" : fixed(outcome.seconds, 1) + " s")
              << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
         reporter.progress(line.str());
     };
@@ -73,8 +112,9 @@ struct BuildPlan {
     std::map<std::string, const KernelAbi *> candidate_abis;
     const KernelAbi &sass_candidate_abi;
     std::optional<TorchHeaders> torch;
-    std::vector<CompileJob> jobs;
-    std::string compiler;  // nvcc's version line; "" without nvcc
+    std::vector<CompileJob> jobs;    // where the cubins stand
+    std::vector<CompileJob> staged;  // the same compiles into the staging directory, swapped in whole
+    std::string compiler;            // nvcc's version line; "" without nvcc
 };
 
 // Everything the build consumes, for its input fingerprint.
@@ -90,14 +130,16 @@ void add_build_inputs(Fingerprint &f, const BuildPlan &p, const RunDirectory &ru
     for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
     for (const std::string &variant : experiment.variant_names())
         for (const auto &dir : experiment.source(variant).include_dirs) f.add(variant + " include_dir", dir);
-    if (p.torch)
-        for (const auto &dir : p.torch->include_dirs) f.add("torch_include_dir", dir);
+    // Not where torch's headers were found: that is the host's, and they feed the host wrappers
+    // only, never the cubins (tools/torch_headers.h); a run carried to a GPU host that finds them
+    // elsewhere stays up to date. The compile cache does key on their bytes.
     for (const auto &job : p.jobs) f.add("source", job.variant + ":" + job.source);
     for (const std::string &variant : experiment.variant_names()) f.add_tree(variant, run.tree(variant));
     if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
 }
 
-// The build's body: every compile, the ptxas resources per entry, occupancy, the comparison.
+// The build's body: every compile (through the compile cache), the ptxas resources per entry,
+// occupancy, the comparison.
 StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, const Experiment &experiment,
                                 const BuildRequest &request, const Reporter &reporter) {
     StageResult result;
@@ -105,8 +147,27 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
     const std::size_t parallel = std::min<std::size_t>(request.jobs, p.jobs.size());
     reporter.progress("compiling " + std::to_string(p.jobs.size()) + " sources for " + p.arch + " with " +
                       std::to_string(parallel) + " parallel nvcc");
-    const std::vector<CompileOutcome> outcomes = run_compiles(p.jobs, request.jobs, compile_progress(p.jobs, reporter));
+    const CompileCacheSettings settings = compile_cache_settings();
+    std::optional<CompileCache> cache;
+    if (settings.root && !request.no_cache) cache.emplace(*settings.root, settings.max_bytes);
+    CompileCaching caching{cache ? &*cache : nullptr, p.compiler, {}};
+    fs::create_directories(run.build_staging());
+    const std::vector<CompileOutcome> outcomes = run_compiles(p.staged, request.jobs, compile_progress(p.staged, reporter), &caching);
     reporter.end_live_line();
+    swap_in_build(run, p.staged);
+    for (const std::string &damaged : caching.corrupt)
+        reporter.warn("build: compile cache entry " + damaged + "; removed it and compiled again");
+    std::vector<std::string> cached;
+    for (std::size_t i = 0; i < p.jobs.size(); ++i)
+        if (outcomes[i].from_cache) cached.push_back(p.jobs[i].variant + ":" + p.jobs[i].source);
+    if (!cache)
+        reporter.progress("  cache: off (" + (request.no_cache ? std::string("--no-cache") : settings.off_reason) + ")");
+    else {
+        std::string line = "  cache: " + std::to_string(cached.size()) + " of " + std::to_string(p.jobs.size()) +
+                           " compiles from " + cache->root().string();
+        for (std::size_t i = 0; i < cached.size(); ++i) line += (i ? ", " : " (") + cached[i];
+        reporter.progress(line + (cached.empty() ? "" : ")"));
+    }
 
     BuildFigures figures;
     figures.arch = p.arch;
@@ -123,6 +184,7 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
         artifact.insert("log", run.relative(p.jobs[i].log));
         artifact.insert("command", run.relative(p.jobs[i].command_file));
         artifact.insert("seconds", outcomes[i].seconds);
+        artifact.insert("from_cache", outcomes[i].from_cache);
         if (compiled) {
             if (p.jobs[i].compared)
                 reports[p.jobs[i].variant].push_back(parse_ptxas_report(outcomes[i].output, run.relative(p.jobs[i].log)));
@@ -182,20 +244,31 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
     const std::optional<fs::path> &nvcc = lookup.nvcc;
     // Looked up only for sources that include torch's headers, and only where there is a compiler to
     // use them (a GPU host without nvcc keeps the intact build made elsewhere).
+    // A GPU host whose torch is found elsewhere, or not at all, keeps the intact build made elsewhere.
     std::optional<TorchHeaders> torch;
+    std::optional<Error> torch_missing;
     if (needs_torch_headers(experiment) && nvcc) {
         std::vector<std::string> requested_torch = request.torch_include;
         for (auto &dir : requested_torch) dir = fs::absolute(dir).lexically_normal().string();
-        torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
+        try {
+            torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
+        } catch (const Error &e) {
+            if (e.code() != ExitCode::missing_tool || !request.torch_include.empty()) throw;
+            torch_missing = e;
+        }
     }
-    std::vector<CompileJob> jobs =
-        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch ? torch->include_dirs : std::vector<std::string>{});
+    const std::vector<std::string> torch_dirs = torch ? torch->include_dirs : std::vector<std::string>{};
+    std::vector<CompileJob> jobs = plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch_dirs);
+    // What runs: the same compiles into the staging directory, swapped in whole when all are done.
+    std::vector<CompileJob> staged =
+        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch_dirs, run.build_staging().filename());
+    discard_build_leftovers(run);
     std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
     // The SASS histogram compares the baseline with the first candidate.
     const KernelAbi &sass_candidate_abi = *candidate_abis.at(experiment.candidates.front().name);
     const auto plan = std::make_shared<const BuildPlan>(BuildPlan{arch, limits, baseline_abi, std::move(candidate_abis),
                                                                   sass_candidate_abi, std::move(torch), std::move(jobs),
-                                                                  std::move(compiler)});
+                                                                  std::move(staged), std::move(compiler)});
 
     StageWork work;
     work.stage = Stage::build;
@@ -229,6 +302,10 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
     if (!nvcc) {
         work.unavailable = *lookup.missing;
         work.keep_reason = "no nvcc on this host; using the cubins built before";
+    } else if (torch_missing) {
+        if (request.force) throw *torch_missing;
+        work.unavailable = *torch_missing;
+        work.keep_reason = "no torch headers on this host; using the cubins built before";
     }
     return work;
 }

@@ -20,6 +20,7 @@ struct BuildRequest {
     std::vector<std::string> torch_include;  // --torch-include, as given
     bool sass = false;
     bool force = false;
+    bool no_cache = false;  // --no-cache: compile everything, store nothing
 };
 
 StageWork build_stage_work(StageContext &context, const BuildRequest &request, const Reporter &reporter);

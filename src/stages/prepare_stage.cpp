@@ -325,18 +325,27 @@ PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const Prepar
     return outcome;
 }
 
-ExitCode keep_copied_run(const fs::path &root, const std::string &manifest, const Reporter &reporter) {
+ExitCode keep_copied_run(const fs::path &root, const std::string &absent, const Reporter &reporter) {
     StageContext context(root, std::nullopt);
     StageWork kept;
     kept.stage = Stage::prepare;
     kept.summarize = [](const Checkpoint &c, const Reporter &to) {
         print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
     };
-    kept.unavailable = Error(ExitCode::usage, "the run was prepared from " + manifest +
+    kept.unavailable = Error(ExitCode::usage, "the run was prepared from " + absent +
                                                   ", which is not on this host, and its prepare checkpoint is not a "
-                                                  "passed, intact one; pass --manifest to prepare it again");
-    kept.keep_reason = "prepared from " + manifest + ", which is not on this host";
+                                                  "passed, intact one; pass --manifest (and --repository) to prepare it again");
+    kept.keep_reason = "prepared from " + absent + ", which is not on this host";
     return run_stage(context, kept, reporter);
+}
+
+std::optional<std::string> absent_repository(const Experiment &experiment) {
+    std::vector<const SourceSpec *> sources{&experiment.baseline_source};
+    for (const CandidateSpec &c : experiment.candidates) sources.push_back(&c.source);
+    std::error_code ec;
+    for (const SourceSpec *source : sources)
+        if (source->kind == "git" && !fs::exists(fs::path(source->repository) / ".git", ec)) return source->repository;
+    return std::nullopt;
 }
 
 }  // namespace s2tp
