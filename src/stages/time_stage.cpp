@@ -280,20 +280,70 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     return m;
 }
 
-void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
-                      const std::optional<fs::path> &workload_file, bool pin, int device_index, const fs::path &file,
-                      const Reporter &reporter) {
-    Experiment experiment = load_experiment(run.manifest());
+ResolvedTimeInputs resolve_time_inputs(const RunDirectory &run, const std::vector<StageState> &states,
+                                       Experiment experiment, const TimeOverrides &overrides,
+                                       const std::optional<fs::path> &workload_file) {
+    BuiltKernels kernels = built_kernels(run, states, experiment);
     apply_run_pins(experiment.workload, run.pins());
-    const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
-    const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
-    const DeviceFacts device = require_gpu("time", device_index);
-    require_kernels_for_device("time", kernels, device);
-    const MeasureRequest request{workload, kernels, device, timing_settings(experiment, overrides),
-                                 expected_output_sha256(workload, kernels.arch), pin};
+    WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
+    std::optional<std::string> expected_sha256 = expected_output_sha256(workload, kernels.arch);
+    const TimingSettings settings = timing_settings(experiment, overrides);
+    return {std::move(experiment), std::move(workload), std::move(kernels), std::move(expected_sha256), settings};
+}
+
+RepeatChildRequest RepeatChildRequest::of_repeat(const TimeStageInputs &in, std::size_t index,
+                                                 const fs::path &measurement_file) {
+    const TimingSettings s = repeat_settings(in.settings, in.repeats, index);
+    return {in.run.root(),     measurement_file,    in.workload_file, s.budget_seconds, s.min_rounds,
+            s.target_half_width, s.order_seed, in.device_index, in.pin};
+}
+
+std::vector<std::string> RepeatChildRequest::to_argv() const {
+    std::vector<std::string> argv{"--run", run.string(), "--repeat-child", measurement_file.string(),
+                                  "--budget", shortest(budget_seconds), "--min-rounds", std::to_string(min_rounds),
+                                  "--target-half-width", shortest(target_half_width), "--order-seed",
+                                  std::to_string(order_seed), "--device", std::to_string(device_index)};
+    if (workload_file) {
+        argv.push_back("--workload");
+        argv.push_back(workload_file->string());
+    }
+    if (pin) argv.push_back("--pin");
+    return argv;
+}
+
+RepeatChildRequest RepeatChildRequest::from_args(const CommandLine &cl, const fs::path &run) {
+    const auto &args = cl.result();
+    const auto required = [&](const std::string &name) -> const cxxopts::OptionValue & {
+        if (!cl.has(name)) fail(ExitCode::usage, "--repeat-child needs --" + name + " (it is internal to --repeat)");
+        return args[name];
+    };
+    RepeatChildRequest request;
+    request.run = run;
+    request.measurement_file = fs::absolute(args["repeat-child"].as<std::string>());
+    if (cl.has("workload")) request.workload_file = fs::absolute(args["workload"].as<std::string>());
+    request.budget_seconds = required("budget").as<double>();
+    request.min_rounds = static_cast<std::size_t>(required("min-rounds").as<double>());
+    request.target_half_width = required("target-half-width").as<double>();
+    request.order_seed = required("order-seed").as<std::uint64_t>();
+    request.device_index = args["device"].as<int>();
+    request.pin = cl.has("pin");
+    return request;
+}
+
+TimeOverrides RepeatChildRequest::overrides() const {
+    return {target_half_width, budget_seconds, min_rounds, order_seed};
+}
+
+void run_repeat_child(const RepeatChildRequest &request, const Reporter &reporter) {
+    const RunDirectory run(request.run);
+    const ResolvedTimeInputs in = resolve_time_inputs(run, inspect_run(run), load_experiment(run.manifest()),
+                                                      request.overrides(), request.workload_file);
+    const DeviceFacts device = require_gpu("time", request.device_index);
+    require_kernels_for_device("time", in.kernels, device);
+    const MeasureRequest measure{in.workload, in.kernels, device, in.settings, in.expected_sha256, request.pin};
     std::ostringstream text;
-    text << measure_arms(request, reporter).to_toml() << "\n";
-    write_file_atomically(file, text.str());
+    text << measure_arms(measure, reporter).to_toml() << "\n";
+    write_file_atomically(request.measurement_file, text.str());
 }
 
 TimingSettings timing_settings(const Experiment &experiment, const TimeOverrides &overrides) {
@@ -372,16 +422,8 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
     fs::create_directories(in.run.logs());
     std::error_code ec;
     fs::remove(file, ec);
-    std::vector<std::string> argv{current_executable().string(), "time", "--run", in.run.root().string(),
-                                  "--repeat-child", file.string(), "--budget", shortest(s.budget_seconds),
-                                  "--min-rounds", std::to_string(s.min_rounds), "--target-half-width",
-                                  shortest(s.target_half_width), "--order-seed", std::to_string(s.order_seed),
-                                  "--device", std::to_string(in.device_index)};
-    if (in.workload_file) {
-        argv.push_back("--workload");
-        argv.push_back(in.workload_file->string());
-    }
-    if (in.pin) argv.push_back("--pin");
+    std::vector<std::string> argv{current_executable().string(), "time"};
+    for (std::string &word : RepeatChildRequest::of_repeat(in, index, file).to_argv()) argv.push_back(std::move(word));
     reporter.progress("time: repeat " + std::to_string(index + 1) + " of " + std::to_string(in.repeats) +
                       " in a fresh process, up to " + fixed(s.budget_seconds, 1) + " s of sampling");
     // Sampling stops at the repeat's budget; the rest is the repeat's start (inputs, modules, checks),

@@ -123,6 +123,47 @@ struct TimeOverrides {
 };
 TimingSettings timing_settings(const Experiment &experiment, const TimeOverrides &overrides);
 
+// What the stage and each of its --repeat children resolve alike from the run: the manifest with the
+// run's pins applied, the workload (the manifest's, or the one of `workload_file`), the cubins the build
+// stage made, the output digest pinned for their arch, and the timing settings with `overrides` applied.
+// Error(precondition) without a usable build checkpoint.
+struct ResolvedTimeInputs {
+    Experiment experiment;
+    WorkloadSpec workload;
+    BuiltKernels kernels;
+    std::optional<std::string> expected_sha256;
+    TimingSettings settings;
+};
+ResolvedTimeInputs resolve_time_inputs(const RunDirectory &run, const std::vector<StageState> &states,
+                                       Experiment experiment, const TimeOverrides &overrides,
+                                       const std::optional<std::filesystem::path> &workload_file);
+
+// The one request a `time --repeat` parent hands each child process, as the words after `sage2tp time`
+// (sage2tp-time(1), Repeats): to_argv writes them, from_args reads them back. Every value in it is one
+// the parent derived from settings that were checked where they were typed (a budget share of 0.6 s,
+// from 60 s in 100 repeats, is below --budget's user range), so the child checks none against a range.
+struct RepeatChildRequest {
+    std::filesystem::path run;
+    std::filesystem::path measurement_file;  // where the child writes its ArmMeasurement
+    std::optional<std::filesystem::path> workload_file;
+    double budget_seconds = 0;
+    std::size_t min_rounds = 0;
+    double target_half_width = 0;
+    std::uint64_t order_seed = 0;
+    int device_index = 0;
+    bool pin = false;
+
+    // The request for repeat `index` (0-based) of the stage's inputs (its settings: repeat_settings).
+    static RepeatChildRequest of_repeat(const TimeStageInputs &inputs, std::size_t index,
+                                        const std::filesystem::path &measurement_file);
+    std::vector<std::string> to_argv() const;
+    // From a `time` command line holding --repeat-child (declared by subcommands/time.cpp under the
+    // names to_argv writes); the run is the one the global options select.
+    static RepeatChildRequest from_args(const CommandLine &command_line, const std::filesystem::path &run);
+    // The settings the child measures with: the overrides its parent resolved.
+    TimeOverrides overrides() const;
+};
+
 // Everything the stage consumes, for its input fingerprint.
 void add_time_inputs(Fingerprint &fingerprint, const TimeStageInputs &inputs);
 
@@ -140,9 +181,8 @@ TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repea
 StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
 
 // The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,
-// no checkpoint), runs measure_arms with the parent's settings and writes it to `file` atomically.
-void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
-                      const std::optional<std::filesystem::path> &workload_file, bool pin, int device_index,
-                      const std::filesystem::path &file, const Reporter &reporter);
+// no checkpoint), runs measure_arms with the parent's settings and writes it to the request's
+// measurement file atomically.
+void run_repeat_child(const RepeatChildRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp
