@@ -22,19 +22,35 @@ struct Row {
     std::string value;
 };
 
-std::vector<Row> time_rows(const std::optional<Checkpoint> &time) {
-    if (!time) return {{"time", "result", "", "not run"}};
+// A figure the checkpoint does not record.
+std::string number_or_missing(const std::optional<double> &value, int decimals) {
+    return value ? fixed(*value, decimals) : "-";
+}
+
+// The checkpoint's state when it is not current (inspect_run's reason: "stale: time has been re-run
+// since"), so that its figures are not read as the run's current ones.
+void add_state_row(std::vector<Row> &rows, const std::string &section, const StageState &state) {
+    if (!state.fresh) rows.push_back({section, "checkpoint", "", state.stale_reason});
+}
+
+std::vector<Row> time_rows(const StageState &state) {
+    if (!state.read.exists) return {{"time", "result", "", "not run"}};
+    if (!state.read.checkpoint) return {{"time", "checkpoint", "", state.stale_reason}};
+    const Checkpoint *time = &*state.read.checkpoint;
     const TimeFigures f = TimeFigures::from_toml(time->figures);
-    std::vector<Row> rows{{"time", "status", "", to_string(time->status)},
+    std::vector<Row> rows;
+    add_state_row(rows, "time", state);
+    for (Row row : std::vector<Row>{{"time", "status", "", to_string(time->status)},
                           {"time", "workload", "", f.workload.value_or("") + ": " + f.shape.value_or("")},
-                          {"time", "device", "", f.device_name.value_or("")}};
+                                    {"time", "device", "", f.device_name.value_or("")}})
+        rows.push_back(std::move(row));
     if (f.baseline && f.baseline->p50) rows.push_back({"time", "baseline p50", "", fixed(*f.baseline->p50, 3) + " ms"});
     for (const CandidateTimeFigures &c : f.candidates) {
         if (!c.ratio || !c.ratio->median) continue;
         if (c.timing && c.timing->p50) rows.push_back({"time", c.name + " p50", "", fixed(*c.timing->p50, 3) + " ms"});
         rows.push_back({"time", c.name + "/baseline", "",
-                        fixed(*c.ratio->median, 4) + " (95% CI " + fixed(c.ratio->ci_low.value_or(0.0), 4) + " .. " +
-                            fixed(c.ratio->ci_high.value_or(0.0), 4) + ")"});
+                        fixed(*c.ratio->median, 4) + " (95% CI " + number_or_missing(c.ratio->ci_low, 4) + " .. " +
+                            number_or_missing(c.ratio->ci_high, 4) + ")"});
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
@@ -43,9 +59,11 @@ std::vector<Row> time_rows(const std::optional<Checkpoint> &time) {
 }
 
 // The overall verdict, then per candidate its verdict and its conditions.
-std::vector<Row> gate_rows(const Checkpoint &gate) {
-    const GateFigures f = GateFigures::from_toml(gate.figures);
-    std::vector<Row> rows{{"gate", "verdict", "", f.summary}};
+std::vector<Row> gate_rows(const StageState &state) {
+    const GateFigures f = GateFigures::from_toml(state.read.checkpoint->figures);
+    std::vector<Row> rows;
+    add_state_row(rows, "gate", state);
+    rows.push_back({"gate", "verdict", "", f.summary});
     for (const auto &[name, c] : f.candidates) {
         rows.push_back({"gate", "candidate " + name, c.result.passed ? "PASS" : "FAIL", c.summary});
         for (const GateCondition &condition : c.result.conditions)
@@ -73,14 +91,16 @@ std::string markdown_cell(const std::string &text) {
 std::string pull_request_report(const RunDirectory &run, const std::string &format) {
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")
         fail(ExitCode::usage, "--format '" + format + "': expected text, markdown, csv or json");
-    const CheckpointRead gate = read_checkpoint(checkpoint_path(run, Stage::gate));
-    if (!gate.checkpoint)
+    // Through inspect_run, as status and compare read a run: a checkpoint is intact and fresh, or says
+    // why not.
+    const std::vector<StageState> states = inspect_run(run);
+    const StageState &gate = states[static_cast<std::size_t>(Stage::gate)];
+    if (!gate.read.checkpoint)
         fail(ExitCode::precondition, std::string("the gate checkpoint is ") +
-                                         (gate.exists ? "not trusted: " + gate.problem : "missing") +
+                                         (gate.read.exists ? gate.stale_reason : "missing") +
                                          "; run 'sage2tp gate' first");
-    const CheckpointRead time = read_checkpoint(checkpoint_path(run, Stage::time));
-    std::vector<Row> rows = time_rows(time.checkpoint);
-    for (Row &row : gate_rows(*gate.checkpoint)) rows.push_back(std::move(row));
+    std::vector<Row> rows = time_rows(states[static_cast<std::size_t>(Stage::time)]);
+    for (Row &row : gate_rows(gate)) rows.push_back(std::move(row));
 
     std::ostringstream out;
     if (format == "json") {
