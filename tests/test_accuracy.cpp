@@ -271,6 +271,24 @@ TEST_F(ToleranceManifest, PerCandidateMode) {
     EXPECT_EQ(load_experiment(dir_ / "resolved.toml").parity_mode_of("candidate"), ParityMode::tolerance);
 }
 
+TEST_F(ToleranceManifest, AnotherLauncherOfTheSameCheckoutIsACandidate) {
+    // The SageAttention2 vs 2++ shape: no patch, the same checkout, another kernel source (or adapter).
+    const auto manifest = [&](const std::string &candidate) {
+        std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"t\"\n[source]\nkind = \"embedded\"\n"
+                                          "kernel_sources = [\"kernels/x.cu\"]\n[candidate]\n" << candidate
+                                       << "[workload]\nname = \"w\"\nlen_q = 256\n";
+        return dir_ / "m.toml";
+    };
+    const Experiment e = load_experiment(manifest("[candidate.source]\nkernel_sources = [\"kernels/y.cu\"]\n"));
+    EXPECT_EQ(e.candidates.at(0).source.kernel_sources, std::vector<std::string>{"kernels/y.cu"});
+    try {
+        load_experiment(manifest("[candidate.source]\nkernel_sources = [\"kernels/x.cu\"]\n"));
+        ADD_FAILURE() << "the same launcher of the same checkout is the baseline itself";
+    } catch (const Error &error) {
+        EXPECT_TRUE(contains(error.what(), "is the baseline itself")) << error.what();
+    }
+}
+
 TEST_F(ToleranceManifest, BadInputNamesTheKey) {
     EXPECT_TRUE(contains(error("mode = \"tolerance\"\n"), "needs at least one limit: min_cosine, max_rel_l1"));
     EXPECT_TRUE(contains(error("", "parity_mode = \"tolerance\"\n"), "needs at least one limit"));

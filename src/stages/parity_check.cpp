@@ -38,6 +38,23 @@ std::optional<TensorDifference> tensor_difference(const std::string &tensor, con
                             element_text(baseline, d.first), element_text(candidate, d.first)};
 }
 
+AccuracyRules accuracy_rules(const Experiment &experiment) {
+    AccuracyRules rules;
+    rules.limits = experiment.accuracy_limits;
+    for (const CandidateSpec &c : experiment.candidates) rules.modes[c.name] = experiment.parity_mode_of(c.name);
+    return rules;
+}
+
+void add_accuracy_inputs(Fingerprint &f, const AccuracyRules &rules, std::int64_t reference_rows) {
+    for (const auto &[name, mode] : rules.modes) f.add("parity_mode", name + "=" + parity_mode_name(mode));
+    const AccuracyLimits &l = rules.limits;
+    for (const auto &[key, value] : {std::pair{"min_cosine", l.min_cosine}, {"max_rel_l1", l.max_rel_l1},
+                                     {"max_rmse", l.max_rmse}, {"max_abs_error", l.max_abs_error}})
+        if (value) f.add(key, &*value, sizeof *value);
+    f.add("baseline_factor", &l.baseline_factor, sizeof l.baseline_factor);
+    f.add("reference_rows", reference_rows);
+}
+
 namespace {
 
 ParityMode mode_of(const AccuracyRules &rules, const std::string &candidate) {

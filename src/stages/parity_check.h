@@ -10,6 +10,8 @@
 #include "formats/tensor.h"
 #include "figures/parity_figures.h"
 #include "model/accuracy.h"
+#include "model/experiment_manifest.h"
+#include "pipeline/stage_pipeline.h"
 
 #include <cstdint>
 #include <map>
@@ -70,6 +72,10 @@ struct AccuracyRules {
     std::map<std::string, ParityMode> modes;
     AccuracyLimits limits;
 };
+// The experiment's: every candidate's mode ([parity] mode or its own parity_mode) and the limits.
+AccuracyRules accuracy_rules(const Experiment &experiment);
+// What the accuracy checks consume, for a stage's input fingerprint (parity, time).
+void add_accuracy_inputs(Fingerprint &fingerprint, const AccuracyRules &rules, std::int64_t reference_rows);
 
 struct ParityFold {
     ParityFigures figures;  // without device, which the stage adds

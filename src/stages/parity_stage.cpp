@@ -45,9 +45,7 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
     // The accuracy-only shapes run after the others: checked against the GPU reference alone.
     std::vector<AttentionProblem> all_problems = problems;
     all_problems.insert(all_problems.end(), experiment.accuracy_shapes.begin(), experiment.accuracy_shapes.end());
-    AccuracyRules rules;
-    rules.limits = experiment.accuracy_limits;
-    for (const CandidateSpec &c : experiment.candidates) rules.modes[c.name] = experiment.parity_mode_of(c.name);
+    const AccuracyRules rules = accuracy_rules(experiment);
 
     StageWork work;
     work.stage = Stage::parity;
@@ -62,13 +60,7 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
         f.add("reference_max_rel_l2", &limit, sizeof limit);
         if (accuracy) {
             for (const auto &p : experiment.accuracy_shapes) f.add("accuracy_shape", p.describe());
-            for (const auto &[name, mode] : rules.modes) f.add("parity_mode", name + "=" + parity_mode_name(mode));
-            const AccuracyLimits &l = rules.limits;
-            for (const auto &[key, value] : {std::pair{"min_cosine", l.min_cosine}, {"max_rel_l1", l.max_rel_l1},
-                                             {"max_rmse", l.max_rmse}, {"max_abs_error", l.max_abs_error}})
-                if (value) f.add(key, &*value, sizeof *value);
-            f.add("baseline_factor", &l.baseline_factor, sizeof l.baseline_factor);
-            f.add("reference_rows", experiment.reference_rows);
+            add_accuracy_inputs(f, rules, experiment.reference_rows);
         }
     };
     work.run = [&] {
@@ -111,7 +103,7 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
                 if (accuracy) {
                     rows = sample_query_rows(problem.shape.len_q, experiment.reference_rows, static_cast<std::uint64_t>(seed));
                     reference = reference_on_gpu(quantize, problem, unquantized, rows);
-                    c.reference_rows = static_cast<std::int64_t>(std::min<std::size_t>(rows.size(), problem.shape.len_q));
+                    c.reference_rows = static_cast<std::int64_t>(rows.size());
                 }
                 const KernelRun base = run_attention(*kernels.baseline.abi, baseline, problem, inputs, "baseline");
                 c.baseline_unwritten = unwritten(base, problem);

@@ -233,8 +233,7 @@ TimeAccuracy time_accuracy(const Experiment &experiment) {
     TimeAccuracy accuracy;
     if (!experiment.checks_accuracy()) return accuracy;
     accuracy.reference_rows = experiment.reference_rows;
-    accuracy.rules.limits = experiment.accuracy_limits;
-    for (const CandidateSpec &c : experiment.candidates) accuracy.rules.modes[c.name] = experiment.parity_mode_of(c.name);
+    accuracy.rules = accuracy_rules(experiment);
     return accuracy;
 }
 
@@ -414,15 +413,7 @@ void add_time_inputs(Fingerprint &f, const TimeStageInputs &in) {
     f.add("repeats", static_cast<std::int64_t>(in.repeats));
     for (const BuiltAttention &candidate : in.kernels.candidates) f.add("candidate", candidate.variant);
     f.add("device_name", in.device.name).add("device_uuid", in.device.uuid);
-    if (in.accuracy.reference_rows > 0) {
-        f.add("reference_rows", in.accuracy.reference_rows);
-        for (const auto &[name, mode] : in.accuracy.rules.modes) f.add("parity_mode", name + "=" + parity_mode_name(mode));
-        const AccuracyLimits &l = in.accuracy.rules.limits;
-        for (const auto &[key, value] : {std::pair{"min_cosine", l.min_cosine}, {"max_rel_l1", l.max_rel_l1},
-                                         {"max_rmse", l.max_rmse}, {"max_abs_error", l.max_abs_error}})
-            if (value) f.add(key, &*value, sizeof *value);
-        f.add("baseline_factor", &l.baseline_factor, sizeof l.baseline_factor);
-    }
+    if (in.accuracy.reference_rows > 0) add_accuracy_inputs(f, in.accuracy.rules, in.accuracy.reference_rows);
     f.add("ncu", std::int64_t{in.ncu});
     if (in.ncu) {
         for (const std::string &metric : in.ncu_metrics) f.add("ncu_metric", metric);
