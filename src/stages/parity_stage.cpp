@@ -94,15 +94,17 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
                     unquantized = generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, static_cast<std::uint64_t>(seed));
                 } else {
                     const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
-                    unquantized = {upload(host.q, "q"), upload(host.k, "k"), upload(host.v, "v")};
+                    unquantized = upload_inputs(problem, host.q, host.k, host.v);
                 }
-                // Quantized once, by the baseline build's kernels; every variant reads these buffers.
-                const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, unquantized);
+                // Quantized by the baseline build's kernels, once per recipe the variants' launchers need:
+                // variants with the same recipe read the same buffers.
+                InputsByRecipe quantized(quantize, problem, std::move(unquantized));
+                const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
                 std::vector<std::uint32_t> rows;
                 Tensor reference;
                 if (accuracy) {
                     rows = sample_query_rows(problem.shape.len_q, experiment.reference_rows, static_cast<std::uint64_t>(seed));
-                    reference = reference_on_gpu(quantize, problem, unquantized, rows);
+                    reference = reference_on_gpu(quantize, problem, quantized.unquantized(), rows);
                     c.reference_rows = static_cast<std::int64_t>(rows.size());
                 }
                 const KernelRun base = run_attention(*kernels.baseline.abi, baseline, problem, inputs, "baseline");
@@ -114,7 +116,9 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
                     c.baseline_accuracy = accuracy_metrics(base_rows, reference, rows);
                 }
                 for (std::size_t i = 0; i < candidates.size(); ++i) {
-                    const KernelRun cand = run_attention(*kernels.candidates[i].abi, *candidates[i], problem, inputs, names[i]);
+                    const KernelAbi &abi = *kernels.candidates[i].abi;
+                    const KernelRun cand =
+                        run_attention(abi, *candidates[i], problem, quantized.get(abi.quantization()), names[i]);
                     CandidateRun &ran = c.candidates[names[i]];
                     ran.unwritten = unwritten(cand, problem);
                     ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());

@@ -303,18 +303,21 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     DeviceInputs unquantized;
     if (request.workload.q_file) {
         const GeneratedInputs host = workload_inputs(request.workload);
-        unquantized = {upload(host.q, "q"), upload(host.k, "k"), upload(host.v, "v")};
+        unquantized = upload_inputs(problem, host.q, host.k, host.v);
     } else {
         unquantized = generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed);
     }
-    const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, unquantized);
+    // Each arm reads the inputs its launcher's recipe makes (one set where the arms agree).
+    InputsByRecipe quantized(quantize, problem, std::move(unquantized));
+    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
     std::vector<AttentionOutputs> outputs;
     // Packed here, once per arm, by each arm's adapter: the timed region only launches.
     std::vector<AttentionLaunch> launches;
     for (Arm arm = 0; arm < arms.size(); ++arm) {
         outputs.push_back(allocate_outputs(problem, arms[arm]));
         poison_outputs(outputs.back());
-        launches.push_back(built[arm]->abi->pack(problem, attention_buffers(problem, inputs, outputs.back())));
+        const KernelAbi &abi = *built[arm]->abi;
+        launches.push_back(abi.pack(problem, attention_buffers(problem, quantized.get(abi.quantization()), outputs.back())));
     }
 
     // Outputs first: timing a kernel that computes something else would be meaningless.
@@ -327,10 +330,9 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
         reporter.progress("time: the accuracy of every output against the float64 reference (" +
                           std::to_string(std::min(request.accuracy.reference_rows, problem.shape.len_q)) +
                           " query rows of every head)");
-        m.accuracy = timed_output_accuracy(quantize, problem, unquantized, outputs, arms, request.accuracy,
+        m.accuracy = timed_output_accuracy(quantize, problem, quantized.unquantized(), outputs, arms, request.accuracy,
                                            request.workload.seed);
     }
-    unquantized = {};  // the unquantized inputs are not timed: their memory is given back first
     m.footprint_bytes = attention_footprint_bytes(inputs, outputs[0]);
     m.l2_flushed = needs_l2_flush(m.footprint_bytes, request.device.l2_bytes);
     if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.arch, m.accuracy).empty())
