@@ -211,7 +211,8 @@ SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &ex
     const bool slurm_dir_was_there = fs::exists(slurm);
     std::string stamp = utc_now("%Y%m%dT%H%M%SZ");
     for (int n = 2; fs::exists(slurm / stamp); ++n) stamp = utc_now("%Y%m%dT%H%M%SZ") + "-" + std::to_string(n);
-    submission.dir = slurm / stamp;
+    // Absolute: the batch script and sbatch --chdir name it, and the nodes resolve it on their own.
+    submission.dir = fs::absolute(slurm / stamp).lexically_normal();
     const fs::path binary = current_executable();
     // Whatever goes wrong from here on, the run is left as it was.
     try {
