@@ -134,12 +134,14 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
                         << markdown_cell(row.value) << " |\n";
         }
     } else {
-        std::size_t name_width = 20;  // the longest name and two spaces, at least 20
-        for (const Row &row : rows) name_width = std::max(name_width, row.name.size() + 2);
+        // The cluster rows' names are longer than the time and gate rows' 20 columns: theirs fit the longest.
+        std::size_t cluster_width = 20;
+        for (const Row &row : rows)
+            if (row.section == "cluster") cluster_width = std::max(cluster_width, row.name.size() + 2);
         std::string section;
         for (const Row &row : rows) {
             if (row.section != section) out << (section.empty() ? "" : "\n") << (section = row.section) << ":\n";
-            out << "  " << std::left << std::setw(static_cast<int>(name_width)) << row.name;
+            out << "  " << std::left << std::setw(static_cast<int>(row.section == "cluster" ? cluster_width : 20)) << row.name;
             if (!row.status.empty()) out << std::setw(13) << row.status;
             out << row.value << "\n";
         }
