@@ -91,7 +91,7 @@ int time_command(const Args &args) {
     require_kernels_for_device("time", kernels, *device);
     const TimeStageInputs inputs{run, workload, workload_file, kernels, *device, timing_settings(experiment, overrides),
                                  repeats, expected_sha, pin, ncu, experiment.ncu_metrics, experiment.ncu_seq_len,
-                                 device_index};
+                                 device_index, time_accuracy(experiment)};
     StageWork work{Stage::time, [&](Fingerprint &f) { add_time_inputs(f, inputs); },
                    [&] { return run_time_stage(inputs, reporter); },
                    [&](const Checkpoint &c) { return verify_time_outputs(c, run, expected_sha, kernels.arch); },

@@ -87,6 +87,14 @@ ParityFigures sample_parity() {
     c.shapes_differing = 1;
     c.differences = {ParityDifference{"b1 h2 q64", 7, "o", 3, 1024, "[0, 1, 2, 3]", "0x3c01 (1.0009766)", "0x3c00 (1)"}};
     c.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'b')}};
+    AccuracyMetrics m;
+    m.cosine = 0.9995, m.rel_l1 = 0.03, m.rmse = 0.002, m.max_abs_error = 0.01, m.worst_element = "b=0 h=1 row=5 d=2";
+    c.mode = "tolerance";
+    c.accuracy = c.vs_baseline = {AccuracyFigure::of("b1 h2 q64", 7, 64, m)};
+    c.checks = {AccuracyShapeCheck{"b1 h2 q64", true, "cosine 0.9995 >= 0.999"}};
+    f.baseline_accuracy = c.accuracy;
+    f.baseline_checks = c.checks;
+    f.reference_rows = 256;
     f.candidates["candidate"] = c;
     f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
     f.device = "0: NVIDIA H200, sm_90";

@@ -136,6 +136,10 @@ SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherite
     return s;
 }
 
+ParityMode read_parity_mode(TableReader &r, const std::string &key) {
+    return *parity_mode_from(r.choice(key, {"exact", "tolerance"}, "exact"));
+}
+
 // One candidate table ([candidate], or one [[candidate]] element, `where` naming it) on top of the
 // baseline; `name_required` for the array form.
 CandidateSpec read_candidate(const toml::table &table, const std::string &file, const std::string &where,
@@ -151,6 +155,7 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
     if (table.contains("patch")) c.patch = r.existing_file("patch", base_dir.string());
     else r.accept("patch");
     std::optional<std::string> abi = r.optional_string("abi");
+    if (table.contains("parity_mode")) c.parity_mode = read_parity_mode(r, "parity_mode");
     c.source = e.baseline_source;
     const toml::table *own = r.optional_table("source");
     const std::string source_where = name_required ? "[candidate.source] of '" + c.name + "'" : "[candidate.source]";
@@ -172,7 +177,9 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
                                       "', but it is not a git source");
         c.source.commit = *commit_override;
     }
-    if (c.patch.empty() && c.source.same_checkout(e.baseline_source))
+    // Another launcher of the same checkout (its own kernel_sources or abi) is a candidate of its own.
+    if (c.patch.empty() && c.source.same_checkout(e.baseline_source) &&
+        c.source.kernel_sources == e.baseline_source.kernel_sources && c.abi == e.baseline_abi)
         fail(ExitCode::usage, r.position() + ": " + (name_required ? "candidate '" + c.name + "'" : std::string("the candidate")) +
                                   " is the baseline itself: give " + where +
                                   " patch, a [candidate.source] of its own, or both");
@@ -322,11 +329,41 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
                 s.finish();
             }
         }
+        if (const toml::array *shapes = r.optional_array_of_tables("accuracy_shape")) {
+            for (const auto &node : *shapes) {
+                TableReader s(*node.as_table(), file, "[[parity.accuracy_shape]]");
+                e.accuracy_shapes.push_back(read_problem(s, /*with_lse=*/false));
+                s.finish();
+            }
+        }
+        e.parity_mode = read_parity_mode(r, "mode");
+        const auto limit = [&](const char *key, double low, double high) -> std::optional<double> {
+            if (!parity->contains(key)) {
+                r.accept(key);
+                return std::nullopt;
+            }
+            return r.number_or(key, 0.0, low, high);
+        };
+        AccuracyLimits &limits = e.accuracy_limits;
+        limits.min_cosine = limit("min_cosine", 0.0, 1.0);
+        limits.max_rel_l1 = limit("max_rel_l1", 0.0, 1.0);
+        limits.max_rmse = limit("max_rmse", 0.0, 1e6);
+        limits.max_abs_error = limit("max_abs_error", 0.0, 1e6);
+        limits.baseline_factor = r.number_or("baseline_factor", limits.baseline_factor, 1.0, 1000.0);
+        e.reference_rows = r.integer_or("reference_rows", e.reference_rows, 1, std::int64_t(1) << 20);
         r.finish();
         if (e.parity_seeds.empty()) fail(ExitCode::usage, r.position() + ": [parity] seeds must not be empty");
-        if (!e.parity_default_shapes && e.parity_shapes.empty())
-            fail(ExitCode::usage, r.position() + ": [parity] default_shapes = false needs [[parity.shape]] entries");
+        if (!e.parity_default_shapes && e.parity_shapes.empty() && e.accuracy_shapes.empty())
+            fail(ExitCode::usage, r.position() +
+                                      ": [parity] default_shapes = false needs [[parity.shape]] or [[parity.accuracy_shape]] entries");
     }
+
+    bool tolerance = e.parity_mode == ParityMode::tolerance;
+    for (const CandidateSpec &c : e.candidates) tolerance = tolerance || c.parity_mode == ParityMode::tolerance;
+    if ((tolerance || !e.accuracy_shapes.empty()) && !e.accuracy_limits.any())
+        fail(ExitCode::usage, file + ": [parity] " +
+                                  std::string(tolerance ? "mode = \"tolerance\"" : "[[parity.accuracy_shape]]") +
+                                  " needs at least one limit: min_cosine, max_rel_l1, max_rmse or max_abs_error");
 
     const toml::table *workload = top.optional_table("workload");
     if (!workload) fail(ExitCode::usage, file + ":1:1: the manifest needs a [workload] table");
@@ -516,6 +553,16 @@ const std::string &Experiment::abi(const std::string &variant) const {
     return variant == "baseline" ? baseline_abi : candidate(variant).abi;
 }
 
+ParityMode Experiment::parity_mode_of(const std::string &name) const {
+    return candidate(name).parity_mode.value_or(parity_mode);
+}
+
+bool Experiment::checks_accuracy() const {
+    bool tolerance = false;
+    for (const CandidateSpec &c : candidates) tolerance = tolerance || parity_mode_of(c.name) == ParityMode::tolerance;
+    return tolerance || !accuracy_shapes.empty() || accuracy_limits.any();
+}
+
 std::vector<std::string> Experiment::variant_names() const {
     std::vector<std::string> names{"baseline"};
     for (const CandidateSpec &c : candidates) names.push_back(c.name);
@@ -532,6 +579,7 @@ std::string experiment_to_toml(const Experiment &e) {
         toml::table t{{"abi", c.abi}, {"source", source_table(c.source)}};
         if (named) t.insert("name", c.name);
         if (!c.patch.empty()) t.insert("patch", c.patch);
+        if (c.parity_mode) t.insert("parity_mode", parity_mode_name(*c.parity_mode));
         return t;
     };
     if (e.candidates.size() == 1) {
@@ -554,6 +602,16 @@ std::string experiment_to_toml(const Experiment &e) {
                        {"seeds", seeds},
                        {"reference_max_rel_l2", e.reference_max_rel_l2}};
     if (!shapes.empty()) parity.insert("shape", shapes);
+    toml::array accuracy_shapes;
+    for (const auto &s : e.accuracy_shapes) accuracy_shapes.push_back(shape_table(s));
+    if (!accuracy_shapes.empty()) parity.insert("accuracy_shape", accuracy_shapes);
+    parity.insert("mode", parity_mode_name(e.parity_mode));
+    const AccuracyLimits &limits = e.accuracy_limits;
+    for (const auto &[key, value] : {std::pair{"min_cosine", limits.min_cosine}, {"max_rel_l1", limits.max_rel_l1},
+                                     {"max_rmse", limits.max_rmse}, {"max_abs_error", limits.max_abs_error}})
+        if (value) parity.insert(key, *value);
+    parity.insert("baseline_factor", limits.baseline_factor);
+    parity.insert("reference_rows", e.reference_rows);
     doc.insert("parity", parity);
     toml::table workload = shape_table(e.workload.problem);
     workload.insert("name", e.workload.name);

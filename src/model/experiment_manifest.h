@@ -3,6 +3,7 @@
 // prepare resolves it once into <run>/experiment.toml; every later stage reads that copy.
 #pragma once
 
+#include "model/accuracy.h"
 #include "model/attention_problem.h"
 
 #include <cstdint>
@@ -65,6 +66,7 @@ struct CandidateSpec {
     SourceSpec source;
     std::string abi = "sage2tp";  // the candidate's abi, else the baseline's
     std::string patch;            // absolute after resolution; empty when the candidate has none
+    std::optional<ParityMode> parity_mode;  // the candidate's parity_mode, else [parity] mode
 };
 
 // time interleaves the baseline, the A/A control and every candidate in each round: more arms make
@@ -103,6 +105,16 @@ struct Experiment {
     std::vector<AttentionProblem> parity_shapes;  // extra shapes (or the only ones when default is off)
     std::vector<std::int64_t> parity_seeds = {1, 2, 3};
     double reference_max_rel_l2 = 0.05;
+    ParityMode parity_mode = ParityMode::exact;      // every candidate's unless it names its own
+    AccuracyLimits accuracy_limits;                  // min_cosine, max_rel_l1, max_rmse, max_abs_error, baseline_factor
+    std::int64_t reference_rows = default_reference_rows;  // query rows per (batch, head) of the float64 GPU reference
+    // [[parity.accuracy_shape]]: checked against the GPU reference only (too long for the CPU one), never
+    // timed; the long-sequence guard.
+    std::vector<AttentionProblem> accuracy_shapes;
+
+    ParityMode parity_mode_of(const std::string &candidate) const;
+    // Whether parity computes the accuracy figures: a tolerance candidate, accuracy shapes or limits.
+    bool checks_accuracy() const;
 
     // [workload]
     WorkloadSpec workload;
