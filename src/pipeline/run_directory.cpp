@@ -262,9 +262,10 @@ void mark_latest(const RunSelection &selection, const fs::path &run) {
 }
 
 const std::vector<std::string> &run_layout_entries() {
-    static const std::vector<std::string> entries{"experiment.toml", "pins.toml", "checkpoints", "trees", "builds",
-                                                  "logs",            "reports",   "inputs",      ".prepare-new",
-                                                  ".prepare-old",    ".lock"};
+    static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "checkpoints",  "trees",
+                                                  "builds",          "logs",         "reports",      "inputs",
+                                                  ".prepare-new",    ".prepare-old", ".build-new",   ".build-old",
+                                                  ".lock"};
     return entries;
 }
 
