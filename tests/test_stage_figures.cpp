@@ -2,6 +2,7 @@
 // from_toml unchanged, a key a checkpoint lacks reads back unset, and every key a struct writes is
 // named in sage2tp-checkpoint(5), in that stage's "Figures of" section.
 #include "figures/build_figures.h"
+#include "figures/figure_fields.h"
 #include "figures/gate_figures.h"
 #include "figures/parity_figures.h"
 #include "stages/prepare_stage.h"
@@ -11,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -261,4 +264,17 @@ TEST(StageFigures, EveryKeyIsNamedInTheCheckpointManPage) {
     expect_documented("sanitize", sample_sanitize().to_toml(), {"candidate"});
     expect_documented("parity", sample_parity().to_toml(), {"candidate", "other"});
     expect_documented("gate", sample_gate().to_toml(), {"candidate", "slow"});
+}
+
+// A hand-edited or corrupted checkpoint's inf, nan or 1e308 is no figure: it reads back unset, as one
+// not recorded (compare exited 5 on a time checkpoint holding one).
+TEST(FigureFields, NonFiniteOrHugeFiguresReadBackUnset) {
+    const toml::table t{{"inf", std::numeric_limits<double>::infinity()},
+                        {"nan", std::nan("")},
+                        {"huge", 1e308},
+                        {"ratio", 0.9731}};
+    EXPECT_FALSE(s2tp::figure_fields::real(t, "inf").has_value());
+    EXPECT_FALSE(s2tp::figure_fields::real(t, "nan").has_value());
+    EXPECT_FALSE(s2tp::figure_fields::real(t, "huge").has_value());
+    EXPECT_EQ(s2tp::figure_fields::real(t, "ratio"), 0.9731);
 }

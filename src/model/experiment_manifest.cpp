@@ -5,7 +5,10 @@
 #include "support/number_format.h"
 #include "formats/toml_schema.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <string_view>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -265,6 +268,19 @@ const std::vector<std::string> &default_ncu_metrics() {
     return metrics;
 }
 
+void check_compiler_flag(const std::string &flag, const std::string &where) {
+    for (char c : flag) {
+        const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_=.,/+:@%").find(c) != std::string_view::npos;
+        if (allowed) continue;
+        char shown[8];
+        if (std::isprint(static_cast<unsigned char>(c))) std::snprintf(shown, sizeof shown, "%c", c);
+        else std::snprintf(shown, sizeof shown, "\\x%02x", static_cast<unsigned char>(c));
+        fail(ExitCode::usage, where + ": the flag '" + flag + "' contains '" + shown +
+                                  "': nvcc hands its flags to its own shell (sh -c), where that character could run "
+                                  "commands, so a flag may hold only letters, digits and - _ = . , / + : @ %");
+    }
+}
+
 Experiment load_experiment(const fs::path &manifest, const SourceOverrides &overrides) {
     const std::string file = manifest.string();
     const fs::path base_dir = fs::absolute(manifest).parent_path();
@@ -299,6 +315,10 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         e.arch = r.string_or("arch", e.arch);
         e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
         e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
+        for (const char *key : {"nvcc_flags", "extra_flags"})
+            if (const toml::array *flags = (*build)[key].as_array())
+                for (const toml::node &flag : *flags)
+                    check_compiler_flag(flag.value_or(std::string()), r.position(flag) + ": [build] " + key);
         e.torch_include_dirs = r.strings_or("torch_include_dirs", e.torch_include_dirs);
         for (auto &dir : e.torch_include_dirs) dir = resolve_against(base_dir, dir);
         r.finish();

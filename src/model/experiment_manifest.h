@@ -146,6 +146,12 @@ struct Experiment {
 // `overrides` replace manifest values (prepare's --repository, --commit, --candidate-commit).
 Experiment load_experiment(const std::filesystem::path &manifest, const SourceOverrides &overrides = {});
 
+// The characters a compiler flag may hold: letters, digits and - _ = . , / + : @ %. nvcc runs its host
+// compiler and its own steps through sh -c, with the flags inside double quotes, where $ ` " \ still
+// run commands; a flag is refused before it gets there. Error(usage): `where` ("file:line:column:
+// [build] nvcc_flags") names the flag.
+void check_compiler_flag(const std::string &flag, const std::string &where);
+
 // The values the manifest accepts for the settings that `sage2tp time` and `sage2tp gate` can also take
 // on their command lines: one definition, so a flag and the manifest key can never disagree on what is
 // in range.
