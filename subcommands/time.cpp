@@ -71,6 +71,10 @@ int time_command(const Args &args) {
     RunDirectory &run = context.run();
     const BuiltKernels kernels = built_kernels(context);
     Experiment experiment = context.experiment();
+    // Timing one shape of a set and judging the change by it is what sets exist to prevent.
+    if (experiment.workload_set && !workload_file)
+        fail(ExitCode::usage, "time: the run's workload is the set '" + experiment.workload_set->name +
+                                  "', and timing over a set is not built yet; time one of its shapes with --workload FILE");
     apply_run_pins(experiment.workload, run.pins());
     const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
     const std::optional<std::string> expected_sha = expected_output_sha256(workload, kernels.arch);
