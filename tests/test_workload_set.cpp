@@ -257,7 +257,9 @@ TEST(WorkloadCost, CountsEveryDeviceBufferOfTheTimeStage) {
     EXPECT_FALSE(memory_refusal("t2v-720p", c, std::int64_t(140) << 30, std::int64_t(141) << 30));
     const auto refused = memory_refusal("t2v-720p", c, std::int64_t(4) << 30, std::int64_t(8) << 30);
     ASSERT_TRUE(refused);
-    EXPECT_NE(refused->find("t2v-720p needs " + bytes_text(c.peak_bytes)), std::string::npos) << *refused;
+    EXPECT_NE(refused->find("t2v-720p does not fit: peak " + bytes_text(c.peak_bytes)), std::string::npos) << *refused;
+    EXPECT_NE(refused->find("4 + 1 outputs of 774.1 MB"), std::string::npos) << *refused;
+    EXPECT_NE(refused->find("117.1 TOP per launch"), std::string::npos) << *refused;
     EXPECT_NE(refused->find("4.29 GB free of 8.59 GB"), std::string::npos) << *refused;
 }
 

@@ -38,15 +38,19 @@ WorkloadCost workload_cost(const AttentionProblem &problem, std::size_t arms) {
     return c;
 }
 
+std::string cost_text(const WorkloadCost &cost) {
+    return "peak " + bytes_text(cost.peak_bytes) + " of device memory (inputs " + bytes_text(cost.input_bytes) +
+           ", quantized " + bytes_text(cost.quantized_bytes) + ", " + std::to_string(cost.arms) + " + 1 outputs of " +
+           bytes_text(cost.output_bytes) + "), " + fixed(cost.operations / 1e12, 1) + " TOP per launch";
+}
+
 std::optional<std::string> memory_refusal(const std::string &name, const WorkloadCost &cost, std::int64_t free_bytes,
                                           std::int64_t total_bytes) {
     if (free_bytes >= 0 && cost.peak_bytes <= static_cast<std::size_t>(free_bytes)) return std::nullopt;
-    return name + " needs " + bytes_text(cost.peak_bytes) + " of device memory at its peak (inputs " +
-           bytes_text(cost.input_bytes) + ", quantized " + bytes_text(cost.quantized_bytes) + ", " +
-           std::to_string(cost.arms) + " + 1 outputs of " + bytes_text(cost.output_bytes) + "), but the GPU has " +
+    return name + " does not fit: " + cost_text(cost) + ", but the GPU has " +
            bytes_text(static_cast<std::size_t>(std::max<std::int64_t>(free_bytes, 0))) + " free of " +
            bytes_text(static_cast<std::size_t>(std::max<std::int64_t>(total_bytes, 0))) +
-           "; time it on a larger GPU or leave it out of the set";
+           "; time it on a larger GPU or leave it out";
 }
 
 double next_shape_budget(double remaining_seconds, const std::vector<double> &operations) {

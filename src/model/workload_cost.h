@@ -30,6 +30,10 @@ struct WorkloadCost {
 };
 WorkloadCost workload_cost(const AttentionProblem &problem, std::size_t arms);
 
+// "peak 5.03 GB of device memory (inputs 2.32 GB, quantized 1.16 GB, 4 + 1 outputs of 774.1 MB),
+// 117.1 TOP per launch"
+std::string cost_text(const WorkloadCost &cost);
+
 // Why `name` cannot be timed on a GPU with `free_bytes` of its `total_bytes` free: its peak does not
 // fit. Nothing when it does.
 std::optional<std::string> memory_refusal(const std::string &name, const WorkloadCost &cost, std::int64_t free_bytes,
