@@ -43,7 +43,8 @@ int prepare_command(const Args &args) {
                        : reuse            ? fs::path(prepared->manifest)
                                           : default_manifest();
     // A run copied from another host: its experiment.toml and trees are the record now.
-    if (reuse && !fs::exists(request.manifest)) return static_cast<int>(keep_copied_run(*existing, prepared->manifest, cl.reporter()));
+    if (reuse && !fs::exists(request.manifest))
+        return static_cast<int>(keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter()));
     if (reuse) request.overrides = prepared->overrides;
     if (cl.has("repository")) request.overrides.repository = fs::absolute(cl.result()["repository"].as<std::string>()).lexically_normal().string();
     if (cl.has("commit")) request.overrides.commit = cl.result()["commit"].as<std::string>();
@@ -54,6 +55,10 @@ int prepare_command(const Args &args) {
             add_candidate_commit_override(request.overrides, value);
     }
     request.experiment = load_experiment(request.manifest, request.overrides);
+    // The same for its repository, at another path (or nowhere) on this host.
+    if (reuse && !cl.has("repository") && !cl.has("force"))
+        if (const auto absent = absent_repository(request.experiment))
+            return static_cast<int>(keep_copied_run(*existing, "the repository " + *absent, cl.reporter()));
     request.force = cl.has("force");
     request.embedded_kernels = [] { return embedded_kernels(); };
 
