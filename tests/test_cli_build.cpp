@@ -159,7 +159,7 @@ TEST_F(Build, CandidateThatDoesNotCompileFailsWithTheErrorQuoted) {
     EXPECT_EQ(r.exit_code, 4) << r.err;
 }
 
-// The compile cache (sage2tp-build(1), COMPILE CACHE), with a cache of this test's own: an arch switch
+// The compile cache (sage2tp-build(1), "Compile cache"), with a cache of this test's own: an arch switch
 // there and back compiles nothing the second time, and a second experiment on the same baseline
 // compiles only its candidate.
 TEST_F(Build, CacheServesAnArchSwitchBackAndASecondExperimentsBaseline) {

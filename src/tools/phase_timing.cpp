@@ -216,7 +216,7 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
     reporter.progress("quantizing the inputs of " + problem.describe());
     const GeneratedInputs host = workload_inputs(workload);
     const CubinModule quantize(kernels.quantize);
-    const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+    InputsByRecipe quantized(quantize, problem, upload_inputs(problem, host.q, host.k, host.v));
 
     std::vector<const BuiltAttention *> variants{&kernels.baseline};
     for (const BuiltAttention &candidate : kernels.candidates) variants.push_back(&candidate);
@@ -239,7 +239,8 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
                                              ": the kernel was built against another phase log layout");
         const Kernel kernel = find_attention_kernel(*built->abi, module, problem);
         AttentionOutputs outputs = allocate_outputs(problem, built->variant);
-        const AttentionLaunch launch = built->abi->pack(problem, attention_buffers(problem, inputs, outputs));
+        const AttentionLaunch launch =
+            built->abi->pack(problem, attention_buffers(problem, quantized.get(built->abi->quantization()), outputs));
         const std::string context = built->variant + " instrumented attention, " + problem.describe();
         reporter.progress("  " + built->variant + ": warm-up launch, then one launch with the phase log zeroed");
         launch_attention(kernel, launch);  // untimed: the measured launch finds the caches and clocks warm
