@@ -170,7 +170,8 @@ TEST_F(Build, CacheServesAnArchSwitchBackAndASecondExperimentsBaseline) {
                             << "kernel_sources = [\"kernels/attention_entry.cu\"]\nsupport_sources = [\"kernels/quantize.cu\"]\n"
                             << "include_dirs = [\"kernels\"]\n[[candidate]]\nname = \"candidate\"\npatch = \""
                             << (source_root / "data/patches" / patch).string() << "\"\n[build]\narch = \"sm_90a\"\n"
-                            << "nvcc_flags = [\"-O3\", \"--use_fast_math\"]\n";
+                            << "nvcc_flags = [\"-O3\", \"--use_fast_math\"]\n[workload]\nfile = \""
+                            << (source_root / "data/workloads/wan21-14b-block24.toml").string() << "\"\n";
         return file.string();
     };
     auto build = [&](const std::string &run, const std::string &arch) {
