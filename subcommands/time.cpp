@@ -68,6 +68,10 @@ int time_command(const Args &args) {
 
     StageContext context(Stage::time, require_existing_run(cl.selection()));
     RunDirectory &run = context.run();
+    // Timing one shape of a set and judging the change by it is what sets exist to prevent.
+    if (context.experiment().workload_set && !workload_file)
+        fail(ExitCode::usage, "time: the run's workload is the set '" + context.experiment().workload_set->name +
+                                  "', and timing over a set is not built yet; time one of its shapes with --workload FILE");
     const ResolvedTimeInputs resolved =
         resolve_time_inputs(run, context.states(), context.experiment(), overrides, workload_file);
     const Experiment &experiment = resolved.experiment;

@@ -45,57 +45,6 @@ std::string resolve_against(const fs::path &base_dir, const std::string &path) {
     return (p.is_absolute() ? p : base_dir / p).lexically_normal().string();
 }
 
-// Reads an attention problem's keys from a workload or [[parity.shape]] table.
-AttentionProblem read_problem(TableReader &r, bool with_lse) {
-    AttentionProblem p;
-    AttentionShape &s = p.shape;
-    s.batch = r.integer_or("batch", 1, 1, 1 << 16);
-    s.heads_q = r.integer_or("heads_q", 1, 1, 1 << 16);
-    s.heads_kv = r.integer_or("heads_kv", s.heads_q, 1, 1 << 16);
-    s.len_q = r.integer("len_q");
-    s.len_kv = r.integer_or("len_kv", s.len_q, 1, std::int64_t(1) << 31);
-    s.head_dim = r.integer_or("head_dim", 128, 64, 128);
-    s.layout = parse_layout(r.choice("layout", {"NHD", "HND"}, "NHD"));
-    p.causal = r.boolean_or("causal", false);
-    p.dtype = parse_dtype(r.choice("dtype", {"f16", "bf16"}, "bf16"));
-    p.sm_scale = static_cast<float>(r.number_or("sm_scale", default_sm_scale(s.head_dim), 1e-6, 1e3));
-    p.with_lse = with_lse;
-    if (s.len_q < 1) fail(ExitCode::usage, r.position() + ": len_q must be at least 1");
-    try {
-        p.validate();
-    } catch (const Error &e) {
-        fail(ExitCode::usage, r.position() + ": " + e.what());
-    }
-    return p;
-}
-
-WorkloadSpec read_workload_table(const toml::table &table, const std::string &file, const fs::path &base_dir) {
-    TableReader r(table, file, "[workload]");
-    WorkloadSpec w;
-    w.name = r.string("name");
-    w.problem = read_problem(r, /*with_lse=*/false);
-    w.seed = static_cast<std::uint64_t>(r.integer_or("seed", 0, 0, INT64_MAX));
-    if (const toml::table *tensors = r.optional_table("tensors")) {
-        TableReader t(*tensors, file, "[workload.tensors]");
-        w.q_file = t.existing_file("q", base_dir.string());
-        w.k_file = t.existing_file("k", base_dir.string());
-        w.v_file = t.existing_file("v", base_dir.string());
-        t.finish();
-    }
-    if (const toml::table *expected = r.optional_table("expected_sha256")) {
-        for (const auto &[arch, node] : *expected) {
-            auto value = node.value<std::string>();
-            if (!value || value->size() != 64)
-                fail(ExitCode::usage, file + ":" + std::to_string(node.source().begin.line) +
-                                          ": [workload.expected_sha256] '" + std::string(arch.str()) +
-                                          "' must be a 64-digit hex SHA-256 string");
-            w.expected_sha256.emplace_back(std::string(arch.str()), *value);
-        }
-    }
-    r.finish();
-    return w;
-}
-
 // A source table's keys on top of `inherited` (the baseline's, for [candidate.source]). Changing the
 // kind starts the repository and commit afresh. The overrides (prepare's --repository and --commit or
 // --candidate-commit, named by `commit_option`) replace a git source's values.
@@ -232,15 +181,6 @@ void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, co
 
 }  // namespace
 
-WorkloadSpec load_workload(const fs::path &file) {
-    toml::table doc = parse_toml_file(file.string());
-    TableReader top(doc, file.string(), "the workload file");
-    const toml::table *table = top.optional_table("workload");
-    top.finish();
-    if (!table) fail(ExitCode::usage, file.string() + ":1:1: a workload file needs a [workload] table");
-    return read_workload_table(*table, file.string(), file.parent_path());
-}
-
 const std::vector<std::string> &default_ncu_metrics() {
     // Names as `ncu --query-metrics` (2025.3, sm_90) lists them, each with the rollup and suffix the
     // raw page prints: per-SM averages, so a partly idle last wave does not hide in a sum.
@@ -345,7 +285,7 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         if (const toml::array *shapes = r.optional_array_of_tables("shape")) {
             for (const auto &node : *shapes) {
                 TableReader s(*node.as_table(), file, "[[parity.shape]]");
-                e.parity_shapes.push_back(read_problem(s, /*with_lse=*/true));
+                e.parity_shapes.push_back(read_attention_problem(s, /*with_lse=*/true));
                 s.finish();
             }
         }
@@ -387,14 +327,32 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
 
     const toml::table *workload = top.optional_table("workload");
     if (!workload) fail(ExitCode::usage, file + ":1:1: the manifest needs a [workload] table");
-    if (workload->contains("file")) {
+    if (workload->contains("set")) {
+        // A resolved experiment.toml carries the set itself in [workload_set]; a manifest names its file.
+        TableReader r(*workload, file, "[workload]");
+        const std::string set_name = r.string("set");
+        r.finish();
+        if (const toml::table *embedded = top.optional_table("workload_set")) {
+            e.workload_set = read_workload_set(*embedded, file, base_dir);
+            if (e.workload_set->name != set_name)
+                fail(ExitCode::usage, r.position() + ": [workload] set = '" + set_name + "' but [workload_set] is the set '" +
+                                          e.workload_set->name + "'");
+        } else {
+            e.workload_set = load_workload_set(workload_set_file(set_name, base_dir));
+        }
+        e.workload = e.workload_set->workloads.front().workload;
+    } else if (workload->contains("file")) {
         TableReader r(*workload, file, "[workload]");
         std::string workload_file = r.existing_file("file", base_dir.string());
         r.finish();
         e.workload = load_workload(workload_file);
     } else {
-        e.workload = read_workload_table(*workload, file, base_dir);
+        TableReader r(*workload, file, "[workload]");
+        e.workload = read_workload(r, base_dir);
+        r.finish();
     }
+    if (!e.workload_set && top.optional_table("workload_set"))
+        fail(ExitCode::usage, file + ": [workload_set] holds a resolved set; name it with [workload] set = NAME");
 
     if (const toml::table *time = top.optional_table("time")) {
         TableReader r(*time, file, "[time]");
@@ -447,15 +405,6 @@ toml::array to_array(const std::vector<std::string> &values) {
     return a;
 }
 
-toml::table shape_table(const AttentionProblem &p) {
-    const AttentionShape &s = p.shape;
-    return toml::table{{"batch", s.batch},     {"heads_q", s.heads_q},
-                       {"heads_kv", s.heads_kv}, {"len_q", s.len_q},
-                       {"len_kv", s.len_kv},   {"head_dim", s.head_dim},
-                       {"layout", layout_name(s.layout)}, {"causal", p.causal},
-                       {"dtype", dtype_name(p.dtype)}, {"sm_scale", static_cast<double>(p.sm_scale)}};
-}
-
 toml::table source_table(const SourceSpec &s) {
     toml::table t{{"kind", s.kind},
                   {"kernel_sources", to_array(s.kernel_sources)},
@@ -470,12 +419,6 @@ toml::table source_table(const SourceSpec &s) {
 }
 
 }  // namespace
-
-std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch) {
-    for (const auto &[pinned_arch, sha] : workload.expected_sha256)
-        if (pinned_arch == arch) return sha;
-    return std::nullopt;
-}
 
 namespace {
 
@@ -583,6 +526,11 @@ bool Experiment::checks_accuracy() const {
     return tolerance || !accuracy_shapes.empty() || accuracy_limits.any();
 }
 
+std::vector<SetWorkload> Experiment::timed_workloads() const {
+    if (workload_set) return workload_set->workloads;
+    return {SetWorkload{workload, "", std::nullopt}};
+}
+
 std::vector<std::string> Experiment::variant_names() const {
     std::vector<std::string> names{"baseline"};
     for (const CandidateSpec &c : candidates) names.push_back(c.name);
@@ -617,13 +565,13 @@ std::string experiment_to_toml(const Experiment &e) {
     doc.insert("sanitize", toml::table{{"tools", to_array(e.sanitizer_tools)}});
     toml::array seeds, shapes;
     for (auto s : e.parity_seeds) seeds.push_back(s);
-    for (const auto &s : e.parity_shapes) shapes.push_back(shape_table(s));
+    for (const auto &s : e.parity_shapes) shapes.push_back(attention_problem_table(s));
     toml::table parity{{"default_shapes", e.parity_default_shapes},
                        {"seeds", seeds},
                        {"reference_max_rel_l2", e.reference_max_rel_l2}};
     if (!shapes.empty()) parity.insert("shape", shapes);
     toml::array accuracy_shapes;
-    for (const auto &s : e.accuracy_shapes) accuracy_shapes.push_back(shape_table(s));
+    for (const auto &s : e.accuracy_shapes) accuracy_shapes.push_back(attention_problem_table(s));
     if (!accuracy_shapes.empty()) parity.insert("accuracy_shape", accuracy_shapes);
     parity.insert("mode", parity_mode_name(e.parity_mode));
     const AccuracyLimits &limits = e.accuracy_limits;
@@ -633,17 +581,12 @@ std::string experiment_to_toml(const Experiment &e) {
     parity.insert("baseline_factor", limits.baseline_factor);
     parity.insert("reference_rows", e.reference_rows);
     doc.insert("parity", parity);
-    toml::table workload = shape_table(e.workload.problem);
-    workload.insert("name", e.workload.name);
-    workload.insert("seed", static_cast<std::int64_t>(e.workload.seed));
-    if (e.workload.q_file)
-        workload.insert("tensors", toml::table{{"q", *e.workload.q_file}, {"k", *e.workload.k_file}, {"v", *e.workload.v_file}});
-    if (!e.workload.expected_sha256.empty()) {
-        toml::table expected;
-        for (const auto &[arch, sha] : e.workload.expected_sha256) expected.insert(arch, sha);
-        workload.insert("expected_sha256", expected);
+    if (e.workload_set) {
+        doc.insert("workload", toml::table{{"set", e.workload_set->name}});
+        doc.insert("workload_set", workload_set_table(*e.workload_set));
+    } else {
+        doc.insert("workload", workload_table(e.workload));
     }
-    doc.insert("workload", workload);
     doc.insert("time", toml::table{{"target_half_width", e.target_half_width},
                                    {"budget_seconds", e.budget_seconds},
                                    {"min_rounds", e.min_rounds},

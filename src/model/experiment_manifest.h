@@ -5,6 +5,7 @@
 
 #include "model/accuracy.h"
 #include "model/attention_problem.h"
+#include "model/workload_set.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -15,14 +16,6 @@
 
 namespace s2tp {
 
-
-struct WorkloadSpec {
-    std::string name;
-    AttentionProblem problem;               // sm_scale defaults to head_dim^-0.5, LSE off
-    std::uint64_t seed = 0;                   // generator seed (when no tensor files)
-    std::optional<std::string> q_file, k_file, v_file;  // captured tensors (.npy / .safetensors)
-    std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
-};
 
 // Where one variant's kernels come from: [source] for the baseline, and for the candidate [source]
 // with the keys of [candidate.source] on top (sage2tp-experiment(5)).
@@ -116,8 +109,12 @@ struct Experiment {
     // Whether parity computes the accuracy figures: a tolerance candidate, accuracy shapes or limits.
     bool checks_accuracy() const;
 
-    // [workload]
+    // [workload]: one workload, or (set = NAME) a workload set. With a set, `workload` is its first
+    // workload, for what runs on one shape (phases, time --ncu, sanitize's timing-free checks).
     WorkloadSpec workload;
+    std::optional<WorkloadSet> workload_set;
+    // The workloads time measures and parity checks the tails of: the set's, or the one workload.
+    std::vector<SetWorkload> timed_workloads() const;
 
     // [time]
     double target_half_width = 0.005;
@@ -178,12 +175,6 @@ double checked_setting(const SettingRange &range, double value);
 // The embedded quantization source that the "support" tree is built from, and its include directory.
 inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }
 inline const char *embedded_include_dir() { return "kernels"; }
-
-// Reads a workload file (the [workload] table of its own TOML file).
-WorkloadSpec load_workload(const std::filesystem::path &file);
-
-// The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
-std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
 
 // A run's own pins live in <run>/pins.toml ([expected_sha256] arch = "sha"), written by `time --pin`,
 // not in experiment.toml: that file is prepare's, recorded by digest, and no later stage changes it.

@@ -21,6 +21,10 @@ std::vector<AttentionProblem> parity_problems(const Experiment &experiment) {
     std::vector<AttentionProblem> problems;
     if (experiment.parity_default_shapes) problems = default_parity_shapes();
     problems.insert(problems.end(), experiment.parity_shapes.begin(), experiment.parity_shapes.end());
+    // What time measures is also checked: each timed shape's tails and head layout, small.
+    std::vector<AttentionProblem> timed;
+    for (const SetWorkload &w : experiment.timed_workloads()) timed.push_back(w.workload.problem);
+    for (AttentionProblem &boundary : boundary_problems(timed, problems)) problems.push_back(std::move(boundary));
     return problems;
 }
 

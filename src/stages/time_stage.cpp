@@ -2,6 +2,7 @@
 
 #include "formats/svg_plot.h"
 #include "gpu/launch_timer.h"
+#include "model/workload_cost.h"
 #include "tools/ncu_profile.h"
 #include "support/errors.h"
 #include "support/file_io.h"
@@ -281,6 +282,16 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     const BuiltKernels &kernels = request.kernels;
     const std::vector<std::string> arms = arm_names(candidate_names(kernels));
     check_arm_count(arms.size());
+
+    // What the shape costs, before anything is allocated: one that cannot fit is refused with the numbers.
+    const WorkloadCost cost = workload_cost(problem, arms.size());
+    const DeviceMemory memory = device_memory();
+    reporter.progress("time: " + request.workload.name + ": " + cost_text(cost) + ", up to " +
+                      fixed(request.settings.budget_seconds, 0) + " s of sampling; the GPU has " +
+                      bytes_text(static_cast<std::size_t>(memory.free_bytes)) + " free of " +
+                      bytes_text(static_cast<std::size_t>(memory.total_bytes)));
+    if (auto refusal = memory_refusal(request.workload.name, cost, memory.free_bytes, memory.total_bytes))
+        fail(ExitCode::usage, "time: " + *refusal);
 
     const CubinModule quantize(kernels.quantize);
     // The baseline's module serves arms 0 and 1; each candidate has its own.
