@@ -292,7 +292,7 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         if (const toml::array *shapes = r.optional_array_of_tables("accuracy_shape")) {
             for (const auto &node : *shapes) {
                 TableReader s(*node.as_table(), file, "[[parity.accuracy_shape]]");
-                e.accuracy_shapes.push_back(read_problem(s, /*with_lse=*/false));
+                e.accuracy_shapes.push_back(read_attention_problem(s, /*with_lse=*/false));
                 s.finish();
             }
         }
