@@ -73,6 +73,9 @@ typedef struct s2tp_attn_params {
 #define S2TP_QUANT_V_THREADS 256        /* block (256, 1, 1) for the fp8 V entries */
 #define S2TP_QUANT_V_CHANNELS_PER_CTA 32
 #define S2TP_V_SCALE_MAX_FP16_ACCUM 2.25f /* keeps a 64-key fp16 PV partial below 65504 */
+#define S2TP_V_SCALE_MAX_E4M3 448.0f      /* the e4m3 range: FP32 PV accumulation (upstream's default) */
+/* Upstream's V mean divides by the token count rounded up to 16 (the permutation's group). */
+#define S2TP_V_MEAN_DIVISOR(len_kv) ((((uint32_t)(len_kv) + 15u) / 16u) * 16u)
 
 /* Scale groups per (batch, head). Q: ceil(Nq/128)*4, so groups past Nq exist and get the scale
  * max(1e-7,0)/127 exactly as upstream; K: ceil(Nk/64). */
@@ -81,14 +84,15 @@ typedef struct s2tp_attn_params {
 /* V's token axis is zero-padded to a multiple of 64. */
 #define S2TP_V_PADDED_LEN(len_kv) ((((uint32_t)(len_kv) + 63u) / 64u) * 64u)
 
-/* Entry points (quantize.cu): s2tp_k_mean_{f16,bf16}, s2tp_quant_{q,k}_int8_{f16,bf16},
+/* Entry points (quantize.cu): s2tp_k_mean_{f16,bf16}, s2tp_v_mean_{f16,bf16}, s2tp_quant_{q,k}_int8_{f16,bf16},
  * s2tp_quant_v_fp8_{f16,bf16}, each named after the dtype of its input. */
 
-/* Per-channel K mean in the input dtype, fp32 accumulation in token order.
+/* Per-channel K mean in the input dtype, fp32 accumulation in token order; the V entries write an fp32
+ * V mean, the same sum divided by S2TP_V_MEAN_DIVISOR(N) as upstream's smooth_v divides it.
  * Grid (H, B), block (head_dim, 1, 1). */
 typedef struct s2tp_k_mean_params {
     const void *input;      /* f16 or bf16 K, [B,N,H,D] or [B,H,N,D], last dim contiguous */
-    void *mean;             /* [B,H,D] in the input dtype, channel axis contiguous */
+    void *mean;             /* [B,H,D] in the input dtype (K) or fp32 (V), channel axis contiguous */
     uint32_t batch, heads, len, head_dim;
     uint32_t stride_bz_in, stride_seq_in, stride_h_in;
     uint32_t stride_bz_mean, stride_h_mean;
@@ -119,7 +123,8 @@ typedef struct s2tp_quant_v_fp8_params {
     uint32_t batch, heads, len, head_dim;
     uint32_t stride_bz_in, stride_seq_in, stride_h_in;
     uint32_t stride_bz_out, stride_h_out, stride_d_out;
-    float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM; a runtime value, as upstream's divisions see it */
+    float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM or _E4M3; a runtime value, as upstream's divisions see it */
+    const float *mean;      /* smooth_v: the V mean [B,H,D] contiguous, subtracted before quantizing; or NULL */
 } s2tp_quant_v_fp8_params;
 
 /* ---- Input generator (lives in the quantization cubin) ---- */

@@ -49,7 +49,7 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
                                           : default_manifest();
     // A run copied from another host: its experiment.toml and trees are the record now.
     if (reuse && !fs::exists(request.manifest)) {
-        const ExitCode kept = keep_copied_run(*existing, prepared->manifest, cl.reporter());
+        const ExitCode kept = keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter());
         if (kept == ExitCode::ok) prepared_run = fs::absolute(*existing).lexically_normal();
         return static_cast<int>(kept);
     }
@@ -63,6 +63,10 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
             add_candidate_commit_override(request.overrides, value);
     }
     request.experiment = load_experiment(request.manifest, request.overrides);
+    // The same for its repository, at another path (or nowhere) on this host.
+    if (reuse && !cl.has("repository") && !cl.has("force"))
+        if (const auto absent = absent_repository(request.experiment))
+            return static_cast<int>(keep_copied_run(*existing, "the repository " + *absent, cl.reporter()));
     request.force = cl.has("force");
     request.embedded_kernels = [] { return embedded_kernels(); };
 

@@ -6,6 +6,7 @@
 //   <run>/trees/{baseline,<each candidate>,support}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
 //   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
+//   <run>/.build-new/ .build-old/       build's staging, the same
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
 // Every path sage2tp reads back from a run is relative to the run directory, so a run prepared and
@@ -43,6 +44,10 @@ public:
     // moved to prepare_retired() to be deleted.
     std::filesystem::path prepare_staging() const { return root_ / ".prepare-new"; }
     std::filesystem::path prepare_retired() const { return root_ / ".prepare-old"; }
+    // build compiles here and swaps it in whole as builds/ (see sage2tp-build(1)); the old builds/ is
+    // moved to build_retired() to be deleted.
+    std::filesystem::path build_staging() const { return root_ / ".build-new"; }
+    std::filesystem::path build_retired() const { return root_ / ".build-old"; }
 
     // A path relative to the run root for recording; throws if `path` is outside the run.
     std::string relative(const std::filesystem::path &path) const;

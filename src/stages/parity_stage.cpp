@@ -74,13 +74,17 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
                 reporter.progress("[" + std::to_string(comparisons.size() + 1) + "/" + std::to_string(total) + "] " +
                                   c.shape + " seed " + std::to_string(seed));
                 const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
-                // Quantized once, by the baseline build's kernels; every variant reads these buffers.
-                const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+                // Quantized by the baseline build's kernels, once per recipe the variants' launchers need:
+                // variants with the same recipe read the same buffers.
+                InputsByRecipe quantized(quantize, problem, upload_inputs(problem, host.q, host.k, host.v));
+                const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
                 const KernelRun base = run_attention(*kernels.baseline.abi, baseline, problem, inputs, "baseline");
                 c.baseline_unwritten = unwritten(base, problem);
                 c.baseline_o_sha256 = sha256_hex(base.o.bytes.data(), base.o.bytes.size());
                 for (std::size_t i = 0; i < candidates.size(); ++i) {
-                    const KernelRun cand = run_attention(*kernels.candidates[i].abi, *candidates[i], problem, inputs, names[i]);
+                    const KernelAbi &abi = *kernels.candidates[i].abi;
+                    const KernelRun cand =
+                        run_attention(abi, *candidates[i], problem, quantized.get(abi.quantization()), names[i]);
                     CandidateRun &ran = c.candidates[names[i]];
                     ran.unwritten = unwritten(cand, problem);
                     ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());

@@ -314,16 +314,25 @@ PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const Prepar
     return outcome;
 }
 
-ExitCode keep_copied_run(const fs::path &root, const std::string &manifest, const Reporter &reporter) {
+ExitCode keep_copied_run(const fs::path &root, const std::string &absent, const Reporter &reporter) {
     StageContext context(root, std::nullopt);
     StageWork kept{Stage::prepare, nullptr, nullptr, nullptr, [](const Checkpoint &c, const Reporter &to) {
                        print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
                    }};
-    if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + manifest + ", which is not on this host", reporter))
+    if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + absent + ", which is not on this host", reporter))
         return *code;
-    fail(ExitCode::usage, "the run was prepared from " + manifest +
+    fail(ExitCode::usage, "the run was prepared from " + absent +
                               ", which is not on this host, and its prepare checkpoint is not a passed, intact one; "
-                              "pass --manifest to prepare it again");
+                              "pass --manifest (and --repository) to prepare it again");
+}
+
+std::optional<std::string> absent_repository(const Experiment &experiment) {
+    std::vector<const SourceSpec *> sources{&experiment.baseline_source};
+    for (const CandidateSpec &c : experiment.candidates) sources.push_back(&c.source);
+    std::error_code ec;
+    for (const SourceSpec *source : sources)
+        if (source->kind == "git" && !fs::exists(fs::path(source->repository) / ".git", ec)) return source->repository;
+    return std::nullopt;
 }
 
 }  // namespace s2tp

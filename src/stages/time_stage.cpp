@@ -222,21 +222,24 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     reporter.progress("time: " + (request.workload.q_file ? "loading" : std::string("generating")) +
                       " the inputs of " + request.workload.name + " (" + shape_text(problem) + ")");
     // A generated workload is generated on the GPU, bit for bit as the host generator would.
-    DeviceQuantizedInputs inputs;
+    DeviceInputs unquantized;
     if (request.workload.q_file) {
         const GeneratedInputs host = workload_inputs(request.workload);
-        inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+        unquantized = upload_inputs(problem, host.q, host.k, host.v);
     } else {
-        inputs = quantize_on_gpu(quantize, problem,
-                                 generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed));
+        unquantized = generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed);
     }
+    // Each arm reads the inputs its launcher's recipe makes (one set where the arms agree).
+    InputsByRecipe quantized(quantize, problem, std::move(unquantized));
+    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
     std::vector<AttentionOutputs> outputs;
     // Packed here, once per arm, by each arm's adapter: the timed region only launches.
     std::vector<AttentionLaunch> launches;
     for (Arm arm = 0; arm < arms.size(); ++arm) {
         outputs.push_back(allocate_outputs(problem, arms[arm]));
         poison_outputs(outputs.back());
-        launches.push_back(built[arm]->abi->pack(problem, attention_buffers(problem, inputs, outputs.back())));
+        const KernelAbi &abi = *built[arm]->abi;
+        launches.push_back(abi.pack(problem, attention_buffers(problem, quantized.get(abi.quantization()), outputs.back())));
     }
 
     // Outputs first: timing a kernel that computes something else would be meaningless.

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -41,7 +42,10 @@ void write_file_atomically(const std::filesystem::path &file, const std::string 
     std::error_code ec;
     std::filesystem::create_directories(directory, ec);
     if (ec) fail(ExitCode::usage, "cannot create directory '" + directory.string() + "': " + ec.message());
-    auto temporary = directory / ("." + file.filename().string() + ".tmp-" + std::to_string(::getpid()));
+    // Unique per write, so that threads of one process writing the same file never share a temporary.
+    static std::atomic<unsigned> writes{0};
+    auto temporary = directory / ("." + file.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                                  std::to_string(writes++));
     int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) fail(ExitCode::usage, "cannot create '" + temporary.string() + "': " + std::strerror(errno));
     std::size_t written = 0;
