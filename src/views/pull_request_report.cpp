@@ -140,7 +140,7 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
             out << row.section << "," << csv_field(row.name) << "," << csv_field(row.status) << "," << csv_field(row.value) << "\n";
     } else if (format == "markdown") {
         out << "### sage2tp: candidate vs baseline\n";
-        if (gate.checkpoint) {
+        if (gate.read.checkpoint) {
             out << "\n| time | |\n|---|---|\n";
             for (const Row &row : rows)
                 if (row.section == "time") out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.value) << " |\n";
