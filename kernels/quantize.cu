@@ -1,5 +1,6 @@
 // The quantization cubin: what turns f16/bf16 Q, K, V into the attention kernel's inputs, shared by both
-// arms of the experiment (not part of the A/B), plus the SM clock probe.
+// arms of the experiment (not part of the A/B), plus the SM clock probe, the output checks and the
+// float64 reference attention (reference_attention.cuh).
 //
 // Byte-for-byte targets are upstream SageAttention's quantizers (reference sections 1.3 and 1.4), built
 // like them with -O3 --use_fast_math. That flag matters here: it turns `a / b` into div.approx.ftz.f32
@@ -13,6 +14,7 @@
 #include "sage2tp_abi.h"
 #include "input_generator_math.h"
 #include "mma_fragments.cuh"
+#include "reference_attention.cuh"
 
 namespace s2tp {
 namespace {

@@ -182,6 +182,42 @@ typedef struct s2tp_compare_params {
 #define S2TP_COUNT_NAN_ENTRY_BF16 "s2tp_count_nan_bf16"
 #define S2TP_COMPARE_ENTRY "s2tp_compare_bytes"
 
+/* ---- float64 reference attention and row gathering (live in the quantization cubin) ---- */
+
+/* Attention on the UNQUANTIZED f16/bf16 q, k, v, every product and sum in double: for each sampled query
+ * row r (rows[r], ascending) of every (batch, q head), softmax(q . k_j * sm_scale) over every visible key
+ * j (all keys, or j <= row when causal, top-left aligned), times v. GQA: q head h reads kv head
+ * h / (heads_q / heads_kv). One CTA of S2TP_REFERENCE_THREADS threads per S2TP_REFERENCE_ROWS_PER_CTA
+ * sampled rows of one (batch, head): grid (ceil(row_count / S2TP_REFERENCE_ROWS_PER_CTA), Hq, B).
+ * head_dim <= S2TP_REFERENCE_THREADS. Entry points s2tp_reference_attention_{f16,bf16}. */
+#define S2TP_REFERENCE_THREADS 128
+#define S2TP_REFERENCE_ROWS_PER_CTA 8
+
+typedef struct s2tp_reference_params {
+    const void *q, *k, *v;  /* f16 or bf16, the attention's own layout, last dim contiguous */
+    const uint32_t *rows;   /* [row_count] query rows, ascending, each < len_q */
+    double *output;         /* [B, Hq, row_count, D] contiguous */
+    uint32_t batch, heads_q, heads_kv, len_q, len_kv, head_dim, row_count, causal;
+    uint32_t stride_bz_q, stride_seq_q, stride_h_q;
+    uint32_t stride_bz_kv, stride_seq_kv, stride_h_kv;
+    double sm_scale;
+} s2tp_reference_params;
+
+/* Copies the sampled rows of a 16-bit output ([B,N,H,D] or [B,H,N,D]) into [B, H, row_count, D]
+ * contiguous, bits unchanged. One thread per copied element: grid (ceil(B*H*row_count*D /
+ * S2TP_CHECK_THREADS), 1, 1), block (S2TP_CHECK_THREADS, 1, 1). Entry point s2tp_gather_rows. */
+typedef struct s2tp_gather_rows_params {
+    const uint16_t *input;
+    uint16_t *output;
+    const uint32_t *rows;
+    uint32_t batch, heads, head_dim, row_count;
+    uint32_t stride_bz, stride_seq, stride_h;
+} s2tp_gather_rows_params;
+
+#define S2TP_REFERENCE_ENTRY_F16 "s2tp_reference_attention_f16"
+#define S2TP_REFERENCE_ENTRY_BF16 "s2tp_reference_attention_bf16"
+#define S2TP_GATHER_ROWS_ENTRY "s2tp_gather_rows"
+
 /* ---- SM clock probe (lives in the quantization cubin) ---- */
 
 /* One thread reads %globaltimer and clock64, spins until %globaltimer has advanced by at least

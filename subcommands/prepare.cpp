@@ -1,5 +1,5 @@
 // sage2tp prepare: option parsing and wiring of the prepare stage (stages/prepare_stage.h).
-#include "subcommands.h"
+#include "prepare_run.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
@@ -11,6 +11,11 @@ namespace fs = std::filesystem;
 namespace s2tp {
 
 int prepare_command(const Args &args) {
+    fs::path prepared_run;
+    return prepare_command(args, prepared_run);
+}
+
+int prepare_command(const Args &args, fs::path &prepared_run) {
     CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
     cl.add_options()
         ("manifest", "experiment manifest (default: the installed temporal-pair.toml)", cxxopts::value<std::string>(), "FILE")
@@ -43,8 +48,11 @@ int prepare_command(const Args &args) {
                        : reuse            ? fs::path(prepared->manifest)
                                           : default_manifest();
     // A run copied from another host: its experiment.toml and trees are the record now.
-    if (reuse && !fs::exists(request.manifest))
-        return static_cast<int>(keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter()));
+    if (reuse && !fs::exists(request.manifest)) {
+        const ExitCode kept = keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter());
+        if (kept == ExitCode::ok) prepared_run = fs::absolute(*existing).lexically_normal();
+        return static_cast<int>(kept);
+    }
     if (reuse) request.overrides = prepared->overrides;
     if (cl.has("repository")) request.overrides.repository = fs::absolute(cl.result()["repository"].as<std::string>()).lexically_normal().string();
     if (cl.has("commit")) request.overrides.commit = cl.result()["commit"].as<std::string>();
@@ -74,6 +82,7 @@ int prepare_command(const Args &args) {
         return static_cast<int>(outcome.exit_code);
     }
     mark_latest(selection, root);
+    prepared_run = fs::absolute(root).lexically_normal();
     if (quiet) cl.reporter().say(root.string());
     return 0;
 }

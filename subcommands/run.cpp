@@ -2,6 +2,7 @@
 // that does not pass. Under --json the stages' own output goes to stderr and one summary object goes
 // to stdout: each stage's exit code and, from the checkpoint it left, its status, reasons and summary.
 #include "command_table.h"
+#include "prepare_run.h"
 
 #include "support/process_runner.h"
 
@@ -62,13 +63,19 @@ int run_command(const Args &args) {
     if (!cl.parse()) return 0;
 
     Args common;
-    const RunSelection &selection = cl.selection();
-    common.insert(common.end(), {"--root", selection.runs_root.string()});
-    if (selection.run_dir) common.insert(common.end(), {"--run", selection.run_dir->string()});
-    if (selection.run_id) common.insert(common.end(), {"--run-id", *selection.run_id});
+    RunSelection selection = cl.selection();
     if (cl.has("quiet")) common.push_back("--quiet");
     if (cl.has("verbose")) common.push_back("--verbose");
     if (cl.has("force")) common.push_back("--force");
+    // Prepare finds the run as every command does (--run, --run-id, the run the working directory is
+    // in, latest); the stages after it get that run's directory, found once, so that a prepare in
+    // another shell, which moves latest, cannot redirect them.
+    const auto selection_args = [&] {
+        Args words{"--root", selection.runs_root.string()};
+        if (selection.run_dir) words.insert(words.end(), {"--run", selection.run_dir->string()});
+        if (selection.run_id) words.insert(words.end(), {"--run-id", *selection.run_id});
+        return words;
+    };
 
     toml::array stages;
     int code = 0;
@@ -77,7 +84,8 @@ int run_command(const Args &args) {
         for (const CommandEntry &entry : command_table()) {
             if (!entry.stage) continue;
             const Stage stage = *entry.stage;
-            Args stage_args = common;
+            Args stage_args = selection_args();
+            stage_args.insert(stage_args.end(), common.begin(), common.end());
             if (stage == Stage::prepare) {
                 for (const char *option : {"manifest", "repository", "commit"})
                     if (cl.has(option))
@@ -100,7 +108,12 @@ int run_command(const Args &args) {
             cl.reporter().progress("== " + stage_name(stage));
             std::string error;
             try {
-                code = entry.run(stage_args);
+                std::filesystem::path prepared_run;
+                code = stage == Stage::prepare ? prepare_command(stage_args, prepared_run) : entry.run(stage_args);
+                if (!prepared_run.empty()) {
+                    selection.run_dir = prepared_run;
+                    selection.run_id.reset();
+                }
             } catch (const Error &e) {
                 code = e.code() == ExitCode::interrupted ? 128 + interrupt_signal() : static_cast<int>(e.code());
                 error = e.what();

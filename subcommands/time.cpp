@@ -68,6 +68,10 @@ int time_command(const Args &args) {
     if (cl.has("workload")) request.workload_file = fs::absolute(cl.result()["workload"].as<std::string>());
 
     StageContext context(Stage::time, require_existing_run(cl.selection()));
+    // Timing one shape of a set and judging the change by it is what sets exist to prevent.
+    if (context.experiment().workload_set && !request.workload_file)
+        fail(ExitCode::usage, "time: the run's workload is the set '" + context.experiment().workload_set->name +
+                                  "', and timing over a set is not built yet; time one of its shapes with --workload FILE");
     return static_cast<int>(run_stage(context, time_stage_work(context, request, reporter), reporter));
 }
 

@@ -12,7 +12,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
+
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -120,6 +124,75 @@ TEST_F(Build, EmbeddedDefaultForEverySupportedArch) {
     } else {
         EXPECT_FALSE(fs::exists(dir_ / "default/reports/sass.toml"));
     }
+}
+
+// Two shells on one runs root (issue 26): `sage2tp run` in the first, and while its build stage runs,
+// `prepare --new` in the second, which points `latest` at a new, unbuilt run. The first run's later
+// stages must stay on its own run. Deterministic: an nvcc wrapper on CUDA_HOME holds the build stage at
+// its `nvcc --version` until the second prepare is done, then runs the real nvcc.
+TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
+    const fs::path built = dir_ / "default";
+    if (!fs::exists(built / "checkpoints/02-build.toml"))
+        ASSERT_EQ(sage2tp({"prepare", "--run", "default", "-q"}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"build", "--run", "default", "--arch", "sm_121a"}).exit_code, 0);
+    const std::optional<fs::path> real_nvcc = find_program("nvcc") ? find_program("nvcc") : find_program("/usr/local/cuda/bin/nvcc");
+    ASSERT_TRUE(real_nvcc) << "no nvcc";
+
+    const fs::path root = dir_ / "two-shells";
+    fs::remove_all(root);
+    fs::create_directories(root);
+    // A run directory copied whole is still the same run (sage2tp-checkpoint(5)): its build is up to date.
+    fs::copy(built, root / "first", fs::copy_options::recursive);
+    fs::create_directory_symlink("first", root / "latest");
+
+    const fs::path hook = dir_ / "nvcc-hook";
+    fs::create_directories(hook / "bin");
+    {
+        std::ofstream script(hook / "bin/nvcc");
+        script << "#!/bin/sh\n"
+               << "if [ \"$1\" = --version ]; then\n"
+               << "  : > '" << (hook / "reached").string() << "'\n"
+               << "  while [ ! -e '" << (hook / "go").string() << "' ]; do sleep 0.05; done\n"
+               << "fi\n"
+               << "exec '" << real_nvcc->string() << "' \"$@\"\n";
+    }
+    fs::permissions(hook / "bin/nvcc", fs::perms::owner_all, fs::perm_options::add);
+
+    // The first shell: `sage2tp run` with the hook on CUDA_HOME, not waited for.
+    const pid_t first = ::fork();
+    ASSERT_GE(first, 0);
+    if (first == 0) {
+        ::setenv("CUDA_HOME", hook.c_str(), 1);
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, STDOUT_FILENO);
+        ::dup2(null, STDERR_FILENO);
+        if (::chdir(dir_.c_str()) != 0) ::_exit(126);
+        ::execl(sage2tp_binary().c_str(), sage2tp_binary().c_str(), "run", "--root", root.c_str(), "--skip-sanitize",
+                static_cast<char *>(nullptr));
+        ::_exit(127);
+    }
+    // Whatever fails below, the first shell is let go, not left waiting for ever.
+    struct LetGo {
+        fs::path go;
+        ~LetGo() { std::ofstream(go).flush(); }
+    } let_go{hook / "go"};
+    for (int waited = 0; !fs::exists(hook / "reached") && waited < 3000; ++waited) ::usleep(50 * 1000);
+    ASSERT_TRUE(fs::exists(hook / "reached")) << "the first shell's build never asked nvcc for its version";
+    const ProcessResult second = sage2tp({"prepare", "--new", "-q", "--root", root.string(), "--manifest",
+                                          (source_root / "tests/manifests/two-candidates.toml").string()});
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    const fs::path second_run = fs::path(second.out.substr(0, second.out.find('\n')));
+    EXPECT_TRUE(fs::equivalent(root / "latest", second_run)) << "the second prepare did not move latest";
+    { std::ofstream(hook / "go").flush(); }
+    int status = 0;
+    ASSERT_EQ(::waitpid(first, &status, 0), first);
+    ASSERT_TRUE(WIFEXITED(status));
+
+    // The first shell's sanitize (skipped) landed on its own run; the second run has no stage past prepare.
+    EXPECT_NE(WEXITSTATUS(status), 4) << "a stage of the first run looked for its checkpoint in the second run";
+    EXPECT_TRUE(fs::exists(root / "first/checkpoints/03-sanitize.toml"));
+    EXPECT_FALSE(fs::exists(second_run / "checkpoints/02-build.toml"));
+    EXPECT_FALSE(fs::exists(second_run / "checkpoints/03-sanitize.toml"));
 }
 
 TEST_F(Build, UsageAndMissingToolErrors) {

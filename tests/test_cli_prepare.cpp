@@ -295,7 +295,7 @@ TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
 
     ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list"});
     EXPECT_NE(worktrees.out.find("trees/candidate"), std::string::npos) << worktrees.out;
-    r = sage2tp({"clean"});
+    r = sage2tp({"clean", "--yes"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_FALSE(fs::exists(run));
     EXPECT_FALSE(fs::is_symlink(dir_ / "sage2tp-runs/latest"));
@@ -701,7 +701,7 @@ TEST_F(Cli, ASecondCandidatesPatchThatDoesNotApplyNamesItAndChangesNothing) {
     ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
     for (const char *name : {"baseline", "one", "two"})
         EXPECT_NE(worktrees.out.find("run/trees/" + std::string(name)), std::string::npos) << worktrees.out;
-    ASSERT_EQ(sage2tp({"clean", (dir_ / "run").string()}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"clean", "--yes", (dir_ / "run").string()}).exit_code, 0);
     worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
     EXPECT_EQ(worktrees.out.find("run/trees"), std::string::npos) << worktrees.out;
 }

@@ -1,4 +1,5 @@
 #include "formats/toml_schema.h"
+#include "support/file_io.h"
 
 #include "formats/utf8.h"
 #include "support/errors.h"
@@ -46,12 +47,7 @@ toml::table parse_toml_text(std::string_view text, const std::string &source) {
 toml::table parse_toml_file(const std::string &path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) fail(ExitCode::usage, path + ": is a directory, not a TOML file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(ExitCode::usage, path + ": cannot read file");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) fail(ExitCode::usage, path + ": cannot read file");
-    return parse_toml_text(buffer.str(), path);
+    return parse_toml_text(read_text_file(path, max_toml_bytes), path);
 }
 
 TableReader::TableReader(const toml::table &table, std::string file, std::string where)

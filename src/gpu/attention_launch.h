@@ -98,6 +98,8 @@ class InputsByRecipe {
 public:
     InputsByRecipe(const CubinModule &quantize_module, const AttentionProblem &problem, DeviceInputs inputs);
     const DeviceQuantizedInputs &get(const QuantizationRecipe &recipe);
+    // The q, k, v every recipe is quantized from (what the float64 reference reads).
+    const DeviceInputs &unquantized() const { return inputs_; }
 
 private:
     const CubinModule &quantize_;

@@ -30,11 +30,10 @@ std::string required_string(const toml::table &table, const std::string &key, co
 void discard_leftovers(const RunDirectory &run, const Experiment &experiment) {
     // First, while git still has their registrations: trees a killed swap moved but did not re-link.
     std::error_code ec;
-    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), run.prepare_staging() / "trees");
-    remove_trees(run.prepare_staging() / "trees", experiment);
-    remove_trees(run.prepare_retired(), experiment);
-    fs::remove_all(run.prepare_staging(), ec);
-    if (ec) fail(ExitCode::usage, "cannot remove '" + run.prepare_staging().string() + "': " + ec.message());
+    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), run.prepare_staging() / "trees", run.root());
+    remove_trees(run.prepare_staging() / "trees", experiment, run.root());
+    remove_trees(run.prepare_retired(), experiment, run.root());
+    remove_without_following(run.prepare_staging());
 }
 
 void rename_or_fail(const fs::path &from, const fs::path &to) {
@@ -51,9 +50,9 @@ void swap_in(const RunDirectory &run, const Experiment &experiment) {
         rename_or_fail(run.trees(), run.prepare_retired());
         // Pruned before the new trees take the old paths: git would otherwise still see the old
         // registrations as alive.
-        remove_trees(run.prepare_retired(), experiment);
+        remove_trees(run.prepare_retired(), experiment, run.root());
     }
-    move_trees(staging / "trees", run.trees());
+    move_trees(staging / "trees", run.trees(), run.root());
     fs::create_directories(run.inputs(), ec);
     if (ec) fail(ExitCode::usage, "cannot create '" + run.inputs().string() + "': " + ec.message());
     // The previous prepare's copies go, whatever its candidates were named.

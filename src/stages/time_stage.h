@@ -14,6 +14,7 @@
 #pragma once
 
 #include "gpu/output_checks.h"
+#include "stages/parity_check.h"
 
 #include "gpu/attention_launch.h"
 #include "gpu/gpu_runtime.h"
@@ -44,6 +45,26 @@ namespace s2tp {
 std::vector<OutputDigest> output_digests(OutputChecks &checks, const std::vector<AttentionOutputs> &outputs,
                                          bool first_record);
 
+// ---- Accuracy of the timed outputs (when the run checks accuracy, sage2tp-experiment(5) [parity]) ----
+
+// What the time stage checks besides bytes: each candidate's parity mode and the limits; reference_rows
+// 0 when the run does not check accuracy.
+struct TimeAccuracy {
+    AccuracyRules rules;
+    std::int64_t reference_rows = 0;
+};
+TimeAccuracy time_accuracy(const Experiment &experiment);
+
+// One arm's first output against the float64 GPU reference of the workload and against the baseline's
+// output, on the reference's sampled rows, and its conditions (absolute limits; for a tolerance
+// candidate also the baseline factor). The control arm's entry stays empty: its bytes are the baseline's.
+struct ArmAccuracy {
+    bool tolerance = false;  // a tolerance candidate: its SHA-256 need not match the baseline's
+    std::optional<AccuracyFigure> reference, vs_baseline;
+    std::optional<bool> passed;
+    std::string conditions;
+};
+
 // ---- The stop conditions, each a pure function of the records (arms named by arm_names) ----
 
 // One reason per arm that left elements unwritten.
@@ -51,9 +72,14 @@ std::vector<std::string> unwritten_output_reasons(const std::vector<std::string>
                                                   const std::vector<OutputDigest> &first);
 // The A/A control's output differs from the baseline's: the baseline is not deterministic.
 std::optional<std::string> nondeterminism_reason(const std::vector<OutputDigest> &first);
-// One reason per candidate whose output differs from the baseline's.
+// One reason per candidate whose output differs from the baseline's, except tolerance candidates
+// (`accuracy`, per arm, when the run checks accuracy).
 std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::string> &arms,
-                                                    const std::vector<OutputDigest> &first);
+                                                    const std::vector<OutputDigest> &first,
+                                                    const std::vector<ArmAccuracy> &accuracy = {});
+// One reason per arm whose accuracy conditions failed.
+std::vector<std::string> accuracy_failure_reasons(const std::vector<std::string> &arms,
+                                                  const std::vector<ArmAccuracy> &accuracy);
 // The baseline's digest differs from the one pinned for `arch`.
 std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha256,
                                                const std::optional<std::string> &expected, const std::string &arch);
@@ -61,7 +87,7 @@ std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha25
 std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
                                                const std::vector<OutputDigest> &first,
                                                const std::optional<std::string> &expected, bool pin,
-                                               const std::string &arch);
+                                               const std::string &arch, const std::vector<ArmAccuracy> &accuracy = {});
 // One reason per arm whose output after timing differs from the reference record (`where` says which
 // measurement, e.g. "repeat 3", or "" for a single one).
 std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
@@ -77,6 +103,7 @@ struct ArmMeasurement {
     std::vector<OutputDigest> first;  // before timing
     std::vector<OutputDigest> last;   // after timing; empty when the first record already failed
     TimingRun timing;                 // no rounds when the first record failed
+    std::vector<ArmAccuracy> accuracy;  // per arm, of the first outputs; empty when not checked
     std::size_t footprint_bytes = 0;
     bool l2_flushed = false;
 
@@ -91,6 +118,7 @@ struct MeasureRequest {
     TimingSettings settings;
     std::optional<std::string> expected_sha256;  // checked before timing unless `pin`
     bool pin = false;
+    TimeAccuracy accuracy;
 };
 
 // Loads the modules, makes the inputs, records the first outputs and, when they pass
@@ -113,6 +141,7 @@ struct TimeStageInputs {
     std::vector<std::string> ncu_metrics;
     std::int64_t ncu_seq_len = 0;
     int device_index = 0;
+    TimeAccuracy accuracy;
 };
 
 // The manifest's [time] settings with the command line's overrides applied.

@@ -23,6 +23,9 @@ inline constexpr const char *missing_figure = "-";
 // fixed(*value, decimals), or missing_figure when there is no value.
 std::string fixed_or_missing(const std::optional<double> &value, int decimals);
 
+// `digits` significant digits, exponent form for very small or large values: 0.999512, 3.18e-05, nan.
+std::string significant(double value, int digits);
+
 // A signed percentage of a relative change: +34.9%, -2.7% (`change` 0.349 -> "+34.9%").
 std::string signed_percent(double change, int decimals);
 

@@ -132,6 +132,9 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         refuse_shell_active(tmp, "TMPDIR", "set TMPDIR to a path without $ ` \" \\");
     for (const auto &dir : torch_include_dirs)
         refuse_shell_active(dir, "the torch include directory", "point --torch-include at a path without $ ` \" \\");
+    // Checked when the manifest is read, and again here: the run's experiment.toml may have been edited.
+    for (const auto &flag : experiment.nvcc_flags) check_compiler_flag(flag, run.manifest().string() + ": [build] nvcc_flags");
+    for (const auto &flag : experiment.extra_flags) check_compiler_flag(flag, run.manifest().string() + ": [build] extra_flags");
     for (const std::string &variant : experiment.variant_names()) {
         const SourceSpec &spec = experiment.source(variant);
         for (const auto &source : spec.kernel_sources) refuse_unsafe_manifest_path(source, "kernel_sources");
@@ -188,7 +191,7 @@ std::string quoted_command(const std::vector<std::string> &argv) {
     std::string line;
     for (const auto &arg : argv) {
         bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                            "0123456789-_=./,:+@") == std::string::npos;
+                                                            "0123456789-_=./,:+@%") == std::string::npos;
         std::string quoted = plain ? arg : "'" + arg + "'";
         if (!plain)
             for (std::size_t at = 1; (at = quoted.find('\'', at)) != quoted.size() - 1; at += 4) quoted.replace(at, 1, "'\\''");
@@ -246,7 +249,8 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
     for (const auto &job : jobs) {
         fs::create_directories(job.cubin.parent_path());
         fs::remove(job.cubin);  // a stale cubin must never be mistaken for this build's output
-        write_file_atomically(job.command_file, "# run in the run directory\n" + quoted_command(job.argv));
+        write_file_atomically(job.command_file, "# run in the run directory: the words nvcc is started with, no shell between\n" +
+                                                      quoted_command(job.argv));
     }
     auto worker = [&] {
         for (;;) {

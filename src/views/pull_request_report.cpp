@@ -3,10 +3,12 @@
 
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
+#include "figures/cluster_verdicts.h"
 #include "figures/gate_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <vector>
@@ -16,7 +18,7 @@ namespace s2tp {
 namespace {
 
 struct Row {
-    std::string section;  // time | gate
+    std::string section;  // time | gate | cluster
     std::string name;
     std::string status;   // "" for a figure, else PASS / FAIL / ... for a gate condition
     std::string value;
@@ -66,6 +68,15 @@ std::vector<Row> gate_rows(const StageState &state) {
     return rows;
 }
 
+// One row per task of the run's Slurm job array (reports/cluster.toml), Slurm's state as its status.
+std::vector<Row> cluster_rows(const ClusterVerdicts &cluster) {
+    std::vector<Row> rows;
+    for (const ClusterTaskVerdict &t : cluster.tasks)
+        rows.push_back({"cluster", t.arch + " " + t.gpu_kind + " #" + std::to_string(t.repeat) + " (task " + std::to_string(t.task) + ")",
+                        t.slurm_state, t.verdict + (t.detail.empty() ? "" : ": " + t.detail)});
+    return rows;
+}
+
 }  // namespace
 
 std::string csv_field(const std::string &text) {
@@ -85,45 +96,66 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")
         fail(ExitCode::usage, "--format '" + format + "': expected text, markdown, csv or json");
     // Through inspect_run, as status and compare read a run: a checkpoint is intact and fresh, or says
-    // why not.
+    // why not. A run judged on a Slurm cluster has its verdicts in the tasks' copies, collected into one
+    // table, and needs no gate checkpoint of its own.
     const std::vector<StageState> states = inspect_run(run);
     const StageState &gate = states[static_cast<std::size_t>(Stage::gate)];
-    if (!gate.read.checkpoint)
+    const std::optional<ClusterVerdicts> cluster = read_cluster_verdicts(run);
+    if (!gate.read.checkpoint && !cluster)
         fail(ExitCode::precondition, std::string("the gate checkpoint is ") +
                                          (gate.read.exists ? gate.stale_reason : "missing") +
-                                         "; run 'sage2tp gate' first");
-    std::vector<Row> rows = time_rows(states[static_cast<std::size_t>(Stage::time)]);
-    for (Row &row : gate_rows(gate)) rows.push_back(std::move(row));
+                                         "; run 'sage2tp gate' (or 'sage2tp slurm collect') first");
+    std::vector<Row> rows;
+    if (gate.read.checkpoint) {
+        rows = time_rows(states[static_cast<std::size_t>(Stage::time)]);
+        for (Row &row : gate_rows(gate)) rows.push_back(std::move(row));
+    }
+    if (cluster)
+        for (Row &row : cluster_rows(*cluster)) rows.push_back(std::move(row));
 
     std::ostringstream out;
     if (format == "json") {
-        toml::array time_rows_json, gate_rows_json;
-        for (const Row &row : rows) {
-            toml::table entry{{"name", row.name}, {"value", row.value}};
-            if (!row.status.empty()) entry.insert("status", row.status);
-            (row.section == "time" ? time_rows_json : gate_rows_json).push_back(entry);
+        toml::table sections{{"run_dir", run.root().string()}};
+        for (const char *section : {"time", "gate", "cluster"}) {
+            toml::array entries;
+            for (const Row &row : rows) {
+                if (row.section != section) continue;
+                toml::table entry{{"name", row.name}, {"value", row.value}};
+                if (!row.status.empty()) entry.insert("status", row.status);
+                entries.push_back(entry);
+            }
+            if (section != std::string("cluster") || cluster) sections.insert(section, entries);
         }
-        out << toml::json_formatter{toml::table{{"run_dir", run.root().string()}, {"time", time_rows_json},
-                                                {"gate", gate_rows_json}}}
-            << "\n";
+        out << toml::json_formatter{sections} << "\n";
     } else if (format == "csv") {
         out << "section,name,status,value\n";
         for (const Row &row : rows)
             out << row.section << "," << csv_field(row.name) << "," << csv_field(row.status) << "," << csv_field(row.value) << "\n";
     } else if (format == "markdown") {
-        out << "### sage2tp: candidate vs baseline\n\n| time | |\n|---|---|\n";
-        for (const Row &row : rows)
-            if (row.section == "time") out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.value) << " |\n";
-        out << "\n| gate condition | status | figure |\n|---|---|---|\n";
-        for (const Row &row : rows)
-            if (row.section == "gate")
-                out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.status) << " | "
-                    << markdown_cell(row.value) << " |\n";
+        out << "### sage2tp: candidate vs baseline\n";
+        if (gate.read.checkpoint) {
+            out << "\n| time | |\n|---|---|\n";
+            for (const Row &row : rows)
+                if (row.section == "time") out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.value) << " |\n";
+        }
+        for (const auto &[section, heading] : {std::pair<const char *, const char *>{"gate", "gate condition | status | figure"},
+                                               {"cluster", "cluster task | slurm | verdict"}}) {
+            if (std::none_of(rows.begin(), rows.end(), [&](const Row &row) { return row.section == section; })) continue;
+            out << "\n| " << heading << " |\n|---|---|---|\n";
+            for (const Row &row : rows)
+                if (row.section == section)
+                    out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.status) << " | "
+                        << markdown_cell(row.value) << " |\n";
+        }
     } else {
+        // The cluster rows' names are longer than the time and gate rows' 20 columns: theirs fit the longest.
+        std::size_t cluster_width = 20;
+        for (const Row &row : rows)
+            if (row.section == "cluster") cluster_width = std::max(cluster_width, row.name.size() + 2);
         std::string section;
         for (const Row &row : rows) {
             if (row.section != section) out << (section.empty() ? "" : "\n") << (section = row.section) << ":\n";
-            out << "  " << std::left << std::setw(20) << row.name;
+            out << "  " << std::left << std::setw(static_cast<int>(row.section == "cluster" ? cluster_width : 20)) << row.name;
             if (!row.status.empty()) out << std::setw(13) << row.status;
             out << row.value << "\n";
         }
