@@ -506,17 +506,20 @@ TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
 }
 
 // A --repeat child gets values its parent derived, not values a user typed: `time --repeat 100` with the
-// manifest's 60 s hands each child a budget of 0.6 s, below the user range [1, 86400] of --budget. The
-// child takes them as they are (and here, with no build, stops at the missing build checkpoint).
+// manifest's 60 s hands each child a budget of 0.6 s, and `time --repeat 5 --budget 4` one of 0.8 s, both
+// below the user range [1, 86400] of --budget. The child takes them as they are (and here, with no
+// build, stops at the missing build checkpoint).
 TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
     ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
-    const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", (dir_ / "m.toml").string(), "--budget",
-                                     "0.6", "--min-rounds", "20", "--target-half-width", "0.0005", "--order-seed",
-                                     "42", "--device", "0"});
-    EXPECT_NE(r.exit_code, 2) << r.err;
-    EXPECT_EQ(r.err.find("must be in"), std::string::npos) << r.err;
-    EXPECT_EQ(r.exit_code, 4) << r.err;
-    EXPECT_NE(r.err.find("build"), std::string::npos) << r.err;
+    for (const char *budget : {"0.6", "0.8"}) {
+        const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", (dir_ / "m.toml").string(),
+                                         "--budget", budget, "--min-rounds", "20", "--target-half-width", "0.0005",
+                                         "--order-seed", "42", "--device", "0"});
+        EXPECT_NE(r.exit_code, 2) << budget << ": " << r.err;
+        EXPECT_EQ(r.err.find("must be in"), std::string::npos) << r.err;
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("build"), std::string::npos) << r.err;
+    }
 }
 
 // The bash completion offers every command (from the binary's own `sage2tp help`) and each command's
