@@ -3,6 +3,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
+#include "pipeline/common_options.h"
 #include "pipeline/stage_pipeline.h"
 #include "stages/gate_stage.h"
 #include "support/errors.h"
@@ -26,8 +27,8 @@ int gate_command(const Args &args) {
                       "(default: the manifest's max_ratio_upper, else off)",
          cxxopts::value<double>(), "RATIO")
         ("require-sanitizer", "a skipped sanitizer fails the gate (=false to allow it; default: the manifest's)",
-         cxxopts::value<bool>(), "BOOL")
-        ("force", "evaluate even when the checkpoint is up to date");
+         cxxopts::value<bool>(), "BOOL");
+    add_option(cl, force_option("evaluate"));
     if (!cl.parse()) return 0;
     // The ranges of the manifest's [gate] table.
     const auto flag = [&](const SettingRange &range) {

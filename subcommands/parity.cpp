@@ -1,6 +1,6 @@
 // sage2tp parity: the baseline and every candidate on identical quantized inputs, output bytes
 // compared exactly (stages/parity_stage.h does the work).
-#include "subcommands.h"
+#include "stage_options.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
@@ -10,12 +10,11 @@ namespace s2tp {
 
 int parity_command(const Args &args) {
     CommandLine cl("parity", "Compare baseline and candidate outputs byte for byte on identical inputs.", args);
-    cl.add_options()
-        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N")
-        ("force", "run even when the checkpoint is up to date");
+    add_stage_options(cl, Stage::parity);
+    add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     ParityRequest request;
-    request.device_index = cl.result()["device"].as<int>();
+    request.device_index = device_index(cl);
     request.force = cl.has("force");
     StageContext context(Stage::parity, require_existing_run(cl.selection()));
     return static_cast<int>(run_stage(context, parity_stage_work(context, request, cl.reporter()), cl.reporter()));

@@ -5,6 +5,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
+#include "pipeline/common_options.h"
 #include "pipeline/stage_pipeline.h"
 #include "tools/phase_timing.h"
 #include "support/errors.h"
@@ -24,11 +25,10 @@ int phases_command(const Args &args) {
         ("seq-len", "launch the workload with len_q = len_kv = N instead of its own (a generated workload only)",
          cxxopts::value<std::int64_t>(), "N")
         ("build-only", "build the instrumented cubins and stop (no GPU needed)")
-        ("force", "compile the instrumented cubins even when they are up to date")
-        ("jobs", "parallel nvcc processes (default: $MAX_JOBS, else the number of cores)", cxxopts::value<int>(), "N")
-        ("nvcc", "the nvcc to use (default: the first in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin)",
-         cxxopts::value<std::string>(), "PATH")
-        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
+        ("force", "compile the instrumented cubins even when they are up to date");
+    add_option(cl, jobs_option("parallel nvcc processes", "$MAX_JOBS, else the number of cores"));
+    add_option(cl, nvcc_option);
+    add_option(cl, device_option);
     cl.positional("target");
     cl.positional_help("[RUN]");
     if (!cl.parse()) return 0;
@@ -36,8 +36,7 @@ int phases_command(const Args &args) {
     const std::int64_t seq_len = cl.has("seq-len") ? cl.result()["seq-len"].as<std::int64_t>() : 0;
     if (cl.has("seq-len") && seq_len < 1) fail(ExitCode::usage, "--seq-len must be at least 1, got " + std::to_string(seq_len));
     PhaseBuildRequest request;
-    request.jobs = cl.has("jobs") ? cl.result()["jobs"].as<int>() : default_build_jobs();
-    if (request.jobs < 1) fail(ExitCode::usage, "--jobs must be at least 1");
+    request.jobs = jobs_count(cl).value_or(default_build_jobs());
     if (cl.has("nvcc")) request.nvcc = cl.result()["nvcc"].as<std::string>();
     request.force = cl.has("force");
 
@@ -66,7 +65,7 @@ int phases_command(const Args &args) {
 
     const DeviceFacts device = [&] {
         try {
-            return require_gpu("phases", cl.result()["device"].as<int>());
+            return require_gpu("phases", device_index(cl));
         } catch (const Error &e) {
             fail(e.code(), std::string(e.what()) + "; the instrumented cubins are built: measure them on a GPU host with "
                                                    "'sage2tp phases --run DIR', or pass --build-only to stop after the build");

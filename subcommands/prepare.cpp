@@ -1,5 +1,6 @@
 // sage2tp prepare: option parsing and wiring of the prepare stage (stages/prepare_stage.h).
 #include "prepare_run.h"
+#include "stage_options.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
@@ -17,16 +18,9 @@ int prepare_command(const Args &args) {
 
 int prepare_command(const Args &args, fs::path &prepared_run) {
     CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
-    cl.add_options()
-        ("manifest", "experiment manifest (default: the installed temporal-pair.toml)", cxxopts::value<std::string>(), "FILE")
-        ("repository", "the git repository of the manifest's git sources (e.g. your SageAttention checkout)",
-         cxxopts::value<std::string>(), "DIR")
-        ("commit", "the baseline's commit (a candidate without its own commit follows it); default: the manifest's",
-         cxxopts::value<std::string>(), "REV")
-        ("candidate-commit", "a candidate's commit, for a branch experiment: REV for a manifest's only candidate, "
-         "NAME=REV (repeatable) for several", cxxopts::value<std::vector<std::string>>(), "[NAME=]REV")
-        ("new", "start a new run directory even when a latest run exists")
-        ("force", "run even when the checkpoint is up to date");
+    add_stage_options(cl, Stage::prepare);
+    cl.add_options()("new", "start a new run directory even when a latest run exists");
+    add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
 
     RunSelection selection = cl.selection();

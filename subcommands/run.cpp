@@ -3,6 +3,7 @@
 // to stdout: each stage's exit code and, from the checkpoint it left, its status, reasons and summary.
 #include "command_table.h"
 #include "prepare_run.h"
+#include "stage_options.h"
 
 #include "support/process_runner.h"
 
@@ -46,20 +47,9 @@ void add_checkpoint_facts(toml::table &outcome, const RunSelection &selection, S
 
 int run_command(const Args &args) {
     CommandLine cl("run", "Run every stage in order, resuming, stopping at the first failure.", args);
-    cl.add_options()
-        ("manifest", "experiment manifest for prepare", cxxopts::value<std::string>(), "FILE")
-        ("repository", "for prepare: the git repository of the manifest's git sources", cxxopts::value<std::string>(), "DIR")
-        ("commit", "for prepare: the baseline's commit", cxxopts::value<std::string>(), "REV")
-        ("candidate-commit", "for prepare: a candidate's commit (NAME=REV, repeatable, with several)",
-         cxxopts::value<std::vector<std::string>>(), "[NAME=]REV")
-        ("arch", "target architecture for build (default: the visible GPU's; see sage2tp help build)",
-         cxxopts::value<std::string>(), "ARCH")
-        ("device", "for sanitize, parity and time: GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>(), "N")
-        ("budget", "for time: stop sampling after this many seconds", cxxopts::value<std::string>(), "SECONDS")
-        ("target-half-width", "for time: stop once the ratio's 95% interval half-width is below this",
-         cxxopts::value<std::string>(), "F")
-        ("skip-sanitize", "record sanitize as skipped (not checked) instead of running it")
-        ("force", "re-run every stage even when up to date");
+    // Each stage's options, as the stage's own command declares them (stage_options.h).
+    add_option(cl, force_option("re-run every stage"));
+    add_run_stage_options(cl);
     if (!cl.parse()) return 0;
 
     Args common;
@@ -86,25 +76,8 @@ int run_command(const Args &args) {
             const Stage stage = *entry.stage;
             Args stage_args = selection_args();
             stage_args.insert(stage_args.end(), common.begin(), common.end());
-            if (stage == Stage::prepare) {
-                for (const char *option : {"manifest", "repository", "commit"})
-                    if (cl.has(option))
-                        stage_args.insert(stage_args.end(), {std::string("--") + option, cl.result()[option].as<std::string>()});
-                if (cl.has("candidate-commit"))
-                    for (const std::string &value : cl.result()["candidate-commit"].as<std::vector<std::string>>())
-                        stage_args.insert(stage_args.end(), {"--candidate-commit", value});
-            }
-            if (stage == Stage::build && cl.has("arch"))
-                stage_args.insert(stage_args.end(), {"--arch", cl.result()["arch"].as<std::string>()});
-            const bool on_gpu = stage == Stage::sanitize || stage == Stage::parity || stage == Stage::time;
-            if (on_gpu && cl.has("device"))
-                stage_args.insert(stage_args.end(), {"--device", std::to_string(cl.result()["device"].as<int>())});
-            if (stage == Stage::sanitize && cl.has("skip-sanitize")) stage_args.push_back("--skip");
-            // time checks their ranges, which are the manifest's.
-            if (stage == Stage::time)
-                for (const char *option : {"budget", "target-half-width"})
-                    if (cl.has(option))
-                        stage_args.insert(stage_args.end(), {std::string("--") + option, cl.result()[option].as<std::string>()});
+            // The stage checks them as its own command does (time: against the manifest's ranges).
+            for (std::string &word : stage_option_words(cl, stage)) stage_args.push_back(std::move(word));
             cl.reporter().progress("== " + stage_name(stage));
             std::string error;
             try {

@@ -1,6 +1,6 @@
 // sage2tp sanitize: the baseline and every candidate under compute-sanitizer on small shapes
 // (stages/sanitize_stage.h does the work).
-#include "subcommands.h"
+#include "stage_options.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
@@ -11,21 +11,18 @@ namespace s2tp {
 
 int sanitize_command(const Args &args) {
     CommandLine cl("sanitize", "Run both builds under compute-sanitizer on small shapes.", args);
+    add_stage_options(cl, Stage::sanitize);
     cl.add_options()
-        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N")
-        ("skip", "record a skipped stage instead of running (also: RUN_SANITIZER=0)")
         ("timeout", "seconds before one sanitizer process is killed and its check failed",
-         cxxopts::value<int>()->default_value("1800"), "S")
-        ("jobs", "sanitizer processes at once on the GPU (default: $SAGE2TP_SANITIZE_JOBS, else 8, at most the cores)",
-         cxxopts::value<int>(), "N")
-        ("force", "run even when the checkpoint is up to date");
+         cxxopts::value<int>()->default_value("1800"), "S");
+    add_option(cl, jobs_option("sanitizer processes on the GPU", "$SAGE2TP_SANITIZE_JOBS, else 8, at most the cores"));
+    add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     SanitizeRequest request;
-    request.device_index = cl.result()["device"].as<int>();
+    request.device_index = device_index(cl);
     request.timeout_s = cl.result()["timeout"].as<int>();
     if (request.timeout_s < 1) fail(ExitCode::usage, "--timeout must be at least 1 second");
-    request.jobs = cl.has("jobs") ? cl.result()["jobs"].as<int>() : default_sanitize_jobs();
-    if (request.jobs < 1) fail(ExitCode::usage, "--jobs must be at least 1");
+    request.jobs = jobs_count(cl).value_or(default_sanitize_jobs());
     request.skip = cl.has("skip");
     request.force = cl.has("force");
     StageContext context(Stage::sanitize, require_existing_run(cl.selection()));

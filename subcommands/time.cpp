@@ -1,6 +1,6 @@
 // sage2tp time: options and wiring of the time stage (stages/time_stage.h): the baseline, its A/A
 // control and every candidate on the run's real workload, interleaved, in one process per repeat.
-#include "subcommands.h"
+#include "stage_options.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
@@ -9,7 +9,6 @@
 #include "support/number_format.h"
 
 #include <cmath>
-#include <cstdlib>
 
 namespace fs = std::filesystem;
 
@@ -18,11 +17,8 @@ namespace s2tp {
 int time_command(const Args &args) {
     CommandLine cl("time", "Time the baseline and every candidate on the real workload, interleaved, with an A/A "
                            "control.", args);
+    add_stage_options(cl, Stage::time);
     cl.add_options()
-        ("target-half-width", "stop once every candidate's 95% interval half-width (relative) is below this "
-                              "(default: the manifest's [time] target_half_width)", cxxopts::value<double>(), "F")
-        ("budget", "stop sampling after this many seconds in all, split evenly among the repeats (default: the "
-                   "manifest's [time] budget_seconds)", cxxopts::value<double>(), "SECONDS")
         ("min-rounds", "sample at least this many rounds in each repeat (default: the manifest's [time] min_rounds)",
          cxxopts::value<double>(), "N")
         ("repeat", "measure N times, each in a fresh process, and combine them (default: the manifest's [time] "
@@ -32,10 +28,9 @@ int time_command(const Args &args) {
         ("pin", "record the baseline's output SHA-256 in the run's manifest as the expected one for this arch "
                 "(times again, like --force)")
         ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)")
-        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N")
-        ("force", "run even when the checkpoint is up to date")
         ("repeat-child", "internal: one repeat of a --repeat run, written to FILE", cxxopts::value<std::string>(), "FILE")
         ("order-seed", "internal: the round-order seed of a --repeat-child", cxxopts::value<std::uint64_t>(), "N");
+    add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     const Reporter &reporter = cl.reporter();
     // A repeat's child reads the run its parent holds (no lock, no checkpoint), with the values its
@@ -48,10 +43,9 @@ int time_command(const Args &args) {
         fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
 
     TimeRequest request;
-    request.device_index = cl.result()["device"].as<int>();
+    request.device_index = device_index(cl);
     request.pin = cl.has("pin");
-    const char *run_ncu_env = std::getenv("RUN_NCU");
-    request.ncu = cl.has("ncu") || (run_ncu_env && std::string(run_ncu_env) == "1");
+    request.ncu = cl.has("ncu") || ncu_switched_on();
     request.force = cl.has("force");
     // The ranges of the manifest's [time] table.
     const auto flag = [&](const SettingRange &range) {

@@ -2,6 +2,8 @@
 
 #include "tools/exec_request.h"
 
+#include "pipeline/common_options.h"
+
 #include "formats/sanitizer_report.h"
 #include "model/experiment_manifest.h"
 #include "figures/build_figures.h"
@@ -46,8 +48,7 @@ std::string sanitizer_version(const fs::path &sanitizer) {
 
 std::string skip_reason(bool skip_option) {
     if (skip_option) return "skipped on request (--skip); the gate reports the sanitizer as not checked";
-    const char *value = std::getenv("RUN_SANITIZER");
-    if (value && std::string(value) == "0")
+    if (sanitizer_switched_off())
         return "skipped because RUN_SANITIZER=0; the gate reports the sanitizer as not checked";
     return "";
 }

@@ -1,5 +1,6 @@
 #include "stages/time_stage.h"
 
+#include "pipeline/common_options.h"
 #include "pipeline/file_artifact.h"
 
 #include "formats/svg_plot.h"
@@ -424,7 +425,7 @@ RepeatChildRequest RepeatChildRequest::from_args(const CommandLine &cl, const fs
     request.min_rounds = static_cast<std::size_t>(required("min-rounds").as<double>());
     request.target_half_width = required("target-half-width").as<double>();
     request.order_seed = required("order-seed").as<std::uint64_t>();
-    request.device_index = args["device"].as<int>();
+    request.device_index = s2tp::device_index(cl);
     request.pin = cl.has("pin");
     return request;
 }

@@ -1,5 +1,7 @@
 #include "tools/exec_request.h"
 
+#include "pipeline/common_options.h"
+
 #include "support/errors.h"
 
 namespace s2tp {
@@ -33,8 +35,8 @@ void ExecRequest::add_options(CommandLine &cl) {
         ("seed", "generator seed (default: 1 for sanitizer shapes, the workload's own for --workload)",
          cxxopts::value<std::uint64_t>(), "N")
         ("seq-len", "with --workload: len_q = len_kv = N instead of the workload's (a generated workload only)",
-         cxxopts::value<std::int64_t>(), "N")
-        ("device", "GPU index within CUDA_VISIBLE_DEVICES", cxxopts::value<int>()->default_value("0"), "N");
+         cxxopts::value<std::int64_t>(), "N");
+    add_option(cl, device_option);
 }
 
 ExecRequest ExecRequest::from_args(const CommandLine &cl, const std::filesystem::path &run) {
@@ -48,7 +50,7 @@ ExecRequest ExecRequest::from_args(const CommandLine &cl, const std::filesystem:
     if (cl.has("sanitize-shape")) request.sanitize_shape = args["sanitize-shape"].as<int>();
     if (cl.has("seed")) request.seed = args["seed"].as<std::uint64_t>();
     if (cl.has("seq-len")) request.seq_len = args["seq-len"].as<std::int64_t>();
-    request.device_index = args["device"].as<int>();
+    request.device_index = s2tp::device_index(cl);
     return request;
 }
 

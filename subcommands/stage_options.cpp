@@ -1,0 +1,89 @@
+#include "stage_options.h"
+
+#include <algorithm>
+
+namespace s2tp {
+
+namespace {
+
+using Kind = CommonOption::Kind;
+
+bool takes(const StageOption &option, Stage stage) {
+    return std::find(option.stages.begin(), option.stages.end(), stage) != option.stages.end();
+}
+
+// "prepare", "sanitize, parity and time": the stages an option is for.
+std::string stage_list(const std::vector<Stage> &stages) {
+    std::string names;
+    for (std::size_t i = 0; i < stages.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == stages.size() ? " and " : ", ") + stage_name(stages[i]);
+    return names;
+}
+
+// The option as run declares it: under its run name, if it has one, its help saying which stages
+// it is for ("for time: stop sampling ...").
+CommonOption under_run(const StageOption &option) {
+    CommonOption declared = option.option;
+    if (!option.run_name.empty()) declared.name = option.run_name;
+    declared.help = "for " + stage_list(option.stages) + ": " + declared.help;
+    return declared;
+}
+
+}  // namespace
+
+const std::vector<StageOption> &stage_options() {
+    static const std::vector<StageOption> options{
+        {{"manifest", "experiment manifest (default: the installed temporal-pair.toml)", Kind::text, "FILE"},
+         {Stage::prepare}, ""},
+        {{"repository", "the git repository of the manifest's git sources (e.g. your SageAttention checkout)",
+          Kind::text, "DIR"},
+         {Stage::prepare}, ""},
+        {{"commit", "the baseline's commit (a candidate without its own commit follows it); default: the manifest's",
+          Kind::text, "REV"},
+         {Stage::prepare}, ""},
+        {{"candidate-commit",
+          "a candidate's commit, for a branch experiment: REV for a manifest's only candidate, NAME=REV (repeatable) "
+          "for several",
+          Kind::texts, "[NAME=]REV"},
+         {Stage::prepare}, ""},
+        {{"arch",
+          "target: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a, or auto (the first visible GPU); default: auto "
+          "when a GPU is visible, else the arch of the last passed build, else the manifest's",
+          Kind::text, "ARCH"},
+         {Stage::build}, ""},
+        {device_option, {Stage::sanitize, Stage::parity, Stage::time}, ""},
+        {{"skip", "record a skipped stage instead of running (also: RUN_SANITIZER=0)", Kind::flag, ""},
+         {Stage::sanitize}, "skip-sanitize"},
+        {{"target-half-width",
+          "stop once every candidate's 95% interval half-width (relative) is below this (default: the manifest's "
+          "[time] target_half_width)",
+          Kind::real, "F"},
+         {Stage::time}, ""},
+        {{"budget",
+          "stop sampling after this many seconds in all, split evenly among the repeats (default: the manifest's "
+          "[time] budget_seconds)",
+          Kind::real, "SECONDS"},
+         {Stage::time}, ""},
+    };
+    return options;
+}
+
+void add_stage_options(CommandLine &cl, Stage stage) {
+    for (const StageOption &option : stage_options())
+        if (takes(option, stage)) add_option(cl, option.option);
+}
+
+void add_run_stage_options(CommandLine &cl) {
+    for (const StageOption &option : stage_options()) add_option(cl, under_run(option));
+}
+
+Args stage_option_words(const CommandLine &cl, Stage stage) {
+    Args words;
+    for (const StageOption &option : stage_options())
+        if (takes(option, stage))
+            for (std::string &word : forwarded_words(cl, under_run(option), option.option.name))
+                words.push_back(std::move(word));
+    return words;
+}
+
+}  // namespace s2tp
