@@ -4,7 +4,6 @@
 
 #include "pipeline/cli.h"
 #include "views/run_comparison.h"
-#include "support/file_io.h"
 
 namespace s2tp {
 
@@ -32,7 +31,7 @@ int compare_command(const Args &args) {
     for (const auto &root : select_compared_runs(words, cl.selection())) runs.push_back(compare_run(root));
 
     const std::string table = comparison_table(runs, format);
-    write_user_file(svg, comparison_svg(runs));
+    write_user_file_outside_runs(svg, comparison_svg(runs));
     cl.reporter().say(table.substr(0, table.size() - 1));
     cl.reporter().progress("svg: " + svg);
     toml::table result = comparison_json(runs);

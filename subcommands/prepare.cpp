@@ -31,15 +31,28 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
 
     RunSelection selection = cl.selection();
     const std::optional<fs::path> existing = cl.has("new") ? std::nullopt : existing_run(selection);
+    std::error_code ec;
+    if (existing && fs::is_directory(*existing, ec))
+        if (const std::string why = why_not_a_run(*existing, RunMarkers::optional_when_empty); !why.empty())
+            fail(ExitCode::usage, "will not prepare in '" + existing->string() + "': it is not empty and not a run (" + why +
+                                      "); give --run a new or empty directory");
     std::optional<PrepareFigures> prepared;
-    if (existing)
-        if (auto read = read_checkpoint(checkpoint_path(RunDirectory(*existing), Stage::prepare)).checkpoint) try {
-                prepared = PrepareFigures::from_toml(read->figures);
+    if (existing) {
+        const CheckpointRead read = read_checkpoint(checkpoint_path(RunDirectory(*existing), Stage::prepare));
+        if (read.checkpoint) try {
+                prepared = PrepareFigures::from_toml(read.checkpoint->figures);
             } catch (const Error &e) {
                 if (!cl.has("manifest"))
                     fail(ExitCode::usage, "the prepare checkpoint of " + existing->string() + " is not one this sage2tp reads (" +
                                               e.what() + "); pass --manifest to prepare the run again");
             }
+        // A run prepared before whose checkpoint cannot be read: the default manifest would be another
+        // experiment, prepared silently over this one.
+        else if (!cl.has("manifest") && (read.exists || fs::exists(fs::symlink_status(RunDirectory(*existing).manifest(), ec))))
+            fail(ExitCode::usage, "the prepare checkpoint of " + existing->string() + " cannot be read (" +
+                                      (read.problem.empty() ? std::string("it is missing") : read.problem) +
+                                      "), so which manifest it was prepared from is unknown; pass --manifest to prepare it again");
+    }
     // Without --manifest, a run prepared before keeps its manifest and overrides, so that `sage2tp
     // prepare` alone redoes the same experiment.
     const bool reuse = !cl.has("manifest") && prepared;
@@ -71,9 +84,9 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     request.embedded_kernels = [] { return embedded_kernels(); };
 
     if (cl.has("new")) selection.run_id = new_run_id(request.experiment.name, selection.runs_root);
-    std::error_code ec;
-    const bool made_here = !existing || !fs::exists(*existing, ec);
+    // run_for_prepare makes a new run's directory itself; an existing path is claimed by mkdir.
     const fs::path root = existing ? *existing : run_for_prepare(selection, request.experiment.name);
+    const bool made_here = existing ? claim_run_directory(*existing) : true;
     const bool quiet = cl.result().count("quiet") > 0;
     const PrepareOutcome outcome = prepare_in_run(root, made_here, request, quiet ? cl.reporter().without_results() : cl.reporter());
     if (outcome.exit_code != ExitCode::ok) {

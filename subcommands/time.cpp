@@ -41,7 +41,10 @@ int time_command(const Args &args) {
     // A repeat's child reads the run its parent holds (no lock, no checkpoint), with the values its
     // parent derived: nothing in its request was typed by a user, so no user range applies to it.
     if (cl.has("repeat-child")) {
-        run_repeat_child(RepeatChildRequest::from_args(cl, require_existing_run(cl.selection())), reporter);
+        const RepeatChildRequest request = RepeatChildRequest::from_args(cl, require_existing_run(cl.selection()));
+        run_repeat_child(request, reporter);
+        reporter.emit_json(toml::table{{"command", "time"}, {"status", "measured"},
+                                       {"measurement_file", request.measurement_file.string()}});
         return 0;
     }
     if (cl.has("order-seed"))

@@ -85,6 +85,33 @@ inline ProcessResult run_git(const std::filesystem::path &repo, std::vector<std:
 
 // The whole file, "" when it cannot be read. With plain read(2), so that it also reads /proc files of
 // processes that may exit meanwhile: libstdc++'s filebuf throws when a read fails (ESRCH).
+// How many JSON values stand at the top level of `text`, with anything other than whitespace between
+// them counted as one more (so "{..}\nsvg: x" is 2): under --json, stdout must hold exactly one object.
+inline std::size_t top_level_json_values(const std::string &text) {
+    std::size_t values = 0, depth = 0;
+    bool in_string = false, escaped = false, in_stray = false;
+    for (char c : text) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (depth == 0 && !(c == '{' || c == '[')) {
+            const bool blank = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+            if (!blank && !in_stray) ++values;
+            in_stray = !blank;
+            continue;
+        }
+        in_stray = false;
+        if (c == '"') in_string = true;
+        else if (c == '{' || c == '[') {
+            if (depth++ == 0) ++values;
+        } else if (c == '}' || c == ']') --depth;
+    }
+    return values;
+}
+
 inline std::string slurp(const std::filesystem::path &file) {
     std::string text;
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);

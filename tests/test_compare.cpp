@@ -358,6 +358,16 @@ TEST_F(CompareCli, PrintsTheTableAndWritesTheSvgInTheWorkingDirectory) {
     EXPECT_NE(r.err.find("### sage2tp compare: 1 run"), std::string::npos) << r.err;
 }
 
+// report's own JSON and the global --json are one object, the same one.
+TEST_F(CompareCli, ReportUnderJsonPrintsOneObject) {
+    const std::string run = (runs_ / "tp-two").string();
+    const ProcessResult r = sage2tp({"report", "--json", "--run", run});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(top_level_json_values(r.out), 1u) << r.out;
+    EXPECT_NE(r.out.find("\"command\" : \"report\""), std::string::npos) << r.out;
+    EXPECT_EQ(r.out, sage2tp({"report", "--format", "json", "--run", run}).out);
+}
+
 TEST_F(CompareCli, WithoutARunItComparesTheLatestRun) {
     ProcessResult r = sage2tp({"compare"});
     EXPECT_EQ(r.exit_code, 4) << r.err;

@@ -168,6 +168,7 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
     EXPECT_NE(csv.find("gate,relative-speed,FAIL,ratio 1.34 | >= 1.0\n"), std::string::npos) << csv;
     const std::string json = pull_request_report(run, "json");
     EXPECT_NE(json.find("\"status\" : \"FAIL\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"command\" : \"report\""), std::string::npos) << json;
     try {
         pull_request_report(run, "html");
         ADD_FAILURE() << "accepted html";

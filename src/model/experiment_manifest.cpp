@@ -1,4 +1,6 @@
 #include "model/experiment_manifest.h"
+#include "model/arch_limits.h"
+#include "support/data_paths.h"
 #include "support/file_io.h"
 
 #include "support/errors.h"
@@ -253,6 +255,12 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
     if (const toml::table *build = top.optional_table("build")) {
         TableReader r(*build, file, "[build]");
         e.arch = r.string_or("arch", e.arch);
+        // The arch table decides, as build does: a target no row selects would fail only at build.
+        if (const toml::node *arch = build->get("arch"); arch && e.arch != "auto") try {
+                resolve_arch(load_arch_limits(arch_limits_table().string()), e.arch);
+            } catch (const Error &error) {
+                fail(ExitCode::usage, r.position(*arch) + ": [build] arch: " + error.what());
+            }
         e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
         e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
         for (const char *key : {"nvcc_flags", "extra_flags"})
@@ -432,14 +440,7 @@ std::vector<std::pair<std::string, std::string>> read_pins(const fs::path &pins)
             fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) + ": unknown key '" +
                                       std::string(key.str()) + "'; a pins file holds only [expected_sha256]");
     if (const toml::table *expected = doc["expected_sha256"].as_table())
-        for (const auto &[arch, node] : *expected) {
-            auto value = node.value<std::string>();
-            if (!value || value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)
-                fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) +
-                                          ": [expected_sha256] '" + std::string(arch.str()) +
-                                          "' must be a 64-digit lower-case hex SHA-256 string");
-            entries.emplace_back(std::string(arch.str()), *value);
-        }
+        entries = read_expected_sha256(*expected, pins.string(), "[expected_sha256]");
     return entries;
 }
 

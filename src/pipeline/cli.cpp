@@ -106,7 +106,10 @@ bool CommandLine::parse() {
         fail(ExitCode::usage, "unexpected argument '" + result_.unmatched().front() +
                                   "' (see 'sage2tp " + command_ + " --help')");
     if (result_.count("help")) {
-        std::cout << options_.help({"", "Global"}) << std::endl;
+        const std::string help = options_.help({"", "Global"});
+        // Under --json, stdout carries one object, the help included.
+        if (result_.count("json")) std::cout << toml::json_formatter{toml::table{{"command", command_}, {"help", help}}} << std::endl;
+        else std::cout << help << std::endl;
         return false;
     }
     if (result_.count("run")) {

@@ -74,6 +74,11 @@ std::optional<long> lock_holder(const std::filesystem::path &run_root);
 // The run directory that `dir` is, or is inside (it holds experiment.toml and .lock), if any.
 std::optional<std::filesystem::path> enclosing_run(const std::filesystem::path &dir);
 
+// write_user_file for a file a user named (compare --svg, report --output), refused with Error(usage)
+// when `file` would land inside a run: a run holds only what its stages write, and clean removes only
+// a directory that holds nothing else.
+void write_user_file_outside_runs(const std::filesystem::path &file, const std::string &content);
+
 // True when `path`, taken relative to some root, stays inside it (no absolute path, no "..").
 bool stays_inside(const std::filesystem::path &relative_path);
 
@@ -111,6 +116,16 @@ const std::vector<std::string> &run_layout_entries();
 // their temporary files), and neither the root directory, the working directory or one holding it,
 // $HOME or one holding it, nor a directory with .git.
 std::string why_not_removable_run(const std::filesystem::path &root);
+// Why the directory `root` is not a run, "" when it is: it holds nothing but the run layout's entries,
+// with .lock and (when `markers` is required) experiment.toml or prepare's staging. An empty directory
+// is one for prepare to make a run in (optional_when_empty).
+enum class RunMarkers { required, optional_when_empty };
+std::string why_not_a_run(const std::filesystem::path &root, RunMarkers markers);
+// Creates `dir` (and its parents) for prepare; true when this process made it, false when it was there
+// already. mkdir is atomic, so of two prepares racing for one new directory exactly one made it; that
+// one may remove it when its prepare fails, and only while it holds the run's lock (prepare_in_run).
+// Error(usage) when it cannot be made.
+bool claim_run_directory(const std::filesystem::path &dir);
 // Points <root>/latest at `run` (a relative symlink, replaced atomically).
 void mark_latest(const RunSelection &selection, const std::filesystem::path &run);
 

@@ -287,6 +287,15 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
             outcome.reasons = failed.reasons;
             return failed;
         }
+        // The checkpoint's directory must be there before the swap: a prepare that could not write its
+        // checkpoint afterwards would leave new trees that no checkpoint describes.
+        std::error_code ec;
+        fs::create_directories(run.checkpoints(), ec);
+        if (ec || !fs::is_directory(fs::symlink_status(run.checkpoints(), ec))) {
+            discard_leftovers(run, experiment);
+            fail(ExitCode::usage, "cannot create '" + run.checkpoints().string() + "': " +
+                                      (ec ? ec.message() : std::string("something else is there")) + "; nothing was changed");
+        }
         swap_in(run, experiment);
         return passed_result(run, request, recorded, trees, resolved);
     };
@@ -300,16 +309,15 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
 
 PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const PrepareRequest &request, const Reporter &reporter) {
     PrepareOutcome outcome;
-    std::error_code ec;
+    StageContext context(root, request.experiment);
     try {
-        StageContext context(root, request.experiment);
         reporter.progress("run directory: " + root.string());
         outcome = prepare_stage(context, request, reporter);
     } catch (...) {
-        if (made_here) fs::remove_all(root, ec);
+        if (made_here) remove_without_following(root);
         throw;
     }
-    if (outcome.exit_code != ExitCode::ok && made_here) fs::remove_all(root, ec);
+    if (outcome.exit_code != ExitCode::ok && made_here) remove_without_following(root);
     return outcome;
 }
 

@@ -122,7 +122,7 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
 
     std::ostringstream out;
     if (format == "json") {
-        toml::table sections{{"run_dir", run.root().string()}};
+        toml::table sections{{"command", "report"}, {"run_dir", run.root().string()}};
         for (const char *section : {"time", "gate", "cluster"}) {
             toml::array entries;
             for (const Row &row : rows) {
