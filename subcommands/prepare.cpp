@@ -11,15 +11,23 @@ namespace fs = std::filesystem;
 namespace s2tp {
 
 int prepare_command(const Args &args) {
+    fs::path prepared_run;
+    return prepare_command(args, prepared_run);
+}
+
+int prepare_command(const Args &args, fs::path &prepared_run) {
     CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
     cl.add_options()
-        ("manifest", "experiment manifest (default: the installed temporal-pair.toml)", cxxopts::value<std::string>(), "FILE")
+        ("manifest", "experiment manifest: a file, or a shipped manifest's name such as upstream-vs-embedded "
+                     "(default: the shipped temporal-pair)", cxxopts::value<std::string>(), "FILE|NAME")
         ("repository", "the git repository of the manifest's git sources (e.g. your SageAttention checkout)",
          cxxopts::value<std::string>(), "DIR")
         ("commit", "the baseline's commit (a candidate without its own commit follows it); default: the manifest's",
          cxxopts::value<std::string>(), "REV")
         ("candidate-commit", "a candidate's commit, for a branch experiment: REV for a manifest's only candidate, "
          "NAME=REV (repeatable) for several", cxxopts::value<std::vector<std::string>>(), "[NAME=]REV")
+        ("patch", "the patch of the manifest's only candidate, in place of the manifest's", cxxopts::value<std::string>(), "FILE")
+        ("no-patch", "the manifest's only candidate without its patch (with --candidate-commit: that commit alone)")
         ("new", "start a new run directory even when a latest run exists")
         ("force", "run even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
@@ -39,11 +47,15 @@ int prepare_command(const Args &args) {
     // prepare` alone redoes the same experiment.
     const bool reuse = !cl.has("manifest") && prepared;
     PrepareRequest request;
-    request.manifest = cl.has("manifest") ? fs::path(cl.result()["manifest"].as<std::string>())
+    request.manifest = cl.has("manifest") ? find_manifest(cl.result()["manifest"].as<std::string>())
                        : reuse            ? fs::path(prepared->manifest)
                                           : default_manifest();
     // A run copied from another host: its experiment.toml and trees are the record now.
-    if (reuse && !fs::exists(request.manifest)) return static_cast<int>(keep_copied_run(*existing, prepared->manifest, cl.reporter()));
+    if (reuse && !fs::exists(request.manifest)) {
+        const ExitCode kept = keep_copied_run(*existing, prepared->manifest, cl.reporter());
+        if (kept == ExitCode::ok) prepared_run = fs::absolute(*existing).lexically_normal();
+        return static_cast<int>(kept);
+    }
     if (reuse) request.overrides = prepared->overrides;
     if (cl.has("repository")) request.overrides.repository = fs::absolute(cl.result()["repository"].as<std::string>()).lexically_normal().string();
     if (cl.has("commit")) request.overrides.commit = cl.result()["commit"].as<std::string>();
@@ -53,7 +65,15 @@ int prepare_command(const Args &args) {
         for (const std::string &value : cl.result()["candidate-commit"].as<std::vector<std::string>>())
             add_candidate_commit_override(request.overrides, value);
     }
+    if (cl.has("patch") && cl.has("no-patch")) fail(ExitCode::usage, "--patch and --no-patch contradict each other; give one");
+    if (cl.has("patch")) request.overrides.candidate_patch = fs::absolute(cl.result()["patch"].as<std::string>()).lexically_normal().string();
+    if (cl.has("no-patch")) request.overrides.candidate_patch = "";
     request.experiment = load_experiment(request.manifest, request.overrides);
+    // A commit of one's own with the manifest's patch on top is rarely what a branch experiment means.
+    for (const CandidateSpec &candidate : request.experiment.candidates)
+        if (!candidate.patch.empty() && !candidate.source.same_checkout(request.experiment.baseline_source))
+            cl.reporter().warn("candidate '" + candidate.name + "' is commit " + candidate.source.commit + " with the patch " +
+                               candidate.patch + " applied on top; pass --no-patch for the commit alone, or --patch FILE");
     request.force = cl.has("force");
     request.embedded_kernels = [] { return embedded_kernels(); };
 
@@ -69,6 +89,7 @@ int prepare_command(const Args &args) {
         return static_cast<int>(outcome.exit_code);
     }
     mark_latest(selection, root);
+    prepared_run = fs::absolute(root).lexically_normal();
     if (quiet) cl.reporter().say(root.string());
     return 0;
 }

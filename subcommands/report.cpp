@@ -2,6 +2,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
+#include "support/file_io.h"
 #include "views/pull_request_report.h"
 
 #include <iostream>
@@ -11,10 +12,16 @@ namespace s2tp {
 int report_command(const Args &args) {
     CommandLine cl("report", "Print the run's time and gate results for pasting into a pull request.", args);
     cl.add_options()("format", "text, markdown, csv or json",
-                     cxxopts::value<std::string>()->default_value("text"), "FORMAT");
+                     cxxopts::value<std::string>()->default_value("text"), "FORMAT")
+        ("output", "write the report to FILE instead of stdout", cxxopts::value<std::string>(), "FILE");
     if (!cl.parse()) return 0;
+    check_report_format(cl.result()["format"].as<std::string>());
+    if (cl.has("output") && cl.result()["output"].as<std::string>().empty())
+        fail(ExitCode::usage, "--output '' is an empty path; give it a file");
     RunDirectory run(require_existing_run(cl.selection()));
-    std::cout << pull_request_report(run, cl.result()["format"].as<std::string>());
+    const std::string report = pull_request_report(run, cl.result()["format"].as<std::string>());
+    if (cl.has("output")) write_user_file(cl.result()["output"].as<std::string>(), report);
+    else std::cout << report;
     return 0;
 }
 

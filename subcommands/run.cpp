@@ -7,6 +7,7 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "views/run_overview.h"
 
 #include <iostream>
 
@@ -62,13 +63,18 @@ int run_command(const Args &args) {
     if (!cl.parse()) return 0;
 
     Args common;
-    const RunSelection &selection = cl.selection();
-    common.insert(common.end(), {"--root", selection.runs_root.string()});
-    if (selection.run_dir) common.insert(common.end(), {"--run", selection.run_dir->string()});
-    if (selection.run_id) common.insert(common.end(), {"--run-id", *selection.run_id});
+    RunSelection selection = cl.selection();
     if (cl.has("quiet")) common.push_back("--quiet");
     if (cl.has("verbose")) common.push_back("--verbose");
     if (cl.has("force")) common.push_back("--force");
+    // Prepare finds the run as every command does (--run, --run-id, the run the working directory is
+    // in, latest); the stages after it get that run's directory, found once.
+    const auto selection_args = [&] {
+        Args words{"--root", selection.runs_root.string()};
+        if (selection.run_dir) words.insert(words.end(), {"--run", selection.run_dir->string()});
+        if (selection.run_id) words.insert(words.end(), {"--run-id", *selection.run_id});
+        return words;
+    };
 
     toml::array stages;
     int code = 0;
@@ -77,7 +83,8 @@ int run_command(const Args &args) {
         for (const CommandEntry &entry : command_table()) {
             if (!entry.stage) continue;
             const Stage stage = *entry.stage;
-            Args stage_args = common;
+            Args stage_args = selection_args();
+            stage_args.insert(stage_args.end(), common.begin(), common.end());
             if (stage == Stage::prepare) {
                 for (const char *option : {"manifest", "repository", "commit"})
                     if (cl.has(option))
@@ -100,7 +107,12 @@ int run_command(const Args &args) {
             cl.reporter().progress("== " + stage_name(stage));
             std::string error;
             try {
-                code = entry.run(stage_args);
+                std::filesystem::path prepared_run;
+                code = stage == Stage::prepare ? prepare_command(stage_args, prepared_run) : entry.run(stage_args);
+                if (!prepared_run.empty()) {
+                    selection.run_dir = prepared_run;
+                    selection.run_id.reset();
+                }
             } catch (const Error &e) {
                 code = e.code() == ExitCode::interrupted ? 128 + interrupt_signal() : static_cast<int>(e.code());
                 error = e.what();
@@ -117,7 +129,15 @@ int run_command(const Args &args) {
             }
         }
     }
-    cl.reporter().emit_json(toml::table{{"command", "run"}, {"exit_code", code}, {"stages", stages}});
+    toml::table result{{"command", "run"}, {"exit_code", code}, {"stages", stages}};
+    // What to do next, as status says it: after a stop for want of a GPU, how to go on elsewhere.
+    if (const std::optional<std::filesystem::path> root = existing_run(selection); root && code != 0) {
+        const RunDirectory run(*root);
+        const std::string next = overview_run(run, "--run " + run.root().string()).next;
+        result.insert("next", next);
+        if (!cl.reporter().json()) std::cerr << "next: " << next << std::endl;
+    }
+    cl.reporter().emit_json(result);
     return code;
 }
 

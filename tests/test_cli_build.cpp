@@ -9,7 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
+
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -117,6 +122,94 @@ TEST_F(Build, EmbeddedDefaultForEverySupportedArch) {
     } else {
         EXPECT_FALSE(fs::exists(dir_ / "default/reports/sass.toml"));
     }
+}
+
+// Two shells on one runs root (issue 26): `sage2tp run` in the first, and while its build stage runs,
+// `prepare --new` in the second, which points `latest` at a new, unbuilt run. The first run's later
+// stages must stay on its own run. Deterministic: an nvcc wrapper on CUDA_HOME holds the build stage at
+// its `nvcc --version` until the second prepare is done, then runs the real nvcc.
+TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
+    const fs::path built = dir_ / "default";
+    if (!fs::exists(built / "checkpoints/02-build.toml"))
+        ASSERT_EQ(sage2tp({"prepare", "--run", "default", "-q"}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"build", "--run", "default", "--arch", "sm_121a"}).exit_code, 0);
+    const std::optional<fs::path> real_nvcc = find_program("nvcc") ? find_program("nvcc") : find_program("/usr/local/cuda/bin/nvcc");
+    ASSERT_TRUE(real_nvcc) << "no nvcc";
+
+    const fs::path root = dir_ / "two-shells";
+    fs::remove_all(root);
+    fs::create_directories(root);
+    // A run directory copied whole is still the same run (sage2tp-checkpoint(5)): its build is up to date.
+    fs::copy(built, root / "first", fs::copy_options::recursive);
+    fs::create_directory_symlink("first", root / "latest");
+
+    const fs::path hook = dir_ / "nvcc-hook";
+    fs::create_directories(hook / "bin");
+    {
+        std::ofstream script(hook / "bin/nvcc");
+        script << "#!/bin/sh\n"
+               << "if [ \"$1\" = --version ]; then\n"
+               << "  : > '" << (hook / "reached").string() << "'\n"
+               << "  while [ ! -e '" << (hook / "go").string() << "' ]; do sleep 0.05; done\n"
+               << "fi\n"
+               << "exec '" << real_nvcc->string() << "' \"$@\"\n";
+    }
+    fs::permissions(hook / "bin/nvcc", fs::perms::owner_all, fs::perm_options::add);
+
+    const pid_t first = start_sage2tp({"run", "--root", root.string(), "--skip-sanitize"}, dir_, false,
+                                      {{"CUDA_HOME", hook.string()}});
+    for (int waited = 0; !fs::exists(hook / "reached") && waited < 3000; ++waited) ::usleep(50 * 1000);
+    ASSERT_TRUE(fs::exists(hook / "reached")) << "the first shell's build never asked nvcc for its version";
+    const ProcessResult second = sage2tp({"prepare", "--new", "-q", "--root", root.string(), "--manifest",
+                                          (source_root / "tests/manifests/two-candidates.toml").string()});
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    const fs::path second_run = fs::path(second.out.substr(0, second.out.find('\n')));
+    EXPECT_TRUE(fs::equivalent(root / "latest", second_run)) << "the second prepare did not move latest";
+    { std::ofstream(hook / "go").flush(); }
+    int status = 0;
+    ASSERT_EQ(::waitpid(first, &status, 0), first);
+    ASSERT_TRUE(WIFEXITED(status));
+
+    // The first shell's sanitize (skipped) landed on its own run; the second run has no stage past prepare.
+    EXPECT_NE(WEXITSTATUS(status), 4) << "a stage of the first run looked for its checkpoint in the second run";
+    EXPECT_TRUE(fs::exists(root / "first/checkpoints/03-sanitize.toml"));
+    EXPECT_FALSE(fs::exists(second_run / "checkpoints/02-build.toml"));
+    EXPECT_FALSE(fs::exists(second_run / "checkpoints/03-sanitize.toml"));
+}
+
+// Without a GPU (none is made visible, on any host), the stage stops with the next step in its error,
+// and status, run --json, report and compare all say where and why the run stopped (issue 26).
+TEST_F(Build, NoGpuStopGivesTheNextStepEverywhere) {
+    const fs::path built = dir_ / "default";
+    if (!fs::exists(built / "checkpoints/02-build.toml"))
+        ASSERT_EQ(sage2tp({"prepare", "--run", "default", "-q"}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"build", "--run", "default", "--arch", "sm_121a"}).exit_code, 0);
+    const fs::path run = dir_ / "no-gpu";
+    fs::remove_all(run);
+    fs::copy(built, run, fs::copy_options::recursive);
+    const std::map<std::string, std::string> no_gpu{{"CUDA_VISIBLE_DEVICES", ""}};
+    const std::string next_step = "copy " + run.string() + " to a host with that GPU and run 'sage2tp run --run DIR' there";
+
+    ProcessResult r = run_sage2tp({"run", "--run", run.string(), "--json"}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("sanitize needs an NVIDIA GPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(next_step), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_90a (H100, H200, GH200)"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("\"next\" : \"stopped at sanitize: no GPU; to go on"), std::string::npos) << r.out;
+
+    r = run_sage2tp({"status", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("next: stopped at sanitize: no GPU; "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(next_step), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("next: sage2tp run"), std::string::npos) << "status recommends the command that just failed:\n" << r.out;
+    EXPECT_NE(r.out.find("gate: candidate p50 < 220 ms"), std::string::npos) << r.out;
+
+    r = run_sage2tp({"report", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("stopped at sanitize: no GPU"), std::string::npos) << r.err;
+    r = run_sage2tp({"compare", run.string(), "--format", "csv"}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("missing: stopped at sanitize: no GPU"), std::string::npos) << r.out;
 }
 
 TEST_F(Build, UsageAndMissingToolErrors) {

@@ -251,14 +251,23 @@ TEST(GateRelativeSpeed, PassFailNotChecked) {
     EXPECT_FALSE(passes(e, with_ratio_bound(0.98)));
 }
 
-TEST(GateRelativeSpeed, OffByDefaultAndNotBlocking) {
+// A manifest that names no bound still requires the candidate to be faster (issue 26: a slower
+// candidate was "worth shipping" when the key was left out); only an explicit "off" lifts it.
+TEST(GateRelativeSpeed, OnByDefaultOffOnlyWhenTurnedOff) {
     GateEvidence e = good_evidence();
-    e.candidate_vs_baseline->lo = 1.05;  // slower, but no bound was asked for
+    e.candidate_vs_baseline->lo = 1.05;  // slower
     e.candidate_vs_baseline->hi = 1.06;
     const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "relative-speed");
-    EXPECT_EQ(c.status, GateStatus::not_checked);
-    EXPECT_FALSE(c.required);
-    EXPECT_TRUE(passes(e));
+    EXPECT_EQ(c.status, GateStatus::fail) << c.figure;
+    EXPECT_NE(c.figure.find(">= 1.0000"), std::string::npos) << c.figure;
+    EXPECT_FALSE(passes(e));
+
+    GateThresholds off;
+    off.ratio_upper_bound.reset();
+    const GateCondition lifted = condition(evaluate_gate(e, off), "relative-speed");
+    EXPECT_EQ(lifted.status, GateStatus::not_checked);
+    EXPECT_FALSE(lifted.required);
+    EXPECT_TRUE(passes(e, off));
 }
 
 // ---- shared-memory
@@ -328,7 +337,7 @@ TEST(GateVerdict, RequiredNotCheckedBlocksOptionalDoesNot) {
     GateEvidence e = good_evidence();
     e.sanitizer_skipped = true;
     const GateResult result = evaluate_gate(e, default_thresholds());
-    EXPECT_TRUE(result.passed);  // the sanitizer and relative-speed lines are NOT CHECKED but optional
+    EXPECT_TRUE(result.passed);  // the sanitizer line is NOT CHECKED but optional
 
     e.expected_real_output_sha256.clear();
     EXPECT_FALSE(passes(e));

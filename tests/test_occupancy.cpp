@@ -345,14 +345,18 @@ TEST(ArchLimits, ResolveAcceptsOnlyTheBuildTargets) {
     EXPECT_EQ(resolve_arch(table(), "sm_121a").row, "sm_121");
     EXPECT_EQ(resolve_arch(table(), "sm_100a").row, "sm_100");
     EXPECT_EQ(resolve_arch(table(), "sm_103a").row, "sm_103");
-    for (const char *bad : {"sm_90", "sm_89a", "sm_120", "sm_100", "sm_101a", "SM_90A", ""}) {
+    // A target one typing slip from a valid one (the plain row name of an "a" target above all) is named.
+    const std::pair<const char *, const char *> bad_targets[] = {
+        {"sm_90", "; did you mean 'sm_90a'?"}, {"sm_89a", "; did you mean 'sm_89'?"}, {"sm_120", "; did you mean 'sm_120a'?"},
+        {"sm_100", "; did you mean 'sm_100a'?"}, {"sm_101a", "; did you mean 'sm_100a'?"}, {"SM_90A", ""}, {"", ""}};
+    for (const auto &[bad, hint] : bad_targets) {
         try {
             resolve_arch(table(), bad);
             ADD_FAILURE() << "accepted " << bad;
         } catch (const Error &e) {
             EXPECT_EQ(e.code(), ExitCode::usage);
-            EXPECT_EQ(std::string(e.what()),
-                      "unsupported arch '" + std::string(bad) + "'; valid: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a");
+            EXPECT_EQ(std::string(e.what()), "unsupported arch '" + std::string(bad) +
+                                                 "'; valid: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a" + hint);
         }
     }
 }

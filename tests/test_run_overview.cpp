@@ -109,6 +109,24 @@ TEST_F(RunOverviewTest, AStageRunByAnotherProcessShowsItsPid) {
     EXPECT_NO_THROW(mine.lock());
 }
 
+// Issue 26: a stage that stopped for want of a GPU is not recommended again: next says why and how to go
+// on; a stage that then writes its checkpoint clears the record.
+TEST_F(RunOverviewTest, ARecordedStopGivesItsNextStepInsteadOfTheSameCommand) {
+    Checkpoint prepared = write(Stage::prepare, StageStatus::passed, "");
+    write(Stage::build, StageStatus::passed, prepared.digest);
+    RunDirectory run(root);
+    record_stop(run, StageStop{Stage::sanitize, "no GPU", "sanitize needs an NVIDIA GPU ...", "copy it to a GPU host",
+                               "2026-12-01T00:00:01Z"});
+    RunOverview o = overview_run(run, "");
+    ASSERT_TRUE(o.stop);
+    EXPECT_EQ(o.next, "stopped at sanitize: no GPU; copy it to a GPU host");
+    EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::sanitize)].summary,
+              "stopped at sanitize: no GPU (2026-12-01T00:00:01Z)");
+    // A stop recorded for another stage than the next one is history.
+    record_stop(run, StageStop{Stage::parity, "no GPU", "", "x", ""});
+    EXPECT_EQ(overview_run(run, "").next.rfind("sage2tp run", 0), 0u);
+}
+
 TEST_F(RunOverviewTest, TheRunIsFoundFromInsideItAndFromItsSubdirectories) {
     fs::create_directories(root / "trees/baseline/kernels");
     EXPECT_EQ(enclosing_run(root), fs::canonical(root));

@@ -36,6 +36,32 @@ std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage) {
     return run.checkpoints() / name.str();
 }
 
+void record_stop(const RunDirectory &run, const StageStop &stop) {
+    toml::table record{{"stage", stage_name(stop.stage)}, {"cause", stop.cause}, {"message", stop.message},
+                       {"next_step", stop.next_step}, {"utc", stop.utc}};
+    std::ostringstream text;
+    text << "# Why the last attempt stopped without a checkpoint (sage2tp status); removed when a stage passes.\n"
+         << record << "\n";
+    write_file_atomically(run.last_stop(), text.str());
+}
+
+std::string stop_summary(const StageStop &stop) { return "stopped at " + stage_name(stop.stage) + ": " + stop.cause; }
+
+std::optional<StageStop> last_stop(const RunDirectory &run) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(run.last_stop(), ec)) return std::nullopt;
+    try {
+        const toml::table record = toml::parse_file(run.last_stop().string());
+        const std::string stage = record["stage"].value_or(std::string());
+        for (Stage candidate : all_stages())
+            if (stage_name(candidate) == stage)
+                return StageStop{candidate, record["cause"].value_or(std::string()), record["message"].value_or(std::string()),
+                                 record["next_step"].value_or(std::string()), record["utc"].value_or(std::string())};
+    } catch (const toml::parse_error &) {
+    }
+    return std::nullopt;
+}
+
 namespace {
 
 // Why a recorded artifact ({ path, sha256 } for a file, { path, xxh3 } for a directory tree, anywhere
@@ -280,6 +306,8 @@ ExitCode execute_stage(StageContext &context, const StageWork &work, bool force,
     checkpoint.figures.insert("elapsed_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     checkpoint.reasons = std::move(result.reasons);
     write_checkpoint(checkpoint_path(run, work.stage), checkpoint);
+    std::error_code gone;
+    std::filesystem::remove(run.last_stop(), gone);  // the run moved on: an earlier stop is history
 
     if (work.summarize) work.summarize(checkpoint, reporter);
     for (const auto &reason : checkpoint.reasons) reporter.say("  " + name + ": " + reason);

@@ -68,6 +68,18 @@ void write_file_atomically(const std::filesystem::path &file, const std::string 
     fsync_path(directory, O_RDONLY | O_DIRECTORY);
 }
 
+void write_user_file(const std::filesystem::path &file, const std::string &content) {
+    std::error_code ec;
+    const auto status = std::filesystem::symlink_status(file, ec);
+    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        fail(ExitCode::usage, "will not write '" + file.string() + "': it exists and is " +
+                                  (std::filesystem::is_symlink(status)     ? "a symbolic link"
+                                   : std::filesystem::is_directory(status) ? "a directory"
+                                                                           : "not a regular file (a FIFO, socket or device)") +
+                                  "; name a regular file or a new path");
+    write_file_atomically(file, content);
+}
+
 std::string read_text_file(const std::filesystem::path &file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(ExitCode::usage, "cannot read '" + file.string() + "'");

@@ -10,6 +10,11 @@ namespace s2tp {
 // Atomically replaces `file` with `content` (temp file in the same directory, fsync, rename, fsync dir).
 void write_file_atomically(const std::filesystem::path &file, const std::string &content);
 
+// write_file_atomically for a path a user named on the command line (compare --svg FILE, --output
+// FILE): Error(usage) when something other than a regular file is at `file` (a FIFO, a device, a
+// directory, a link), which would otherwise be replaced.
+void write_user_file(const std::filesystem::path &file, const std::string &content);
+
 // The whole file as bytes. Error(usage) naming the file when it cannot be read.
 std::string read_text_file(const std::filesystem::path &file);
 

@@ -65,7 +65,9 @@ std::string resolve_target_arch(const std::string &requested, const ArchLimitsTa
         return requested;
     }
     GpuProbe probe = probe_gpu();
-    if (!probe.available) fail(ExitCode::missing_tool, "--arch auto needs a GPU: " + probe.reason);
+    if (!probe.available)
+        fail(ExitCode::missing_tool, "--arch auto needs a GPU: " + probe.reason +
+                                         "; pass --arch for the GPU the run will use: " + targets_by_gpu(table));
     DeviceFacts device = select_device(0);
     std::string plain = device.arch();
     for (const auto &[row, limits] : table)
@@ -244,11 +246,22 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
         while (finished < jobs.size() && !(failure && finished == next)) {
             done.wait_for(lock, std::chrono::seconds(1));
             if (!progress.tick || finished == jobs.size()) continue;
+            // Grouped by source file ("attention_entry.cu for baseline, candidate 34 s"), so that what runs
+            // fits one terminal line: the variants compile the same files.
+            std::vector<std::pair<std::string, std::string>> by_file;  // file name, its running variants
+            int longest = 0;
+            for (std::size_t i = 0; i < jobs.size(); ++i) {
+                if (state[i] != 1) continue;
+                const std::string file = fs::path(jobs[i].source).filename().string();
+                auto group = std::find_if(by_file.begin(), by_file.end(), [&](const auto &g) { return g.first == file; });
+                if (group == by_file.end()) group = by_file.insert(by_file.end(), {file, ""});
+                group->second += (group->second.empty() ? "" : ", ") + jobs[i].variant;
+                longest = std::max(longest, static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                                                           started[i]).count()));
+            }
             std::string running;
-            for (std::size_t i = 0; i < jobs.size(); ++i)
-                if (state[i] == 1)
-                    running += " " + jobs[i].variant + "/" + fs::path(jobs[i].source).filename().string() + " (" +
-                               std::to_string(static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count())) + " s)";
+            for (const auto &[file, variants] : by_file) running += (running.empty() ? " " : "; ") + file + " for " + variants;
+            if (!running.empty()) running += " " + std::to_string(longest) + " s";
             progress.tick(running, finished);
         }
     }

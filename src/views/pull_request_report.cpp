@@ -70,10 +70,16 @@ std::string markdown_cell(const std::string &text) {
     return cell;
 }
 
-std::string pull_request_report(const RunDirectory &run, const std::string &format) {
+void check_report_format(const std::string &format) {
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")
         fail(ExitCode::usage, "--format '" + format + "': expected text, markdown, csv or json");
+}
+
+std::string pull_request_report(const RunDirectory &run, const std::string &format) {
+    check_report_format(format);
     const CheckpointRead gate = read_checkpoint(checkpoint_path(run, Stage::gate));
+    if (!gate.exists)
+        if (auto stop = last_stop(run)) fail(ExitCode::precondition, "no gate verdict: the run " + stop_summary(*stop) + "; " + stop->next_step);
     if (!gate.checkpoint)
         fail(ExitCode::precondition, std::string("the gate checkpoint is ") +
                                          (gate.exists ? "not trusted: " + gate.problem : "missing") +
