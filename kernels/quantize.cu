@@ -1,5 +1,6 @@
 // The quantization cubin: what turns f16/bf16 Q, K, V into the attention kernel's inputs, shared by both
-// arms of the experiment (not part of the A/B), plus the SM clock probe.
+// arms of the experiment (not part of the A/B), plus the SM clock probe, the output checks and the
+// float64 reference attention (reference_attention.cuh).
 //
 // Byte-for-byte targets are upstream SageAttention's quantizers (reference sections 1.3 and 1.4), built
 // like them with -O3 --use_fast_math. That flag matters here: it turns `a / b` into div.approx.ftz.f32
@@ -13,6 +14,7 @@
 #include "sage2tp_abi.h"
 #include "input_generator_math.h"
 #include "mma_fragments.cuh"
+#include "reference_attention.cuh"
 
 namespace s2tp {
 namespace {
@@ -146,6 +148,9 @@ __device__ __forceinline__ void quantize_int8(const s2tp_quant_int8_params &p, u
 // ---- fp8 V -------------------------------------------------------------------------------------------------
 // One CTA of 256 threads per 32 channels of one (batch, head). Pass 1: amax per channel = max |v| over
 // all tokens (upstream takes max(|max|, |min|) over the zero-padded tokens; both are the same value).
+// With a V mean m (smooth_v), v - m replaces v everywhere: amax = max |v - m| over the tokens and, when
+// N is not a multiple of 16, over one zero token (upstream's max and min read the padding to 16), and
+// every padded token's code is that of 0 - m, as upstream's codes are.
 // v_scale = amax / scale_max, multiplier = scale_max / amax (div.approx.ftz; an all-zero channel gets
 // scale 0 and multiplier +inf, so its codes are 0 * inf = NaN, 0x7F, exactly as upstream). Pass 2: per
 // 64-token tile, code = cvt.rn.satfinite.e4m3(v * multiplier), padded tokens as v = 0, staged in shared
@@ -179,10 +184,16 @@ __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p)
     const T *input =
         static_cast<const T *>(p.input) + batch * p.stride_bz_in + head * p.stride_h_in + channel0 + 8 * chunk;
 
-    float amax[8];
+    float mean[8];
 #pragma unroll
     for (uint32_t e = 0; e < 8; ++e) {
-        amax[e] = 0.0f;
+        mean[e] = p.mean ? p.mean[(batch * p.heads + head) * p.head_dim + channel0 + 8 * chunk + e] : 0.0f;
+    }
+    float amax[8];
+    const bool reads_zero_token = p.mean && p.len % 16 != 0 && token_in_tile == 0;
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) {
+        amax[e] = reads_zero_token ? fabsf(mean[e]) : 0.0f;
     }
     for (uint32_t base = 0; base < p.len; base += kVTileTokens) {
         const uint32_t token = base + token_in_tile;
@@ -191,7 +202,7 @@ __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p)
             load8(input + token * p.stride_seq_in, x);
 #pragma unroll
             for (uint32_t e = 0; e < 8; ++e) {
-                amax[e] = fmaxf(amax[e], fabsf(x[e]));
+                amax[e] = fmaxf(amax[e], fabsf(p.mean ? __fsub_rn(x[e], mean[e]) : x[e]));
             }
         }
     }
@@ -241,6 +252,12 @@ __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p)
                 x[e] = 0.0f;
             }
         }
+        if (p.mean) {
+#pragma unroll
+            for (uint32_t e = 0; e < 8; ++e) {
+                x[e] = __fsub_rn(x[e], mean[e]);
+            }
+        }
         const uint32_t codes_lo = pack_e4m3x4(__fmul_rn(x[0], multiplier[0]), __fmul_rn(x[1], multiplier[1]),
                                               __fmul_rn(x[2], multiplier[2]), __fmul_rn(x[3], multiplier[3]));
         const uint32_t codes_hi = pack_e4m3x4(__fmul_rn(x[4], multiplier[4]), __fmul_rn(x[5], multiplier[5]),
@@ -268,8 +285,11 @@ __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p)
 // the input dtype. It matches a host fp32 loop bit for bit unless a value or partial sum is an fp32
 // subnormal (flushed to zero here). It does not try to match torch's mean, which upstream uses; feed
 // upstream's k_mean to the K quantizer when byte identity with upstream's codes matters.
-template <typename T>
-__device__ __forceinline__ void k_mean(const s2tp_k_mean_params &p) {
+// The V mean (smooth_v) is the same fp32 sum divided by S2TP_V_MEAN_DIVISOR(N) and kept in fp32. Upstream
+// sums with a block reduction, whose order this does not reproduce: feed upstream's v_mean to the V
+// quantizer when byte identity matters, as for K.
+template <typename T, bool FloatOutput>
+__device__ __forceinline__ void channel_mean(const s2tp_k_mean_params &p) {
     const uint32_t head = blockIdx.x;
     const uint32_t batch = blockIdx.y;
     const uint32_t channel = threadIdx.x;
@@ -280,8 +300,12 @@ __device__ __forceinline__ void k_mean(const s2tp_k_mean_params &p) {
     for (uint32_t token = 0; token < p.len; ++token) {
         sum = __fadd_rn(sum, to_f32(input[token * p.stride_seq_in]));
     }
-    const float mean = __fdiv_rn(sum, static_cast<float>(p.len));
-    static_cast<T *>(p.mean)[batch * p.stride_bz_mean + head * p.stride_h_mean + channel] = from_f32<T>(mean);
+    const uint32_t at = batch * p.stride_bz_mean + head * p.stride_h_mean + channel;
+    if constexpr (FloatOutput) {
+        static_cast<float *>(p.mean)[at] = __fdiv_rn(sum, static_cast<float>(S2TP_V_MEAN_DIVISOR(p.len)));
+    } else {
+        static_cast<T *>(p.mean)[at] = from_f32<T>(__fdiv_rn(sum, static_cast<float>(p.len)));
+    }
 }
 
 // ---- Input generator ---------------------------------------------------------------------------------------
@@ -374,9 +398,17 @@ __device__ __forceinline__ unsigned long long read_clock64() {
 }  // namespace
 }  // namespace s2tp
 
-extern "C" __global__ void s2tp_k_mean_f16(const s2tp_k_mean_params params) { s2tp::k_mean<__half>(params); }
+extern "C" __global__ void s2tp_k_mean_f16(const s2tp_k_mean_params params) {
+    s2tp::channel_mean<__half, false>(params);
+}
 extern "C" __global__ void s2tp_k_mean_bf16(const s2tp_k_mean_params params) {
-    s2tp::k_mean<__nv_bfloat16>(params);
+    s2tp::channel_mean<__nv_bfloat16, false>(params);
+}
+extern "C" __global__ void s2tp_v_mean_f16(const s2tp_k_mean_params params) {
+    s2tp::channel_mean<__half, true>(params);
+}
+extern "C" __global__ void s2tp_v_mean_bf16(const s2tp_k_mean_params params) {
+    s2tp::channel_mean<__nv_bfloat16, true>(params);
 }
 
 extern "C" __global__ void s2tp_quant_q_int8_f16(const s2tp_quant_int8_params params) {

@@ -73,6 +73,9 @@ typedef struct s2tp_attn_params {
 #define S2TP_QUANT_V_THREADS 256        /* block (256, 1, 1) for the fp8 V entries */
 #define S2TP_QUANT_V_CHANNELS_PER_CTA 32
 #define S2TP_V_SCALE_MAX_FP16_ACCUM 2.25f /* keeps a 64-key fp16 PV partial below 65504 */
+#define S2TP_V_SCALE_MAX_E4M3 448.0f      /* the e4m3 range: FP32 PV accumulation (upstream's default) */
+/* Upstream's V mean divides by the token count rounded up to 16 (the permutation's group). */
+#define S2TP_V_MEAN_DIVISOR(len_kv) ((((uint32_t)(len_kv) + 15u) / 16u) * 16u)
 
 /* Scale groups per (batch, head). Q: ceil(Nq/128)*4, so groups past Nq exist and get the scale
  * max(1e-7,0)/127 exactly as upstream; K: ceil(Nk/64). */
@@ -81,14 +84,15 @@ typedef struct s2tp_attn_params {
 /* V's token axis is zero-padded to a multiple of 64. */
 #define S2TP_V_PADDED_LEN(len_kv) ((((uint32_t)(len_kv) + 63u) / 64u) * 64u)
 
-/* Entry points (quantize.cu): s2tp_k_mean_{f16,bf16}, s2tp_quant_{q,k}_int8_{f16,bf16},
+/* Entry points (quantize.cu): s2tp_k_mean_{f16,bf16}, s2tp_v_mean_{f16,bf16}, s2tp_quant_{q,k}_int8_{f16,bf16},
  * s2tp_quant_v_fp8_{f16,bf16}, each named after the dtype of its input. */
 
-/* Per-channel K mean in the input dtype, fp32 accumulation in token order.
+/* Per-channel K mean in the input dtype, fp32 accumulation in token order; the V entries write an fp32
+ * V mean, the same sum divided by S2TP_V_MEAN_DIVISOR(N) as upstream's smooth_v divides it.
  * Grid (H, B), block (head_dim, 1, 1). */
 typedef struct s2tp_k_mean_params {
     const void *input;      /* f16 or bf16 K, [B,N,H,D] or [B,H,N,D], last dim contiguous */
-    void *mean;             /* [B,H,D] in the input dtype, channel axis contiguous */
+    void *mean;             /* [B,H,D] in the input dtype (K) or fp32 (V), channel axis contiguous */
     uint32_t batch, heads, len, head_dim;
     uint32_t stride_bz_in, stride_seq_in, stride_h_in;
     uint32_t stride_bz_mean, stride_h_mean;
@@ -119,7 +123,8 @@ typedef struct s2tp_quant_v_fp8_params {
     uint32_t batch, heads, len, head_dim;
     uint32_t stride_bz_in, stride_seq_in, stride_h_in;
     uint32_t stride_bz_out, stride_h_out, stride_d_out;
-    float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM; a runtime value, as upstream's divisions see it */
+    float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM or _E4M3; a runtime value, as upstream's divisions see it */
+    const float *mean;      /* smooth_v: the V mean [B,H,D] contiguous, subtracted before quantizing; or NULL */
 } s2tp_quant_v_fp8_params;
 
 /* ---- Input generator (lives in the quantization cubin) ---- */
@@ -176,6 +181,42 @@ typedef struct s2tp_compare_params {
 #define S2TP_COUNT_NAN_ENTRY_F16 "s2tp_count_nan_f16"
 #define S2TP_COUNT_NAN_ENTRY_BF16 "s2tp_count_nan_bf16"
 #define S2TP_COMPARE_ENTRY "s2tp_compare_bytes"
+
+/* ---- float64 reference attention and row gathering (live in the quantization cubin) ---- */
+
+/* Attention on the UNQUANTIZED f16/bf16 q, k, v, every product and sum in double: for each sampled query
+ * row r (rows[r], ascending) of every (batch, q head), softmax(q . k_j * sm_scale) over every visible key
+ * j (all keys, or j <= row when causal, top-left aligned), times v. GQA: q head h reads kv head
+ * h / (heads_q / heads_kv). One CTA of S2TP_REFERENCE_THREADS threads per S2TP_REFERENCE_ROWS_PER_CTA
+ * sampled rows of one (batch, head): grid (ceil(row_count / S2TP_REFERENCE_ROWS_PER_CTA), Hq, B).
+ * head_dim <= S2TP_REFERENCE_THREADS. Entry points s2tp_reference_attention_{f16,bf16}. */
+#define S2TP_REFERENCE_THREADS 128
+#define S2TP_REFERENCE_ROWS_PER_CTA 8
+
+typedef struct s2tp_reference_params {
+    const void *q, *k, *v;  /* f16 or bf16, the attention's own layout, last dim contiguous */
+    const uint32_t *rows;   /* [row_count] query rows, ascending, each < len_q */
+    double *output;         /* [B, Hq, row_count, D] contiguous */
+    uint32_t batch, heads_q, heads_kv, len_q, len_kv, head_dim, row_count, causal;
+    uint32_t stride_bz_q, stride_seq_q, stride_h_q;
+    uint32_t stride_bz_kv, stride_seq_kv, stride_h_kv;
+    double sm_scale;
+} s2tp_reference_params;
+
+/* Copies the sampled rows of a 16-bit output ([B,N,H,D] or [B,H,N,D]) into [B, H, row_count, D]
+ * contiguous, bits unchanged. One thread per copied element: grid (ceil(B*H*row_count*D /
+ * S2TP_CHECK_THREADS), 1, 1), block (S2TP_CHECK_THREADS, 1, 1). Entry point s2tp_gather_rows. */
+typedef struct s2tp_gather_rows_params {
+    const uint16_t *input;
+    uint16_t *output;
+    const uint32_t *rows;
+    uint32_t batch, heads, head_dim, row_count;
+    uint32_t stride_bz, stride_seq, stride_h;
+} s2tp_gather_rows_params;
+
+#define S2TP_REFERENCE_ENTRY_F16 "s2tp_reference_attention_f16"
+#define S2TP_REFERENCE_ENTRY_BF16 "s2tp_reference_attention_bf16"
+#define S2TP_GATHER_ROWS_ENTRY "s2tp_gather_rows"
 
 /* ---- SM clock probe (lives in the quantization cubin) ---- */
 

@@ -24,7 +24,8 @@ int build_command(const Args &args) {
          cxxopts::value<std::vector<std::string>>(), "DIR")
         ("sass", "also count the SASS opcodes of every entry and variant (cuobjdump or nvdisasm); on an up-to-date "
                  "build, of the cubins already built")
-        ("force", "compile even when the checkpoint is up to date");
+        ("force", "compile even when the checkpoint is up to date")
+        ("no-cache", "neither take compiles from the compile cache nor store them (as SAGE2TP_CACHE=off)");
     if (!cl.parse()) return 0;
 
     BuildRequest request;
@@ -34,6 +35,7 @@ int build_command(const Args &args) {
     if (cl.has("torch-include")) request.torch_include = cl.result()["torch-include"].as<std::vector<std::string>>();
     request.sass = cl.has("sass");
     request.force = cl.has("force");
+    request.no_cache = cl.has("no-cache");
     StageContext context(Stage::build, require_existing_run(cl.selection()));
     return run_build_stage(context, request, cl.reporter());
 }

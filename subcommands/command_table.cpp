@@ -27,6 +27,8 @@ const std::vector<CommandEntry> &command_table() {
         {"phases", phases_command, "phase-timed builds of every variant; where each warp's cycles go", std::nullopt, false},
         {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv) and SVG",
          std::nullopt, false},
+        {"slurm", slurm_command, "the GPU stages as one Slurm job array per arch and GPU kind; 'slurm collect'",
+         std::nullopt, false},
         {"clean", clean_command, "remove a run: its worktrees in your repository, then its directory", std::nullopt,
          false},
         {"help", help_command, "this list, or one command's options (sage2tp help CMD)", std::nullopt, false},

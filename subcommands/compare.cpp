@@ -1,5 +1,5 @@
 // sage2tp compare [RUN...]: several runs and their candidates in one table (text, markdown or csv) and
-// one SVG of every candidate's ratio interval against 1.
+// (with --svg) one SVG of every candidate's ratio interval against 1.
 #include "subcommands.h"
 
 #include "pipeline/cli.h"

@@ -77,7 +77,8 @@ int exec_command(const Args &args) {
                  : problem_inputs(problem, cl.has("seed") ? cl.result()["seed"].as<std::uint64_t>() : 1);
     const CubinModule quantize(kernels.quantize);
     const CubinModule attention(built.cubin);
-    const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+    const DeviceQuantizedInputs inputs =
+        quantize_on_gpu(quantize, problem, host.q, host.k, host.v, {}, built.abi->quantization());
     const KernelRun out =
         run_attention(*built.abi, attention, problem, inputs, variant);
 

@@ -1,5 +1,5 @@
 // sage2tp prepare: option parsing and wiring of the prepare stage (stages/prepare_stage.h).
-#include "subcommands.h"
+#include "prepare_run.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
@@ -52,7 +52,7 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
                                           : default_manifest();
     // A run copied from another host: its experiment.toml and trees are the record now.
     if (reuse && !fs::exists(request.manifest)) {
-        const ExitCode kept = keep_copied_run(*existing, prepared->manifest, cl.reporter());
+        const ExitCode kept = keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter());
         if (kept == ExitCode::ok) prepared_run = fs::absolute(*existing).lexically_normal();
         return static_cast<int>(kept);
     }
@@ -69,6 +69,10 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     if (cl.has("patch")) request.overrides.candidate_patch = fs::absolute(cl.result()["patch"].as<std::string>()).lexically_normal().string();
     if (cl.has("no-patch")) request.overrides.candidate_patch = "";
     request.experiment = load_experiment(request.manifest, request.overrides);
+    // The same for its repository, at another path (or nowhere) on this host.
+    if (reuse && !cl.has("repository") && !cl.has("force"))
+        if (const auto absent = absent_repository(request.experiment))
+            return static_cast<int>(keep_copied_run(*existing, "the repository " + *absent, cl.reporter()));
     // A commit of one's own with the manifest's patch on top is rarely what a branch experiment means.
     for (const CandidateSpec &candidate : request.experiment.candidates)
         if (!candidate.patch.empty() && !candidate.source.same_checkout(request.experiment.baseline_source))

@@ -2,6 +2,7 @@
 // that does not pass. Under --json the stages' own output goes to stderr and one summary object goes
 // to stdout: each stage's exit code and, from the checkpoint it left, its status, reasons and summary.
 #include "command_table.h"
+#include "prepare_run.h"
 
 #include "support/process_runner.h"
 
@@ -68,7 +69,8 @@ int run_command(const Args &args) {
     if (cl.has("verbose")) common.push_back("--verbose");
     if (cl.has("force")) common.push_back("--force");
     // Prepare finds the run as every command does (--run, --run-id, the run the working directory is
-    // in, latest); the stages after it get that run's directory, found once.
+    // in, latest); the stages after it get that run's directory, found once, so that a prepare in
+    // another shell, which moves latest, cannot redirect them.
     const auto selection_args = [&] {
         Args words{"--root", selection.runs_root.string()};
         if (selection.run_dir) words.insert(words.end(), {"--run", selection.run_dir->string()});

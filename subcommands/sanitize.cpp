@@ -16,12 +16,16 @@ int sanitize_command(const Args &args) {
         ("skip", "record a skipped stage instead of running (also: RUN_SANITIZER=0)")
         ("timeout", "seconds before one sanitizer process is killed and its check failed",
          cxxopts::value<int>()->default_value("1800"), "S")
+        ("jobs", "sanitizer processes at once on the GPU (default: $SAGE2TP_SANITIZE_JOBS, else 8, at most the cores)",
+         cxxopts::value<int>(), "N")
         ("force", "run even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
     SanitizeRequest request;
     request.device_index = cl.result()["device"].as<int>();
     request.timeout_s = cl.result()["timeout"].as<int>();
     if (request.timeout_s < 1) fail(ExitCode::usage, "--timeout must be at least 1 second");
+    request.jobs = cl.has("jobs") ? cl.result()["jobs"].as<int>() : default_sanitize_jobs();
+    if (request.jobs < 1) fail(ExitCode::usage, "--jobs must be at least 1");
     request.skip = cl.has("skip");
     request.force = cl.has("force");
     StageContext context(Stage::sanitize, require_existing_run(cl.selection()));

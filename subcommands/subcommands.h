@@ -27,6 +27,7 @@ int compare_command(const Args &args);
 int help_command(const Args &args);
 int clean_command(const Args &args);
 int phases_command(const Args &args);
+int slurm_command(const Args &args);
 // Internal: one variant's launches for the sanitize stage (under compute-sanitizer) and time --ncu.
 int exec_command(const Args &args);
 

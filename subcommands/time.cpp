@@ -38,6 +38,15 @@ int time_command(const Args &args) {
         ("order-seed", "internal: the round-order seed of a --repeat-child", cxxopts::value<std::uint64_t>(), "N");
     if (!cl.parse()) return 0;
     const Reporter &reporter = cl.reporter();
+    // A repeat's child reads the run its parent holds (no lock, no checkpoint), with the values its
+    // parent derived: nothing in its request was typed by a user, so no user range applies to it.
+    if (cl.has("repeat-child")) {
+        run_repeat_child(RepeatChildRequest::from_args(cl, require_existing_run(cl.selection())), reporter);
+        return 0;
+    }
+    if (cl.has("order-seed"))
+        fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
+
     const int device_index = cl.result()["device"].as<int>();
     const bool pin = cl.has("pin");
     const char *run_ncu_env = std::getenv("RUN_NCU");
@@ -50,30 +59,24 @@ int time_command(const Args &args) {
     // --pin records into the run's own manifest, which another workload's output does not belong to.
     if (pin && cl.has("workload"))
         fail(ExitCode::usage, "--pin records the manifest's workload output; it cannot be combined with --workload");
-    if (cl.has("order-seed") && !cl.has("repeat-child"))
-        fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
     TimeOverrides overrides{flag(time_target_half_width_range), flag(time_budget_seconds_range), std::nullopt,
                             std::nullopt};
     if (const auto rounds = flag(time_min_rounds_range)) overrides.min_rounds = static_cast<std::size_t>(*rounds);
     const std::optional<double> repeat_flag = flag(time_repeats_range);
-    if (cl.has("order-seed")) overrides.order_seed = cl.result()["order-seed"].as<std::uint64_t>();
     const std::optional<fs::path> workload_file =
         cl.has("workload") ? std::optional<fs::path>(fs::absolute(cl.result()["workload"].as<std::string>())) : std::nullopt;
 
-    // A repeat's child reads the run its parent holds: no lock, no checkpoint.
-    if (cl.has("repeat-child")) {
-        run_repeat_child(RunDirectory(require_existing_run(cl.selection())), overrides, workload_file, pin, device_index,
-                         fs::absolute(cl.result()["repeat-child"].as<std::string>()), reporter);
-        return 0;
-    }
-
     StageContext context(Stage::time, require_existing_run(cl.selection()));
     RunDirectory &run = context.run();
-    const BuiltKernels kernels = built_kernels(context);
-    Experiment experiment = context.experiment();
-    apply_run_pins(experiment.workload, run.pins());
-    const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
-    const std::optional<std::string> expected_sha = expected_output_sha256(workload, kernels.arch);
+    // Timing one shape of a set and judging the change by it is what sets exist to prevent.
+    if (context.experiment().workload_set && !workload_file)
+        fail(ExitCode::usage, "time: the run's workload is the set '" + context.experiment().workload_set->name +
+                                  "', and timing over a set is not built yet; time one of its shapes with --workload FILE");
+    const ResolvedTimeInputs resolved =
+        resolve_time_inputs(run, context.states(), context.experiment(), overrides, workload_file);
+    const Experiment &experiment = resolved.experiment;
+    const BuiltKernels &kernels = resolved.kernels;
+    const std::optional<std::string> &expected_sha = resolved.expected_sha256;
     const std::size_t repeats = static_cast<std::size_t>(repeat_flag.value_or(static_cast<double>(experiment.repeats)));
 
     std::optional<DeviceFacts> device;
@@ -92,9 +95,9 @@ int time_command(const Args &args) {
         throw;
     }
     require_kernels_for_device("time", kernels, *device);
-    const TimeStageInputs inputs{run, workload, workload_file, kernels, *device, timing_settings(experiment, overrides),
+    const TimeStageInputs inputs{run, resolved.workload, workload_file, kernels, *device, resolved.settings,
                                  repeats, expected_sha, pin, ncu, experiment.ncu_metrics, experiment.ncu_seq_len,
-                                 device_index};
+                                 device_index, time_accuracy(experiment)};
     StageWork work{Stage::time, [&](Fingerprint &f) { add_time_inputs(f, inputs); },
                    [&] { return run_time_stage(inputs, reporter); },
                    [&](const Checkpoint &c) { return verify_time_outputs(c, run, expected_sha, kernels.arch); },

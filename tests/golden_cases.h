@@ -57,16 +57,20 @@ T toml_value(const toml::table &table, const std::string &key, const std::string
     return *value;
 }
 
+// A TOML file, or Error(usage) naming its line and column.
+inline toml::table parse_toml_file(const std::filesystem::path &path) {
+    try {
+        return toml::parse_file(path.string());
+    } catch (const toml::parse_error &e) {
+        fail(ExitCode::usage, path.string() + ":" + std::to_string(e.source().begin.line) + ":" +
+                                  std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+    }
+}
+
 // Reads <dir>/cases.toml strictly: every key present and typed, every file's dtype, shape and digest.
 inline std::vector<Case> cases(const std::filesystem::path &dir) {
     const std::filesystem::path cases_toml = dir / "cases.toml";
-    toml::table root;
-    try {
-        root = toml::parse_file(cases_toml.string());
-    } catch (const toml::parse_error &e) {
-        fail(ExitCode::usage, cases_toml.string() + ":" + std::to_string(e.source().begin.line) + ":" +
-                                  std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-    }
+    const toml::table root = parse_toml_file(cases_toml);
     const toml::array *cases = root["case"].as_array();
     if (!cases || cases->empty()) fail(ExitCode::usage, cases_toml.string() + ": no [[case]] tables");
     std::vector<Case> result;

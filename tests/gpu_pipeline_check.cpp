@@ -5,8 +5,13 @@
 //                                        shape, a differing-element count and both values
 //   gpu_pipeline_check missing-barrier   tests/manifests/missing-barrier.toml: sanitize exits 1 with
 //                                        racecheck (or synccheck) errors on the candidate only
+//   gpu_pipeline_check long-sequence-fault  tests/manifests/long-sequence-fault.toml: tolerance parity passes
+//                                        the 32,768-token shape and fails the 170,000-token one, with the
+//                                        accuracy figures of both variants against the float64 reference
 //   gpu_pipeline_check default           the embedded default: prepare, build --arch sm_90a, sanitize and
 //                                        parity all exit 0
+//   gpu_pipeline_check stage-times       (benchmark) the embedded default through every stage, each
+//                                        stage's wall time printed, and the time to a verdict after build
 //
 // The manifests are found under $SAGE2TP_DATA_DIR (the source root). Exit status: 0 passed, 1 a check
 // failed, 77 skipped (no GPU, or no compute-sanitizer where sanitize must run), 2 usage.
@@ -17,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -122,7 +128,9 @@ void broken_rounding(const Pipeline &pipeline, const fs::path &manifest, Expecta
 
 void missing_barrier(const Pipeline &pipeline, const fs::path &manifest, Expectations &expect) {
     if (!prepare_and_build(pipeline, {"--manifest", manifest.string()}, expect)) return;
-    const ProcessResult sanitize = pipeline.stage("sanitize", {});
+    // Several sanitizer processes at once on the one GPU, as by default on a host with cores to spare:
+    // the race is caught all the same.
+    const ProcessResult sanitize = pipeline.stage("sanitize", {"--jobs", "4"});
     expect.check(sanitize.exit_code == 1, "sanitize exits 1 (stop condition)");
 
     const Checkpoint c = pipeline.checkpoint("03-sanitize.toml");
@@ -143,6 +151,43 @@ void missing_barrier(const Pipeline &pipeline, const fs::path &manifest, Expecta
     expect.check(c.figures["total_errors"].value_or<std::int64_t>(0) > 0, "figures.total_errors > 0");
 }
 
+void long_sequence_fault(const Pipeline &pipeline, const fs::path &manifest, Expectations &expect) {
+    if (!prepare_and_build(pipeline, {"--manifest", manifest.string()}, expect)) return;
+    expect.check(pipeline.stage("sanitize", {"--skip"}).exit_code == 0, "sanitize --skip exits 0");
+    const ProcessResult parity = pipeline.stage("parity", {});
+    expect.check(parity.exit_code == 1, "parity exits 1 (stop condition)");
+    const Checkpoint c = pipeline.checkpoint("04-parity.toml");
+    expect.check(c.status == StageStatus::failed, "the parity checkpoint records a failure");
+    std::map<std::string, bool> passed;
+    if (const toml::array *checks = c.figures["candidates"]["candidate"]["checks"].as_array())
+        for (const auto &node : *checks) {
+            const toml::table &check = *node.as_table();
+            const std::string shape = check["shape"].value_or(std::string());
+            passed[shape] = check["passed"].value_or(false);
+            std::cout << "  " << shape << ": " << check["conditions"].value_or(std::string()) << std::endl;
+        }
+    // Besides the two accuracy shapes, parity checks the boundary shape of the workload's tails.
+    bool short_checked = false, long_checked = false, short_passed = false, long_failed = false;
+    for (const auto &[shape, ok] : passed) {
+        if (contains(shape, "nq=32768")) short_checked = true, short_passed = ok;
+        if (contains(shape, "nq=170000")) long_checked = true, long_failed = !ok;
+    }
+    expect.check(short_checked && long_checked, "the candidate has accuracy conditions for both accuracy shapes");
+    expect.check(short_passed, "the 32,768-token shape passes (the fault is not there yet)");
+    expect.check(long_failed, "the 170,000-token shape fails (the planted fault)");
+    std::size_t baseline_checks = 0, baseline_passed = 0;
+    if (const toml::array *checks = c.figures["baseline"]["checks"].as_array())
+        for (const auto &node : *checks) {
+            ++baseline_checks;
+            baseline_passed += (*node.as_table())["passed"].value_or(false);
+        }
+    expect.check(baseline_checks == passed.size() && baseline_passed == baseline_checks,
+                 "the baseline meets the limits on every shape");
+    const std::string text = parity.out + parity.err;
+    expect.check(contains(text, "nq=170000") && contains(text, "vs baseline"),
+                 "the report names the long shape and the condition relative to the baseline");
+}
+
 void default_experiment(const Pipeline &pipeline, Expectations &expect) {
     if (!prepare_and_build(pipeline, {}, expect)) return;
     expect.check(pipeline.stage("sanitize", {}).exit_code == 0, "sanitize exits 0");
@@ -155,12 +200,33 @@ void default_experiment(const Pipeline &pipeline, Expectations &expect) {
                  "parity records 0 differing shapes");
 }
 
+// Every stage of the default experiment, each one's wall time, and the sum after build: the time to a
+// verdict once the cubins exist.
+void stage_times(const Pipeline &pipeline, Expectations &expect) {
+    double after_build = 0;
+    std::cout << "stage      exit   seconds\n";
+    for (const char *stage : {"prepare", "build", "sanitize", "parity", "time", "gate"}) {
+        const std::vector<std::string> extra =
+            std::string(stage) == "build" ? std::vector<std::string>{"--arch", "auto"} : std::vector<std::string>{};
+        const ProcessResult r = pipeline.stage(stage, extra);
+        std::printf("%-9s  %4d  %8.1f\n", stage, r.exit_code, r.seconds);
+        if (std::string(stage) != "prepare" && std::string(stage) != "build") after_build += r.seconds;
+        // The gate's "no" (exit 1) is a verdict too.
+        if (r.exit_code != 0 && !(std::string(stage) == "gate" && r.exit_code == 1)) {
+            expect.check(false, std::string(stage) + " exits 0");
+            return;
+        }
+    }
+    std::printf("verdict after build: %.1f s (sanitize + parity + time + gate)\n", after_build);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
     const std::string mode = argc == 2 ? argv[1] : "";
-    if (mode != "broken-rounding" && mode != "missing-barrier" && mode != "default") {
-        std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|default\n";
+    if (mode != "broken-rounding" && mode != "missing-barrier" && mode != "long-sequence-fault" && mode != "default" &&
+        mode != "stage-times") {
+        std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|long-sequence-fault|default|stage-times\n";
         return kExitUsage;
     }
     const char *binary = std::getenv("SAGE2TP_BIN");
@@ -174,7 +240,7 @@ int main(int argc, char **argv) {
         std::cout << "SKIP: no usable GPU: " << probe.reason << std::endl;
         return kExitSkip;
     }
-    if (mode != "broken-rounding" && !find_cuda_tool("compute-sanitizer")) {
+    if (mode != "broken-rounding" && mode != "long-sequence-fault" && !find_cuda_tool("compute-sanitizer")) {
         std::cout << "SKIP: compute-sanitizer is not installed" << std::endl;
         return kExitSkip;
     }
@@ -187,8 +253,12 @@ int main(int argc, char **argv) {
     try {
         if (mode == "broken-rounding")
             broken_rounding(pipeline, fs::path(data_dir) / "tests/manifests/broken-rounding.toml", expect);
+        else if (mode == "long-sequence-fault")
+            long_sequence_fault(pipeline, fs::path(data_dir) / "tests/manifests/long-sequence-fault.toml", expect);
         else if (mode == "missing-barrier")
             missing_barrier(pipeline, fs::path(data_dir) / "tests/manifests/missing-barrier.toml", expect);
+        else if (mode == "stage-times")
+            stage_times(pipeline, expect);
         else
             default_experiment(pipeline, expect);
     } catch (const std::exception &e) {

@@ -4,7 +4,10 @@
 //   - count_nan_on_gpu counts what the host's count_nan counts, at sizes around the kernel's 8-element
 //     step; equal_on_gpu finds a single changed byte anywhere, at sizes around its 16-byte step;
 //   - OutputChecks gives each output's host SHA-256 and NaN count, and after the outputs change, the
-//     SHA-256 of exactly the ones that changed.
+//     SHA-256 of exactly the ones that changed;
+//   - the float64 reference attention on the unquantized inputs agrees with the host's
+//     unquantized_reference to 1e-12 (both dtypes and layouts, causal, grouped heads, ragged lengths,
+//     sampled rows), repeats bit for bit, and gather_rows_on_gpu gives gather_query_rows' bytes.
 //
 //   gpu_time_helpers_check --quant-cubin Q [--device N]
 //
@@ -13,16 +16,22 @@
 #include "gpu/attention_launch.h"
 #include "gpu/gpu_input_generator.h"
 #include "gpu/gpu_runtime.h"
+#include "gpu/gpu_reference.h"
 #include "gpu/output_checks.h"
+#include "model/accuracy.h"
+#include "model/cpu_reference.h"
 #include "model/input_generator.h"
 #include "tools/gpu_session.h"
 #include "support/errors.h"
 
 #include "check_program.h"
 #include "support/hashing.h"
+#include "support/number_format.h"
 
 #include <cxxopts.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -150,6 +159,47 @@ void check_output_checks(const CubinModule &quant) {
     }
 }
 
+void check_reference(const CubinModule &quant) {
+    struct Case {
+        AttentionShape shape;
+        DType dtype;
+        bool causal;
+        std::int64_t rows;
+    };
+    const std::vector<Case> cases = {
+        {{1, 2, 2, 1, 63, 64, Layout::nhd}, DType::f16, false, 256},
+        {{2, 4, 2, 130, 130, 128, Layout::hnd}, DType::bf16, true, 256},
+        {{1, 8, 2, 300, 257, 128, Layout::nhd}, DType::f16, false, 37},
+        {{1, 3, 3, 129, 129, 64, Layout::hnd}, DType::bf16, true, 9},
+    };
+    for (const Case &c : cases) {
+        AttentionProblem problem;
+        problem.shape = c.shape;
+        problem.dtype = c.dtype;
+        problem.causal = c.causal;
+        problem.sm_scale = default_sm_scale(c.shape.head_dim);
+        const std::string name = problem.describe() + " rows " + std::to_string(c.rows);
+        const GeneratedInputs host = generate_inputs(c.shape, c.dtype, 7);
+        const DeviceInputs device{upload(host.q, "q"), upload(host.k, "k"), upload(host.v, "v")};
+        const std::vector<std::uint32_t> rows = sample_query_rows(c.shape.len_q, c.rows, 11);
+        const Tensor gpu = reference_on_gpu(quant, problem, device, rows);
+        const Tensor cpu = unquantized_reference(c.shape, host.q, host.k, host.v, problem.sm_scale, c.causal, rows);
+        // Relative to the output's scale: an element near 0 carries the rounding of terms of size ~1.
+        double worst = 0, scale = 0;
+        for (std::int64_t i = 0; i < cpu.numel(); ++i) {
+            worst = std::max(worst, std::abs(gpu.value_at(i) - cpu.value_at(i)));
+            scale = std::max(scale, std::abs(cpu.value_at(i)));
+        }
+        check(worst <= 1e-12 * scale, "reference " + name + ": largest difference from the host's " +
+                                          significant(worst, 3) + ", of an output scale " + significant(scale, 3));
+        const Tensor again = reference_on_gpu(quant, problem, device, rows);
+        check(again.bytes == gpu.bytes, "reference " + name + ": a second launch gives the same bits");
+        const Tensor gathered = gather_rows_on_gpu(quant, problem, device.q, rows);
+        check(gathered.bytes == gather_query_rows(host.q, c.shape, rows).bytes,
+              "gather_rows_on_gpu " + name + ": the host's gathered bytes");
+    }
+}
+
 int run(int argc, char **argv) {
     cxxopts::Options parser("gpu_time_helpers_check", "GPU checks of the time stage's input generator and output checks");
     parser.add_options()("quant-cubin", "quantization cubin", cxxopts::value<std::string>())(
@@ -173,6 +223,7 @@ int run(int argc, char **argv) {
     check_nan_count(quant);
     check_compare(quant);
     check_output_checks(quant);
+    check_reference(quant);
     std::cout << (failures == 0 ? "all checks passed" : std::to_string(failures) + " checks failed") << "\n";
     return failures == 0 ? 0 : 1;
 }

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -156,8 +157,15 @@ TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
     }
     fs::permissions(hook / "bin/nvcc", fs::perms::owner_all, fs::perm_options::add);
 
+    // The first shell: `sage2tp run` with the hook on CUDA_HOME, not waited for.
     const pid_t first = start_sage2tp({"run", "--root", root.string(), "--skip-sanitize"}, dir_, false,
                                       {{"CUDA_HOME", hook.string()}});
+    ASSERT_GE(first, 0);
+    // Whatever fails below, the first shell is let go, not left waiting for ever.
+    struct LetGo {
+        fs::path go;
+        ~LetGo() { std::ofstream(go).flush(); }
+    } let_go{hook / "go"};
     for (int waited = 0; !fs::exists(hook / "reached") && waited < 3000; ++waited) ::usleep(50 * 1000);
     ASSERT_TRUE(fs::exists(hook / "reached")) << "the first shell's build never asked nvcc for its version";
     const ProcessResult second = sage2tp({"prepare", "--new", "-q", "--root", root.string(), "--manifest",
@@ -247,4 +255,61 @@ TEST_F(Build, CandidateThatDoesNotCompileFailsWithTheErrorQuoted) {
     // A failed build is never "up to date": the next stage refuses, the build runs again.
     r = sage2tp({"sanitize", "--run", "broken"});
     EXPECT_EQ(r.exit_code, 4) << r.err;
+}
+
+// The compile cache (sage2tp-build(1), "Compile cache"), with a cache of this test's own: an arch switch
+// there and back compiles nothing the second time, and a second experiment on the same baseline
+// compiles only its candidate.
+TEST_F(Build, CacheServesAnArchSwitchBackAndASecondExperimentsBaseline) {
+    const std::map<std::string, std::string> cache{{"SAGE2TP_CACHE", (dir_ / "own-cache").string()}};
+    auto manifest = [&](const std::string &name, const std::string &patch) {
+        const fs::path file = dir_ / (name + ".toml");
+        std::ofstream(file) << "[experiment]\nname = \"" << name << "\"\n[source]\nkind = \"embedded\"\n"
+                            << "kernel_sources = [\"kernels/attention_entry.cu\"]\nsupport_sources = [\"kernels/quantize.cu\"]\n"
+                            << "include_dirs = [\"kernels\"]\n[[candidate]]\nname = \"candidate\"\npatch = \""
+                            << (source_root / "data/patches" / patch).string() << "\"\n[build]\narch = \"sm_90a\"\n"
+                            << "nvcc_flags = [\"-O3\", \"--use_fast_math\"]\n[workload]\nfile = \""
+                            << (source_root / "data/workloads/wan21-14b-block24.toml").string() << "\"\n";
+        return file.string();
+    };
+    auto build = [&](const std::string &run, const std::string &arch) {
+        ProcessResult r = run_sage2tp({"build", "--run", run, "--arch", arch}, dir_, cache);
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        std::cout << "---- build --run " << run << " --arch " << arch << " (" << r.seconds << " s)\n" << r.out;
+        return r;
+    };
+    auto cached = [&](const std::string &run) {
+        std::set<std::string> keys;
+        const Checkpoint c = build_checkpoint(dir_ / run);
+        for (const auto &[key, artifact] : c.artifacts)
+            if ((*artifact.as_table())["from_cache"].value_or(false)) keys.insert(std::string(key.str()));
+        return keys;
+    };
+    ASSERT_EQ(run_sage2tp({"prepare", "--manifest", manifest("first", "temporal-pair.patch"), "--run", "first", "-q"}, dir_).exit_code, 0);
+    EXPECT_NE(build("first", "sm_90a").out.find("cache: 0 of 4 compiles from " + (dir_ / "own-cache").string()), std::string::npos);
+    EXPECT_TRUE(cached("first").empty());
+    build("first", "sm_89");
+    ProcessResult back = build("first", "sm_90a");
+    EXPECT_NE(back.out.find("cache: 4 of 4 compiles"), std::string::npos) << back.out;
+    EXPECT_NE(back.out.find("] baseline:kernels/attention_entry.cu from the cache"), std::string::npos) << back.out;
+    EXPECT_EQ(cached("first").size(), 4u);
+    // The other arch's cubins are still in builds/, next to this build's.
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "first/builds/baseline/attention_entry.sm_89.cubin"));
+    // Taken from the cache, the cubins and ptxas figures are those of a compile.
+    ProcessResult status = run_sage2tp({"status", "--run", "first"}, dir_);
+    EXPECT_NE(status.out.find("build     passed"), std::string::npos) << status.out;
+
+    ASSERT_EQ(run_sage2tp({"prepare", "--manifest", manifest("second", "temporal-pair-double-v.patch"), "--run", "second", "-q"}, dir_).exit_code, 0);
+    ProcessResult second = build("second", "sm_90a");
+    EXPECT_NE(second.out.find("cache: 3 of 4 compiles"), std::string::npos) << second.out;
+    EXPECT_EQ(cached("second"), (std::set<std::string>{"baseline:kernels/attention_entry.cu", "baseline:kernels/quantize.cu",
+                                                        "candidate:kernels/quantize.cu"}));
+    EXPECT_EQ(build_checkpoint(dir_ / "second").artifacts["baseline:kernels/attention_entry.cu"]["sha256"].value_or(std::string()),
+              build_checkpoint(dir_ / "first").artifacts["baseline:kernels/attention_entry.cu"]["sha256"].value_or(std::string()));
+
+    // Off: every compile runs, and the build says why.
+    ProcessResult off = run_sage2tp({"build", "--run", "second", "--force"}, dir_, {{"SAGE2TP_CACHE", "off"}});
+    EXPECT_EQ(off.exit_code, 0) << off.err;
+    EXPECT_NE(off.out.find("cache: off (SAGE2TP_CACHE=off)"), std::string::npos) << off.out;
+    EXPECT_TRUE(cached("second").empty());
 }

@@ -295,7 +295,7 @@ TEST_F(Cli, BranchExperimentFromOneRepositoryThenClean) {
 
     ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list"});
     EXPECT_NE(worktrees.out.find("trees/candidate"), std::string::npos) << worktrees.out;
-    r = sage2tp({"clean"});
+    r = sage2tp({"clean", "--yes"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_FALSE(fs::exists(run));
     EXPECT_FALSE(fs::is_symlink(dir_ / "sage2tp-runs/latest"));
@@ -505,6 +505,20 @@ TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
     EXPECT_NE(r.err.find("cannot be combined with --workload"), std::string::npos) << r.err;
 }
 
+// A --repeat child gets values its parent derived, not values a user typed: `time --repeat 100` with the
+// manifest's 60 s hands each child a budget of 0.6 s, below the user range [1, 86400] of --budget. The
+// child takes them as they are (and here, with no build, stops at the missing build checkpoint).
+TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
+    const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", (dir_ / "m.toml").string(), "--budget",
+                                     "0.6", "--min-rounds", "20", "--target-half-width", "0.0005", "--order-seed",
+                                     "42", "--device", "0"});
+    EXPECT_NE(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.find("must be in"), std::string::npos) << r.err;
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("build"), std::string::npos) << r.err;
+}
+
 // The bash completion offers every command (from the binary's own `sage2tp help`) and each command's
 // options (from `sage2tp help CMD`).
 TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
@@ -687,7 +701,7 @@ TEST_F(Cli, ASecondCandidatesPatchThatDoesNotApplyNamesItAndChangesNothing) {
     ProcessResult worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
     for (const char *name : {"baseline", "one", "two"})
         EXPECT_NE(worktrees.out.find("run/trees/" + std::string(name)), std::string::npos) << worktrees.out;
-    ASSERT_EQ(sage2tp({"clean", (dir_ / "run").string()}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"clean", "--yes", (dir_ / "run").string()}).exit_code, 0);
     worktrees = run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "list", "--porcelain"});
     EXPECT_EQ(worktrees.out.find("run/trees"), std::string::npos) << worktrees.out;
 }

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -265,6 +267,83 @@ TEST_F(Reliability, InterruptReachesEveryChildAndLeavesNoCheckpoint) {
     ProcessResult r = sage2tp({"build", "--run", "run"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     expect_good_build(run, "after the interrupts");
+}
+
+// build --force compiles into a staging directory and swaps it in whole: Ctrl-C during it leaves the
+// build that passed before, which still verifies and is up to date.
+TEST_F(Reliability, InterruptedForcedBuildKeepsTheLastPassedBuild) {
+    write_experiment();
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    const fs::path run = dir_ / "run";
+    ASSERT_EQ(sage2tp({"build", "--run", "run", "-q"}).exit_code, 0);
+    expect_good_build(run, "before the interrupt");
+    const std::string passed = slurp(run / "checkpoints/02-build.toml");
+    bool caught_mid_compile = false;
+    for (int attempt = 0; attempt < 10 && !caught_mid_compile; ++attempt) {
+        pid_t pid = start({"build", "--run", "run", "--force"}, true);
+        if (!wait_for_child(pid, run, {"cicc", "ptxas"})) {
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+            continue;
+        }
+        caught_mid_compile = true;
+        ::kill(-pid, SIGINT);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT);
+    }
+    ASSERT_TRUE(caught_mid_compile) << "never caught nvcc's children running";
+    EXPECT_EQ(slurp(run / "checkpoints/02-build.toml"), passed);
+    expect_good_build(run, "after Ctrl-C during build --force");
+    ProcessResult r = sage2tp({"build", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("build: up to date"), std::string::npos) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run / ".build-new")) << "the killed build's staging is left behind";
+}
+
+// A run carried to another host: there the repository is at another path and torch's headers are found
+// another way (a python3 with torch on PATH instead of libtorch-dev). `run` re-prepares nothing and
+// rebuilds nothing; it goes straight to the first GPU stage (which, on this host without a GPU, exits 3).
+TEST_F(Reliability, CarriedRunGoesStraightToTheFirstGpuStage) {
+    write_experiment("needs_torch_headers = true\n");
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    ProcessResult r = sage2tp({"build", "--run", "run"});
+    if (r.exit_code == 3) GTEST_SKIP() << "no torch headers on this host: " << r.err;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const std::string found_here =
+        checkpoint(dir_ / "run", "02-build.toml")->figures["torch_headers"]["found_by"].value_or(std::string());
+
+    // The other host: its python3 imports a torch of its own.
+    const fs::path torch = dir_ / "other-torch";
+    for (const char *header : {"include/torch/extension.h", "include/torch/csrc/api/include/torch/all.h", "python/Python.h"}) {
+        fs::create_directories((torch / header).parent_path());
+        std::ofstream(torch / header) << "// the other host's\n";
+    }
+    fs::create_directories(dir_ / "bin");
+    std::ofstream(dir_ / "bin/python3") << "#!/bin/sh\necho 2.5.0\necho " << (torch / "include").string() << "\necho "
+                                        << (torch / "include/torch/csrc/api/include").string() << "\necho "
+                                        << (torch / "python").string() << "\n";
+    fs::permissions(dir_ / "bin/python3", fs::perms::owner_all);
+    const std::map<std::string, std::string> other_host{{"PATH", (dir_ / "bin").string() + ":" + std::getenv("PATH")}};
+    fs::rename(dir_ / "repo", dir_ / "repo-elsewhere");
+    fs::rename(dir_ / "run", dir_ / "carried");
+    const fs::path carried = dir_ / "carried";
+    const std::string prepared = slurp(carried / "checkpoints/01-prepare.toml");
+    const std::string built = slurp(carried / "checkpoints/02-build.toml");
+
+    r = run_sage2tp({"run", "--run", "carried"}, dir_, other_host);
+    std::cout << r.out << r.err;
+    EXPECT_EQ(r.exit_code, 3) << "sanitize without a GPU: " << r.out << r.err;
+    EXPECT_NE(r.err.find("stopped at sanitize"), std::string::npos) << r.err;
+    EXPECT_NE((r.out + r.err).find("prepare: up to date"), std::string::npos) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("not on this host"), std::string::npos) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("build: up to date"), std::string::npos) << r.out << r.err;
+    EXPECT_EQ((r.out + r.err).find("compiling"), std::string::npos) << r.out << r.err;
+    EXPECT_EQ(slurp(carried / "checkpoints/01-prepare.toml"), prepared);
+    EXPECT_EQ(slurp(carried / "checkpoints/02-build.toml"), built);
+    expect_good_build(carried, "carried");
+    // This host's own discovery is what the build recorded; the other host's was never used.
+    EXPECT_EQ(found_here.find("other-torch"), std::string::npos) << found_here;
 }
 
 TEST_F(Reliability, SigkillOfSage2tpTakesNvccAndItsChildrenAlong) {

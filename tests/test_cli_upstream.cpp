@@ -124,12 +124,12 @@ TEST_F(Upstream, TemporalPairBuildsForHopperAndSparkThenCleanRemovesTheWorktrees
 
     ProcessResult worktrees = git({"worktree", "list", "--porcelain"});
     EXPECT_NE(worktrees.out.find((dir_ / "pair/trees/baseline").string()), std::string::npos) << worktrees.out;
-    r = sage2tp({"clean", "pair"});
+    r = sage2tp({"clean", "--yes", "pair"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_FALSE(fs::exists(dir_ / "pair"));
     worktrees = git({"worktree", "list", "--porcelain"});
     EXPECT_EQ(worktrees.out.find("pair/trees"), std::string::npos) << worktrees.out;
-    r = sage2tp({"clean", "pair"});
+    r = sage2tp({"clean", "--yes", "pair"});
     EXPECT_EQ(r.exit_code, 4) << "cleaning a run that is gone: " << r.out << r.err;
 }
 
@@ -146,7 +146,7 @@ TEST_F(Upstream, PatchThatBreaksCompilationFailsBuildWithTheCompilerErrorQuoted)
     EXPECT_NE(built.reasons.front().find("sage2tp_test_undeclared_identifier"), std::string::npos)
         << built.reasons.front();
     EXPECT_NE(r.out.find("does not compile"), std::string::npos) << r.out;
-    ASSERT_EQ(sage2tp({"clean", "broken"}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"clean", "--yes", "broken"}).exit_code, 0);
 }
 
 TEST_F(Upstream, MissingTorchHeadersExitThreeNamingBothWaysToInstallThem) {
@@ -176,6 +176,6 @@ TEST_F(Upstream, MissingTorchHeadersExitThreeNamingBothWaysToInstallThem) {
     r = prepare(source_root / "data/experiments/upstream-vs-embedded.toml", "again");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_EQ(git({"worktree", "list", "--porcelain"}).out.find("headers/trees"), std::string::npos);
-    ASSERT_EQ(sage2tp({"clean", "again"}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"clean", "--yes", "again"}).exit_code, 0);
     EXPECT_EQ(git({"worktree", "list", "--porcelain"}).out.find("/trees/"), std::string::npos);
 }

@@ -1,4 +1,5 @@
-// The kernel ABI adapters without a GPU: the demangled-name parser, the sageattention-sm89 adapter's
+// The kernel ABI adapters without a GPU: the demangled-name parser, the seven sm89 launchers' adapters
+// on their real cubins' entry names (tests/data/sm89_launchers), the sageattention-sm89 adapter's
 // entry matching on the 32 real entry names of upstream's .cu (the ptxas report of a real nvcc 13.0
 // compile, tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log; its header says how), its argument
 // packing against values worked out by hand from upstream's host function, and the sage2tp adapter's
@@ -7,6 +8,9 @@
 #include "formats/demangled_name.h"
 #include "formats/ptxas_report.h"
 #include "gpu/kernel_abi.h"
+#include "formats/tensor_io.h"
+#include "golden/golden_cases_file.h"
+#include "model/host_quantizer.h"
 #include "support/errors.h"
 #include "sage2tp_abi.h"
 
@@ -117,12 +121,124 @@ TEST(DemangledName, PlainFunctionsAndNonNames) {
 
 // ---- the registry ----
 
-TEST(KernelAbiRegistry, KnowsBothAdaptersAndListsThemForAnUnknownOne) {
-    EXPECT_EQ(kernel_abi_names(), (std::vector<std::string>{"sage2tp", "sageattention-sm89"}));
+// Every sm89 launcher file of upstream's csrc/qattn, its adapter's name, and what its template fixes:
+// use_inst_buffer, fuse_v_scale, fuse_v_mean, use_pv_fp16_accu (the launcher's `kernel_func` line).
+struct LauncherRow {
+    std::string abi, file;
+    bool inst_buffer, fuse_v_scale, fuse_v_mean, fp16_accu;
+};
+const std::vector<LauncherRow> &launcher_rows() {
+    static const std::vector<LauncherRow> rows = {
+        {"sageattention-sm89", "sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf", true, true, false, true},
+        {"sageattention-sm89-accum-f16-inst-buf", "sm89_qk_int8_sv_f8_accum_f16_attn_inst_buf", true, false, false, true},
+        {"sageattention-sm89-accum-f32", "sm89_qk_int8_sv_f8_accum_f32_attn", false, false, false, false},
+        {"sageattention-sm89-accum-f32-inst-buf", "sm89_qk_int8_sv_f8_accum_f32_attn_inst_buf", true, false, false,
+         false},
+        {"sageattention-sm89-accum-f32-fuse-v-scale", "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn", false, true,
+         false, false},
+        {"sageattention-sm89-accum-f32-fuse-v-scale-inst-buf", "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf",
+         true, true, false, false},
+        {"sageattention-sm89-accum-f32-fuse-v-scale-fuse-v-mean",
+         "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn", false, true, true, false},
+    };
+    return rows;
+}
+
+// The 32 entry names (mangled) of a launcher's real cubin: upstream's extension built for sm_90a by
+// tests/golden/make_golden.py, its symbol table read with `readelf -sW`.
+std::vector<std::string> launcher_entries(const std::string &file) {
+    std::ifstream in(std::string(S2TP_SOURCE_ROOT) + "/tests/data/sm89_launchers/" + file + ".entries");
+    std::vector<std::string> names;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) names.push_back(line);
+    return names;
+}
+
+TEST(KernelAbiRegistry, KnowsEveryAdapterAndListsThemForAnUnknownOne) {
+    std::vector<std::string> expected = {"sage2tp"};
+    for (const LauncherRow &row : launcher_rows()) expected.push_back(row.abi);
+    EXPECT_EQ(kernel_abi_names(), expected);
     const std::string message = error_of([] { kernel_abi("flash", "run.toml [candidate] abi"); });
     EXPECT_NE(message.find("run.toml [candidate] abi"), std::string::npos) << message;
     EXPECT_NE(message.find("'flash'"), std::string::npos) << message;
-    EXPECT_NE(message.find("sage2tp, sageattention-sm89"), std::string::npos) << message;
+    EXPECT_NE(message.find("sage2tp, sageattention-sm89, sageattention-sm89-accum-f16-inst-buf"), std::string::npos)
+        << message;
+}
+
+// ---- every sm89 launcher: its own instances, and no other launcher's ----
+
+TEST(SageAttentionSm89Launchers, EachSelectsItsOwnInstanceForEveryProblemOfItsRealCubin) {
+    for (const LauncherRow &row : launcher_rows()) {
+        const KernelAbi &abi = kernel_abi(row.abi, "test");
+        const std::vector<std::string> names = launcher_entries(row.file);
+        ASSERT_EQ(names.size(), 32u) << row.file;
+        int described = 0;
+        for (const std::string &name : names) described += abi.describe_entry(name).has_value();
+        EXPECT_EQ(described, 8) << row.abi;  // per-warp, no LSE: 2 head dims x 2 dtypes x 2 masks
+        for (std::int64_t head_dim : {64, 128})
+            for (DType dtype : {DType::f16, DType::bf16})
+                for (bool causal : {false, true})
+                    for (bool with_lse : {false, true}) {
+                        const AttentionProblem p = problem(head_dim, dtype, causal, with_lse);
+                        const FunctionName f = parsed(abi.select_entry(p, names, row.file + ".cubin"));
+                        const auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+                        const std::vector<std::string> expected = {
+                            "128u", "64u", "32u", "64u", std::to_string(head_dim) + "u", "(DataType)1",
+                            "(QuantGranularity)2", "(QuantGranularity)2", "float", b(row.inst_buffer),
+                            dtype == DType::f16 ? "__half" : "__nv_bfloat16", "(ComputeUnit)1",
+                            causal ? "(MaskMode)1" : "(MaskMode)0", b(with_lse), b(row.fuse_v_scale),
+                            b(row.fuse_v_mean), b(row.fp16_accu)};
+                        EXPECT_EQ(f.template_arguments, expected) << row.abi << " " << p.describe();
+                    }
+    }
+}
+
+TEST(SageAttentionSm89Launchers, AnotherLaunchersCubinMatchesNothingAndListsItsDemangledEntries) {
+    const AttentionProblem p = problem(128, DType::bf16, false, true);
+    for (const LauncherRow &row : launcher_rows())
+        for (const LauncherRow &other : launcher_rows()) {
+            if (other.file == row.file) continue;
+            const std::vector<std::string> names = launcher_entries(other.file);
+            const std::string message =
+                error_of([&] { kernel_abi(row.abi, "test").select_entry(p, names, other.file + ".cubin"); });
+            EXPECT_NE(message.find("has no entry matching"), std::string::npos) << message;
+            EXPECT_NE(message.find("kernel ABI " + row.abi + ", the launcher of csrc/qattn/" + row.file + ".cu"),
+                      std::string::npos)
+                << message;
+            for (const std::string &name : names)
+                EXPECT_NE(message.find("\n  " + *demangle(name)), std::string::npos) << row.abi << " on " << other.file;
+        }
+}
+
+// The golden data every launcher is checked against on a GPU (gpu_kernel_check launchers): upstream's
+// digests for every case and launcher, and the K and V means the checks feed to sage2tp's quantizers.
+TEST(SageAttentionSm89Launchers, TheGoldenDataCoversEveryCaseAndLauncher) {
+    const std::filesystem::path dir = std::filesystem::path(S2TP_SOURCE_ROOT) / "tests" / "golden";
+    const std::vector<golden::SeededCase> cases = golden::seeded_cases(dir / "cases.toml");
+    ASSERT_EQ(cases.size(), 12u);
+    const toml::table digests = golden::parse_toml_file(dir / "upstream.toml");
+    for (const golden::SeededCase &c : cases) {
+        for (const LauncherRow &row : launcher_rows())
+            for (const char *granularity : {"per_warp", "per_thread"}) {
+                const toml::table *t = digests["case"][c.name][row.file][granularity].as_table();
+                ASSERT_TRUE(t) << c.name << " " << row.file << " " << granularity;
+                std::set<std::string> keys;
+                for (const auto &[key, value] : *t) {
+                    keys.insert(std::string(key.str()));
+                    const std::string digest = value.value<std::string>().value_or("");
+                    EXPECT_EQ(digest.size(), 64u) << c.name << " " << row.file << " " << key.str();
+                }
+                std::set<std::string> expected = {"q_int8", "q_scale", "k_int8", "k_scale", "v_fp8", "o", "lse"};
+                if (row.fuse_v_scale) expected.insert("v_scale");
+                if (row.fuse_v_mean) expected.insert("v_mean");
+                EXPECT_EQ(keys, expected) << c.name << " " << row.file;
+            }
+        TensorRequest k_mean, v_mean;
+        k_mean.dtype = c.problem.dtype, k_mean.shape = k_mean_shape(c.problem.shape);
+        v_mean.dtype = DType::f32, v_mean.shape = v_mean_shape(c.problem.shape);
+        EXPECT_NO_THROW(load_tensor(dir / "means" / c.name / "k_mean.npy", k_mean)) << c.name;
+        EXPECT_NO_THROW(load_tensor(dir / "means" / c.name / "v_mean.npy", v_mean)) << c.name;
+    }
 }
 
 // ---- sageattention-sm89: build time ----
@@ -321,6 +437,38 @@ TEST(SageAttentionSm89, PacksAnHndProblemAsUpstreamsHostFunction) {
     EXPECT_EQ(launch.grid.y, 4u);
     EXPECT_EQ(launch.grid.z, 1u);
     EXPECT_EQ(launch.dynamic_smem_bytes, 16384u);
+}
+
+TEST(SageAttentionSm89Launchers, PassVScaleAndVMeanOnlyWhereTheLauncherFusesThem) {
+    const AttentionProblem p = problem(128, DType::f16, false, true);
+    AttentionBuffers buffers = fake_buffers();
+    buffers.v_mean = reinterpret_cast<const float *>(0x9000);
+    for (const LauncherRow &row : launcher_rows()) {
+        const KernelAbi &abi = kernel_abi(row.abi, "test");
+        const AttentionLaunch launch = abi.pack(p, buffers);
+        ASSERT_EQ(launch.arguments.count(), 25u);
+        EXPECT_EQ(pointer_at(launch.arguments, 7), row.fuse_v_scale ? 0x6000u : 0u) << row.abi;  // V_scale
+        EXPECT_EQ(pointer_at(launch.arguments, 8), row.fuse_v_mean ? 0x9000u : 0u) << row.abi;   // V_mean
+        // The rest as the fp16-accumulation launcher packs it: the seven share one host function.
+        const AttentionLaunch reference = upstream().pack(p, buffers);
+        for (std::size_t i = 0; i < 7; ++i) {
+            EXPECT_EQ(pointer_at(launch.arguments, i), pointer_at(reference.arguments, i)) << row.abi << " " << i;
+        }
+        EXPECT_EQ(integers(launch.arguments), integers(reference.arguments)) << row.abi;
+        EXPECT_EQ(launch.grid.x, reference.grid.x);
+        EXPECT_EQ(launch.dynamic_smem_bytes, reference.dynamic_smem_bytes);
+        // core.py's per_channel_fp8: scale_max 2.25 for "fp32+fp16", else 448; smooth_v for fuse_v_mean.
+        EXPECT_EQ(abi.quantization().v_scale_max, row.fp16_accu ? 2.25f : 448.0f) << row.abi;
+        EXPECT_EQ(abi.quantization().smooth_v, row.fuse_v_mean) << row.abi;
+    }
+    buffers.v_mean = nullptr;
+    try {
+        kernel_abi("sageattention-sm89-accum-f32-fuse-v-scale-fuse-v-mean", "test").pack(p, buffers);
+        ADD_FAILURE() << "packed a fuse_v_mean launch without a V mean";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::internal);
+        EXPECT_NE(std::string(e.what()).find("smooth_v"), std::string::npos) << e.what();
+    }
 }
 
 TEST(KernelArguments, CopiesPointAtTheirOwnBytes) {

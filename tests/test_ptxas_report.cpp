@@ -335,5 +335,20 @@ TEST(FirstErrorLines, PicksErrorAndFatalLinesInOrderUpToTheLimit) {
     EXPECT_TRUE(first_error_lines("ptxas info    : Used 8 registers, used 0 barriers\n", 5).empty());
 }
 
+// A 'Used' line of 100,000 cmem banks (a hostile log) parses in n log n: the repeat check was a linear
+// search per item, 16 s at this size. The figures must all arrive, and a repeated bank still fails.
+TEST(PtxasReport, AUsedLineOfManyCmemBanksParsesWhole) {
+    std::string log = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                      "ptxas info    : Function properties for k\n"
+                      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                      "ptxas info    : Used 8 registers";
+    const int banks = 100000;
+    for (int bank = 0; bank < banks; ++bank) log += ", 4 bytes cmem[" + std::to_string(bank) + "]";
+    PtxasReport report = parse_ptxas_report(log + "\n", "many.log");
+    ASSERT_EQ(report.size(), 1u);
+    EXPECT_EQ(at(report, "k", "sm_90a").cmem_bytes.size(), static_cast<std::size_t>(banks));
+    EXPECT_THROW(parse_ptxas_report(log + ", 4 bytes cmem[7]\n", "repeat.log"), Error);
+}
+
 }  // namespace
 }  // namespace s2tp

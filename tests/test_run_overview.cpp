@@ -49,6 +49,14 @@ protected:
         return c;
     }
 
+    // prepare, build, sanitize and parity, passed, each on the one before: what time builds on.
+    std::string write_chain_to_parity() {
+        std::string digest;
+        for (Stage stage : {Stage::prepare, Stage::build, Stage::sanitize, Stage::parity})
+            digest = write(stage, StageStatus::passed, digest).digest;
+        return digest;
+    }
+
     fs::path root;
 };
 
@@ -152,6 +160,7 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
                                    {"timing", toml::table{{"p50", 74.534}}},
                                    {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451}}}}}}},
                                {"aa", toml::table{{"median", 1.0001}}}};
+    time.previous_digest = write_chain_to_parity();
     write_checkpoint(checkpoint_path(run, Stage::time), time);
     Checkpoint gate;
     gate.stage = "gate";
@@ -162,6 +171,7 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
                                {"candidates", toml::table{{"candidate", toml::table{{"summary", "FAIL: relative-speed"},
                                                                                     {"verdict", "FAIL"},
                                                                                     {"conditions", conditions}}}}}};
+    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
     write_checkpoint(checkpoint_path(run, Stage::gate), gate);
 
     const std::string text = pull_request_report(run, "text");
@@ -181,6 +191,40 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
         ADD_FAILURE() << "accepted html";
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::usage);
+    }
+    EXPECT_EQ(text.find("stale"), std::string::npos) << text;
+}
+
+// A gate verdict on a time checkpoint that has been re-run since is not the run's verdict: the report
+// says it is stale, as status and compare do. An interval end the checkpoint does not hold is "-", not 0.
+TEST_F(RunOverviewTest, ReportMarksAStaleGateAndAMissingIntervalEnd) {
+    RunDirectory run(root);
+    const std::string parity = write_chain_to_parity();
+    Checkpoint time;
+    time.stage = "time";
+    time.status = StageStatus::passed;
+    time.previous_digest = parity;
+    time.started_utc = time.finished_utc = "2026-12-01T00:00:00Z";
+    time.figures = toml::table{{"workload", "w"},
+                               {"candidates", toml::table{{"candidate", toml::table{
+                                   {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}}}}}}}};
+    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    Checkpoint gate;
+    gate.stage = "gate";
+    gate.status = StageStatus::passed;
+    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
+    gate.figures = toml::table{{"summary", "PASS: every candidate passed"}, {"verdict", "PASS"}};
+    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+    std::string text = pull_request_report(run, "text");
+    EXPECT_EQ(text.find("stale"), std::string::npos) << text;
+    EXPECT_EQ(text.find("0.0000"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.3427 .. -"), std::string::npos) << text;
+
+    time.started_utc = time.finished_utc = "2026-12-01T01:00:00Z";  // time --force
+    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    for (const char *format : {"text", "markdown", "csv", "json"}) {
+        text = pull_request_report(run, format);
+        EXPECT_NE(text.find("stale: time has been re-run since"), std::string::npos) << format << ": " << text;
     }
 }
 

@@ -2,6 +2,7 @@
 // from_toml unchanged, a key a checkpoint lacks reads back unset, and every key a struct writes is
 // named in sage2tp-checkpoint(5), in that stage's "Figures of" section.
 #include "figures/build_figures.h"
+#include "figures/figure_fields.h"
 #include "figures/gate_figures.h"
 #include "figures/parity_figures.h"
 #include "stages/prepare_stage.h"
@@ -11,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -87,6 +90,14 @@ ParityFigures sample_parity() {
     c.shapes_differing = 1;
     c.differences = {ParityDifference{"b1 h2 q64", 7, "o", 3, 1024, "[0, 1, 2, 3]", "0x3c01 (1.0009766)", "0x3c00 (1)"}};
     c.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'b')}};
+    AccuracyMetrics m;
+    m.cosine = 0.9995, m.rel_l1 = 0.03, m.rmse = 0.002, m.max_abs_error = 0.01, m.worst_element = "b=0 h=1 row=5 d=2";
+    c.mode = "tolerance";
+    c.accuracy = c.vs_baseline = {AccuracyFigure::of("b1 h2 q64", 7, 64, m)};
+    c.checks = {AccuracyShapeCheck{"b1 h2 q64", true, "cosine 0.9995 >= 0.999"}};
+    f.baseline_accuracy = c.accuracy;
+    f.baseline_checks = c.checks;
+    f.reference_rows = 256;
     f.candidates["candidate"] = c;
     f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
     f.device = "0: NVIDIA H200, sm_90";
@@ -253,4 +264,17 @@ TEST(StageFigures, EveryKeyIsNamedInTheCheckpointManPage) {
     expect_documented("sanitize", sample_sanitize().to_toml(), {"candidate"});
     expect_documented("parity", sample_parity().to_toml(), {"candidate", "other"});
     expect_documented("gate", sample_gate().to_toml(), {"candidate", "slow"});
+}
+
+// A hand-edited or corrupted checkpoint's inf, nan or 1e308 is no figure: it reads back unset, as one
+// not recorded (compare exited 5 on a time checkpoint holding one).
+TEST(FigureFields, NonFiniteOrHugeFiguresReadBackUnset) {
+    const toml::table t{{"inf", std::numeric_limits<double>::infinity()},
+                        {"nan", std::nan("")},
+                        {"huge", 1e308},
+                        {"ratio", 0.9731}};
+    EXPECT_FALSE(s2tp::figure_fields::real(t, "inf").has_value());
+    EXPECT_FALSE(s2tp::figure_fields::real(t, "nan").has_value());
+    EXPECT_FALSE(s2tp::figure_fields::real(t, "huge").has_value());
+    EXPECT_EQ(s2tp::figure_fields::real(t, "ratio"), 0.9731);
 }

@@ -310,6 +310,89 @@ TEST(Bootstrap, RejectsBadOptions) {
     EXPECT_THROW(bootstrap_median_interval({1.0}, {0, 100, 1.0}), Error);
 }
 
+TEST(WeightedGeomean, CombinesTheShapesMediansByWeight) {
+    // Constant ratios: every resample gives the same medians, so the interval is the point.
+    const std::vector<double> twos(30, 2.0), ones(30, 1.0), halves(30, 0.5);
+    const RatioInterval even = weighted_geomean_interval({{{twos}, 1.0}, {{halves}, 1.0}}, {7, 500, 0.95});
+    EXPECT_DOUBLE_EQ(even.median, 1.0);
+    EXPECT_DOUBLE_EQ(even.lo, 1.0);
+    EXPECT_DOUBLE_EQ(even.hi, 1.0);
+    EXPECT_EQ(even.n, 60u);
+    const RatioInterval weighted = weighted_geomean_interval({{{twos}, 3.0}, {{ones}, 1.0}}, {7, 500, 0.95});
+    EXPECT_NEAR(weighted.median, std::pow(2.0, 0.75), 1e-12);
+    // A weight of 0 leaves the shape out of the mean (it is still measured, and counted in n).
+    const RatioInterval without = weighted_geomean_interval({{{twos}, 1.0}, {{halves}, 0.0}}, {7, 500, 0.95});
+    EXPECT_DOUBLE_EQ(without.median, 2.0);
+    EXPECT_EQ(without.n, 60u);
+}
+
+TEST(WeightedGeomean, ResamplesRoundsWithinEachShapeOnly) {
+    // Two shapes whose ratios differ by a factor of four but each scatter by 1%: resampling within a
+    // shape keeps the interval near the 1% scatter; mixing the shapes' rounds would span most of the 4x.
+    const std::vector<double> a = lognormal_sample(21, 60, std::log(2.0), 0.01);
+    const std::vector<double> b = lognormal_sample(22, 60, std::log(0.5), 0.01);
+    const RatioInterval ci = weighted_geomean_interval({{{a}, 1.0}, {{b}, 1.0}}, {3, 4000, 0.95});
+    EXPECT_NEAR(ci.median, std::sqrt(median(a) * median(b)), 1e-12);
+    EXPECT_TRUE(ci.contains(1.0)) << "[" << ci.lo << ", " << ci.hi << "]";
+    EXPECT_LT(ci.half_width_rel, 0.01);
+    EXPECT_GT(ci.half_width_rel, 0.0005);
+    // The noisier a shape, the wider the combined interval.
+    const std::vector<double> noisy = lognormal_sample(23, 60, std::log(0.5), 0.05);
+    EXPECT_GT(weighted_geomean_interval({{{a}, 1.0}, {{noisy}, 1.0}}, {3, 4000, 0.95}).half_width_rel,
+              2 * ci.half_width_rel);
+}
+
+TEST(WeightedGeomean, CoverageIsCloseToNominal) {
+    // Three shapes with true medians 1.2, 0.9 and 1.0 and weights 2, 1, 1: the true weighted geometric
+    // mean is exp((2 ln 1.2 + ln 0.9) / 4).
+    const double truth = std::exp((2 * std::log(1.2) + std::log(0.9)) / 4);
+    const int data_sets = 60;
+    int covered = 0;
+    for (int i = 0; i < data_sets; ++i) {
+        const std::vector<WeightedRatios> shapes{{{lognormal_sample(3000 + i, 80, std::log(1.2), 0.1)}, 2.0},
+                                                 {{lognormal_sample(4000 + i, 40, std::log(0.9), 0.2)}, 1.0},
+                                                 {{lognormal_sample(5000 + i, 120, 0.0, 0.05)}, 1.0}};
+        covered += weighted_geomean_interval(shapes, {static_cast<std::uint64_t>(i), 1000, 0.95}).contains(truth) ? 1 : 0;
+    }
+    EXPECT_GE(covered, 52);  // 95% of 60 is 57
+}
+
+TEST(WeightedGeomean, RepeatsOfAShapeAreDrawnAtBothLevels) {
+    // One shape in four processes that disagree by far more than their rounds scatter: the interval
+    // follows the spread between processes, as two_level_bootstrap_median_interval's does.
+    const auto groups = grouped_sample(31, 4, 50, 0.05, 0.002);
+    const RatioInterval combined = weighted_geomean_interval({{groups, 1.0}}, {9, 4000, 0.95});
+    const RatioInterval two_level = two_level_bootstrap_median_interval(groups, {9, 4000, 0.95});
+    EXPECT_DOUBLE_EQ(combined.median, two_level.median);
+    EXPECT_NEAR(combined.half_width_rel, two_level.half_width_rel, 0.25 * two_level.half_width_rel);
+    EXPECT_GT(combined.half_width_rel, 0.01);
+}
+
+TEST(WeightedGeomean, DeterministicForASeedAndRejectsBadInput) {
+    const std::vector<WeightedRatios> shapes{{{lognormal_sample(41, 30, 0.1, 0.1)}, 1.0},
+                                             {{lognormal_sample(42, 30, -0.1, 0.1)}, 2.0}};
+    const RatioInterval once = weighted_geomean_interval(shapes, {5, 1000, 0.95});
+    const RatioInterval again = weighted_geomean_interval(shapes, {5, 1000, 0.95});
+    EXPECT_EQ(once.lo, again.lo);
+    EXPECT_EQ(once.hi, again.hi);
+    EXPECT_NE(once.lo, weighted_geomean_interval(shapes, {6, 1000, 0.95}).lo);
+    const auto rejects = [](const std::vector<WeightedRatios> &bad) {
+        try {
+            weighted_geomean_interval(bad, {1, 100, 0.95});
+        } catch (const Error &e) {
+            return e.code() == ExitCode::internal;
+        }
+        return false;
+    };
+    EXPECT_TRUE(rejects({}));
+    EXPECT_TRUE(rejects({{{}, 1.0}}));
+    EXPECT_TRUE(rejects({{{{}}, 1.0}}));
+    EXPECT_TRUE(rejects({{{{1.0, 1.1}}, -1.0}}));
+    EXPECT_TRUE(rejects({{{{1.0, 1.1}}, 0.0}}));
+    EXPECT_TRUE(rejects({{{{1.0, 0.0}}, 1.0}}));
+    EXPECT_TRUE(rejects({{{{1.0, 1.1}}, std::numeric_limits<double>::quiet_NaN()}}));
+}
+
 TEST(ThrottleRejection, DropsRoundsAsPairs) {
     const double reference = 1980.0;  // MHz; the threshold is 0.75 * 1980 = 1485
     const std::vector<TimedRound> rounds = {

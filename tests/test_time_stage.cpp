@@ -105,6 +105,27 @@ TEST(TimeRepeats, EachRepeatGetsAnEvenShareOfTheBudgetAndItsOwnOrderSeed) {
     EXPECT_EQ(third.min_rounds, settings.min_rounds);
 }
 
+// The request a repeat's child gets carries its parent's derived settings: 60 s in 100 repeats is 0.6 s
+// each, below --budget's user range, and the child's own seed; the words name the measurement file.
+TEST(TimeRepeats, AChildsRequestCarriesTheDerivedBudgetAndSeed) {
+    const RunDirectory run("/runs/r");
+    TimingSettings settings;
+    settings.budget_seconds = 60;
+    settings.order_seed = 100;
+    settings.min_rounds = 20;
+    settings.target_half_width = 0.0005;
+    const TimeStageInputs inputs{run, WorkloadSpec{}, std::nullopt, BuiltKernels{}, DeviceFacts{}, settings, 100,
+                                 std::nullopt, false, false, {}, 0, 1};
+    const RepeatChildRequest request = RepeatChildRequest::of_repeat(inputs, 4, "/runs/r/reports/time-repeat-5.toml");
+    EXPECT_DOUBLE_EQ(request.budget_seconds, 0.6);
+    EXPECT_EQ(request.order_seed, 104u);
+    EXPECT_EQ(request.device_index, 1);
+    const std::vector<std::string> expected{"--run", "/runs/r", "--repeat-child", "/runs/r/reports/time-repeat-5.toml",
+                                            "--budget", "0.6", "--min-rounds", "20", "--target-half-width", "5e-04",
+                                            "--order-seed", "104", "--device", "1"};
+    EXPECT_EQ(request.to_argv(), expected);
+}
+
 TEST(TimeRepeats, AChildsMeasurementSurvivesItsFile) {
     ArmMeasurement m;
     m.first = {{"aa", 0}, {"aa", 0}, {"aa", 3}};

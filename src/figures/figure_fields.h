@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,8 +27,14 @@ inline std::optional<std::int64_t> integer(const toml::table &table, std::string
     return table[key].value<std::int64_t>();
 }
 
+// Beyond any real figure (a ratio, milliseconds, MHz): a checkpoint holding one was edited by hand or
+// corrupted, and such a figure reads back unset, as do inf and nan.
+constexpr double largest_plausible_figure = 1e12;
+
 inline std::optional<double> real(const toml::table &table, std::string_view key) {
-    return table[key].value<double>();
+    const std::optional<double> value = table[key].value<double>();
+    if (!value || !std::isfinite(*value) || std::fabs(*value) > largest_plausible_figure) return std::nullopt;
+    return value;
 }
 
 inline std::optional<bool> boolean(const toml::table &table, std::string_view key) {

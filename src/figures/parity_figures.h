@@ -3,6 +3,8 @@
 // name) the shapes whose bytes differ from the baseline's, every difference and its output digests.
 #pragma once
 
+#include "model/accuracy.h"
+
 #include <toml++/toml.h>
 
 #include <cstdint>
@@ -32,12 +34,40 @@ struct ParityOutput {
     bool operator==(const ParityOutput &o) const { return shape == o.shape && seed == o.seed && sha256 == o.sha256; }
 };
 
+// One variant's accuracy on one shape and seed, against the float64 GPU reference (or, as a candidate's
+// vs_baseline, against the baseline's output), on the reference's sampled rows (model/accuracy.h).
+struct AccuracyFigure {
+    std::string shape;
+    std::optional<std::int64_t> seed, rows;  // rows: query rows compared per (batch, head)
+    std::optional<double> cosine, rel_l1, rmse, max_abs_error;
+    std::string worst_element;
+    std::optional<std::int64_t> nan_count, inf_count, reference_non_finite;
+    static AccuracyFigure of(const std::string &shape, std::int64_t seed, std::int64_t rows, const AccuracyMetrics &m);
+    toml::table to_toml() const;
+    static AccuracyFigure from_toml(const toml::table &table);
+    bool operator==(const AccuracyFigure &o) const;
+};
+
+// One variant's tolerance conditions on one shape (the worst over its seeds), as the gate shows them.
+struct AccuracyShapeCheck {
+    std::string shape;
+    std::optional<bool> passed;
+    std::string conditions;  // checks_text: every condition with its numbers
+    bool operator==(const AccuracyShapeCheck &o) const {
+        return shape == o.shape && passed == o.passed && conditions == o.conditions;
+    }
+};
+
 struct CandidateParity {
     std::optional<std::int64_t> shapes_differing;
     std::vector<ParityDifference> differences;
     std::vector<ParityOutput> outputs;
+    std::vector<AccuracyFigure> accuracy, vs_baseline;
+    std::vector<AccuracyShapeCheck> checks;
+    std::string mode;  // "exact" or "tolerance"
     bool operator==(const CandidateParity &o) const {
-        return shapes_differing == o.shapes_differing && differences == o.differences && outputs == o.outputs;
+        return mode == o.mode && shapes_differing == o.shapes_differing && differences == o.differences &&
+               outputs == o.outputs && accuracy == o.accuracy && vs_baseline == o.vs_baseline && checks == o.checks;
     }
 };
 
@@ -46,6 +76,9 @@ struct ParityFigures {
     std::optional<double> reference_worst_rel_l2, reference_limit;
     std::string reference_worst_case;
     std::vector<ParityOutput> baseline_outputs;        // [figures.baseline] outputs
+    std::vector<AccuracyFigure> baseline_accuracy;     // [figures.baseline] accuracy
+    std::vector<AccuracyShapeCheck> baseline_checks;   // [figures.baseline] checks
+    std::optional<std::int64_t> reference_rows;
     std::map<std::string, CandidateParity> candidates;  // [figures.candidates.<name>]
     std::string device, summary;
 

@@ -149,6 +149,11 @@ toml::table CandidateTimeFigures::to_toml() const {
     if (timing) t.insert("timing", timing->to_toml());
     if (ratio) t.insert("ratio", ratio->to_toml());
     if (ncu) t.insert("ncu", ncu->to_toml());
+    put(t, "parity_mode", parity_mode);
+    if (accuracy) t.insert("accuracy", accuracy->to_toml());
+    if (vs_baseline) t.insert("vs_baseline", vs_baseline->to_toml());
+    put(t, "accuracy_passed", accuracy_passed);
+    put(t, "accuracy_conditions", accuracy_conditions);
     return t;
 }
 
@@ -160,6 +165,11 @@ CandidateTimeFigures CandidateTimeFigures::from_toml(const std::string &name, co
     if (const toml::table *timing = sub_table(t, "timing")) f.timing = ArmTimeFigures::from_toml(*timing);
     if (const toml::table *ratio = sub_table(t, "ratio")) f.ratio = RatioFigures::from_toml(*ratio);
     if (const toml::table *ncu = sub_table(t, "ncu")) f.ncu = NcuComparison::from_toml(*ncu);
+    f.parity_mode = figure_fields::string_of(t, "parity_mode");
+    if (const toml::table *a = sub_table(t, "accuracy")) f.accuracy = AccuracyFigure::from_toml(*a);
+    if (const toml::table *a = sub_table(t, "vs_baseline")) f.vs_baseline = AccuracyFigure::from_toml(*a);
+    f.accuracy_passed = boolean(t, "accuracy_passed");
+    f.accuracy_conditions = figure_fields::string_of(t, "accuracy_conditions");
     return f;
 }
 
@@ -220,6 +230,9 @@ CandidateTimeFigures &TimeFigures::candidate_or_add(const std::string &name) {
 
 toml::table TimeFigures::to_toml() const {
     toml::table t;
+    if (baseline_accuracy) t.insert("baseline_accuracy", baseline_accuracy->to_toml());
+    put(t, "baseline_accuracy_passed", baseline_accuracy_passed);
+    put(t, "baseline_accuracy_conditions", baseline_accuracy_conditions);
     put(t, "workload", workload);
     put(t, "shape", shape);
     put(t, "device", device);
@@ -268,6 +281,9 @@ toml::table TimeFigures::to_toml() const {
 
 TimeFigures TimeFigures::from_toml(const toml::table &t) {
     TimeFigures f;
+    if (const toml::table *a = sub_table(t, "baseline_accuracy")) f.baseline_accuracy = AccuracyFigure::from_toml(*a);
+    f.baseline_accuracy_passed = boolean(t, "baseline_accuracy_passed");
+    f.baseline_accuracy_conditions = figure_fields::string_of(t, "baseline_accuracy_conditions");
     f.workload = text(t, "workload");
     f.shape = text(t, "shape");
     f.device = text(t, "device");

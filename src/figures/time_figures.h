@@ -22,6 +22,7 @@
 #include "formats/checkpoint_store.h"
 #include "pipeline/cli.h"
 #include "figures/ncu_metrics.h"
+#include "figures/parity_figures.h"
 #include "support/statistics.h"
 
 #include <toml++/toml.h>
@@ -72,6 +73,12 @@ struct CandidateTimeFigures {
     std::optional<ArmTimeFigures> timing;
     std::optional<RatioFigures> ratio;            // candidate/baseline
     std::optional<NcuComparison> ncu;             // with --ncu, when both profiles were read back
+    // Tolerance mode: the timed output's accuracy against the float64 reference and against the
+    // baseline's output, and its conditions (replacing matches_baseline as the criterion).
+    std::string parity_mode;
+    std::optional<AccuracyFigure> accuracy, vs_baseline;
+    std::optional<bool> accuracy_passed;
+    std::string accuracy_conditions;
 
     toml::table to_toml() const;
     static CandidateTimeFigures from_toml(const std::string &name, const toml::table &table);
@@ -101,6 +108,10 @@ struct TimeFigures {
     // every output passed its checks before timing and held during it, and the pin --pin replaced.
     std::optional<std::string> baseline_sha256, expected_sha256, replaced_pin;
     std::optional<bool> outputs_match;
+    // When the run checks accuracy: the baseline's timed output against the float64 reference.
+    std::optional<AccuracyFigure> baseline_accuracy;
+    std::optional<bool> baseline_accuracy_passed;
+    std::string baseline_accuracy_conditions;
 
     std::optional<ArmTimeFigures> baseline, baseline_control;
     std::optional<RatioFigures> aa;                // control/baseline

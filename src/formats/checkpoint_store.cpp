@@ -76,7 +76,7 @@ CheckpointRead read_checkpoint(const std::filesystem::path &file) {
     // status shows, never as an abort of the command.
     toml::table content;
     try {
-        content = parse_toml_text(read_text_file(file), file.string());
+        content = parse_toml_text(read_text_file(file, max_toml_bytes), file.string());
     } catch (const Error &e) {
         result.problem = "not valid TOML (" + std::string(e.what()) + ")";
         return result;

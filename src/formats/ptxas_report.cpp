@@ -5,6 +5,7 @@
 
 #include <array>
 #include <limits>
+#include <set>
 
 namespace s2tp {
 namespace {
@@ -225,11 +226,10 @@ private:
         if (open_->has_used) fail_here("second 'Used' line for entry '" + quoted(open_->record.name) + "'");
 
         KernelResources &r = open_->record;
-        std::vector<std::string> seen;
+        // A set: a line of 100,000 cmem items is checked in n log n, not n squared.
+        std::set<std::string> seen;
         auto once = [&](std::string_view item, const std::string &kind) {
-            for (const auto &s : seen)
-                if (s == kind) fail_here("'" + quoted(item) + "' repeats an item of the 'Used' line");
-            seen.push_back(kind);
+            if (!seen.insert(kind).second) fail_here("'" + quoted(item) + "' repeats an item of the 'Used' line");
         };
         std::size_t start = 0;
         bool first = true;

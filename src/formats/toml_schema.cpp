@@ -1,4 +1,5 @@
 #include "formats/toml_schema.h"
+#include "support/file_io.h"
 
 #include "formats/utf8.h"
 #include "support/did_you_mean.h"
@@ -50,12 +51,7 @@ toml::table parse_toml_file(const std::string &path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) fail(ExitCode::usage, path + ": is a directory, not a TOML file");
     if (!std::filesystem::exists(path, ec)) fail(ExitCode::usage, path + ": no such file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(ExitCode::usage, path + ": cannot read file (" + std::strerror(errno) + ")");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) fail(ExitCode::usage, path + ": cannot read file");
-    return parse_toml_text(buffer.str(), path);
+    return parse_toml_text(read_text_file(path, max_toml_bytes), path);
 }
 
 TableReader::TableReader(const toml::table &table, std::string file, std::string where)

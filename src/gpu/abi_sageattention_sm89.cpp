@@ -1,16 +1,27 @@
-// The `sageattention-sm89` adapter: upstream SageAttention's qk_int_sv_f8_attn_kernel template
-// (csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh), launched as the host function
-// qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf of
-// csrc/qattn/sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu launches it at upstream commit
-// d1a57a5 (github.com/thu-ml/SageAttention).
+// The `sageattention-sm89*` adapters: upstream SageAttention's qk_int_sv_f8_attn_kernel template
+// (csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh) as each of its seven launcher files in csrc/qattn,
+// sm89_qk_int8_sv_f8_<launcher>.cu, instantiates and launches it at upstream commit d1a57a5
+// (github.com/thu-ml/SageAttention).
+//
+// The seven host functions are one function with different template arguments: the same checks,
+// strides, grid (ceil(qo_len/128), num_qo_heads, batch), block (32, 4), dynamic shared memory and
+// parameter list; they differ in use_inst_buffer, fuse_v_scale, fuse_v_mean and use_pv_fp16_accu, and
+// so in which of V_scale and V_mean they pass (nullptr otherwise). So they share this file: one row of
+// kLaunchers and one registry line (kernel_abi.cpp) each, rather than seven copies of one adapter.
 //
 // Entries are found by their template arguments, read from the demangled names of the cubin's entries:
 //   <CTA_Q, CTA_K, WARP_Q, WARP_K, head_dim, DTypeQK, Q_GRAN, K_GRAN, DTypeSVAccum, use_inst_buffer,
 //    DTypeOut, DenominatorAccumUnit, mask_mode, return_lse, fuse_v_scale, fuse_v_mean, use_pv_fp16_accu>
-// That host function instantiates <128, 64, 32, 64, D, kInt8, G, G, float, true, DTypeOut, kCudaCore,
-// mask, return_lse, true, false, true> with D 64 or 128 and G the quantization granularity it is
-// given; sage2tp's quantizers produce per-warp scales (G = kPerWarp = 2). Template arguments after
-// these 17 are ignored, so a patch that adds a trailing option still resolves.
+// Every launcher instantiates <128, 64, 32, 64, D, kInt8, G, G, float, <row>, DTypeOut, kCudaCore,
+// mask, return_lse, <row>, <row>, <row>> with D 64 or 128 and G the quantization granularity it is
+// given; sage2tp's quantizers produce per-warp scales (G = kPerWarp = 2), as core.py's
+// qk_quant_gran="per_warp" does. Template arguments after these 17 are ignored, so a patch that adds a
+// trailing option still resolves.
+//
+// Inputs, as sageattention/core.py prepares them for each launcher: per_channel_fp8 with
+// scale_max 2.25 for FP16 PV accumulation (pv_accum_dtype "fp32+fp16") and 448 otherwise, and
+// smooth_v (V minus its mean, the mean passed as V_mean) for the fuse_v_mean launcher. core.py never
+// calls the three launchers without fuse_v_scale; their rows use the scale_max of their accumulation.
 #include "gpu/kernel_abi.h"
 
 #include "formats/demangled_name.h"
@@ -18,11 +29,35 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 namespace s2tp {
 namespace {
 
 constexpr const char *kTemplate = "qk_int_sv_f8_attn_kernel";
+
+// One launcher file: what it fixes, as its `auto kernel_func = qk_int_sv_f8_attn_kernel<...>` line spells it.
+struct Sm89Launcher {
+    const char *abi_name;  // the manifest's `abi`
+    const char *file;      // csrc/qattn/<file>.cu, whose host function is <file> less "sm89_"
+    bool use_inst_buffer, fuse_v_scale, fuse_v_mean, use_pv_fp16_accu;
+};
+
+constexpr Sm89Launcher kLaunchers[] = {
+    {"sageattention-sm89", "sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf", true, true, false, true},
+    {"sageattention-sm89-accum-f16-inst-buf", "sm89_qk_int8_sv_f8_accum_f16_attn_inst_buf", true, false, false, true},
+    {"sageattention-sm89-accum-f32", "sm89_qk_int8_sv_f8_accum_f32_attn", false, false, false, false},
+    {"sageattention-sm89-accum-f32-inst-buf", "sm89_qk_int8_sv_f8_accum_f32_attn_inst_buf", true, false, false, false},
+    {"sageattention-sm89-accum-f32-fuse-v-scale", "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn", false, true, false,
+     false},
+    {"sageattention-sm89-accum-f32-fuse-v-scale-inst-buf", "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf",
+     true, true, false, false},
+    {"sageattention-sm89-accum-f32-fuse-v-scale-fuse-v-mean",
+     "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn", false, true, true, false},
+};
+
+const char *boolean(bool value) { return value ? "true" : "false"; }
+
 constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpQ = 32, kWarpK = 64;
 constexpr std::size_t kKnownTemplateArguments = 17;
 // Template argument positions that depend on the problem.
@@ -30,7 +65,8 @@ constexpr std::size_t kHeadDim = 4, kOutputType = 10, kMaskMode = 12, kReturnLse
 
 // The demangler's spelling of the template arguments the launcher fixes or the problem decides.
 // (half and nv_bfloat16 are typedefs of __half and __nv_bfloat16; enum values print as casts.)
-std::array<std::string, kKnownTemplateArguments> expected_arguments(std::int64_t head_dim, DType dtype, bool causal,
+std::array<std::string, kKnownTemplateArguments> expected_arguments(const Sm89Launcher &launcher,
+                                                                    std::int64_t head_dim, DType dtype, bool causal,
                                                                     bool return_lse) {
     return {std::to_string(kCtaQ) + "u",
             std::to_string(kCtaK) + "u",
@@ -41,14 +77,14 @@ std::array<std::string, kKnownTemplateArguments> expected_arguments(std::int64_t
             "(QuantGranularity)2",  // Q: kPerWarp
             "(QuantGranularity)2",  // K: kPerWarp
             "float",                // DTypeSVAccum
-            "true",                 // use_inst_buffer
+            boolean(launcher.use_inst_buffer),
             dtype == DType::f16 ? "__half" : "__nv_bfloat16",
             "(ComputeUnit)1",  // DenominatorAccumUnit: kCudaCore
             causal ? "(MaskMode)1" : "(MaskMode)0",
-            return_lse ? "true" : "false",
-            "true",    // fuse_v_scale
-            "false",   // fuse_v_mean
-            "true"};   // use_pv_fp16_accu
+            boolean(return_lse),
+            boolean(launcher.fuse_v_scale),
+            boolean(launcher.fuse_v_mean),
+            boolean(launcher.use_pv_fp16_accu)};
 }
 
 // The kernel's parameter list, in order: what pack() passes.
@@ -71,7 +107,7 @@ struct Instance {
     bool return_lse = false;
 };
 
-std::optional<Instance> read_instance(const std::string &mangled) {
+std::optional<Instance> read_instance(const Sm89Launcher &launcher, const std::string &mangled) {
     const std::optional<std::string> demangled = demangle(mangled);
     if (!demangled) return std::nullopt;
     const std::optional<FunctionName> f = parse_function_name(*demangled);
@@ -87,17 +123,20 @@ std::optional<Instance> read_instance(const std::string &mangled) {
     else return std::nullopt;
     instance.causal = a[kMaskMode] == "(MaskMode)1";
     instance.return_lse = a[kReturnLse] == "true";
-    const auto expected = expected_arguments(instance.head_dim, instance.dtype, instance.causal, instance.return_lse);
+    const auto expected =
+        expected_arguments(launcher, instance.head_dim, instance.dtype, instance.causal, instance.return_lse);
     if (!std::equal(expected.begin(), expected.end(), a.begin())) return std::nullopt;
     if (f->parameters != expected_parameters(instance.dtype)) return std::nullopt;
     return instance;
 }
 
-std::string describe_wanted(const AttentionProblem &problem) {
+std::string describe_wanted(const Sm89Launcher &launcher, const AttentionProblem &problem) {
     return std::string(kTemplate) + "<128, 64, 32, 64, " + std::to_string(problem.shape.head_dim) +
-           ", kInt8, kPerWarp, kPerWarp, float, true, " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") +
-           ", kCudaCore, " + (problem.causal ? "kCausal" : "kNone") + ", " + (problem.with_lse ? "true" : "false") +
-           ", true, false, true, ...>";
+           ", kInt8, kPerWarp, kPerWarp, float, " + boolean(launcher.use_inst_buffer) + ", " +
+           (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", kCudaCore, " +
+           (problem.causal ? "kCausal" : "kNone") + ", " + boolean(problem.with_lse) + ", " +
+           boolean(launcher.fuse_v_scale) + ", " + boolean(launcher.fuse_v_mean) + ", " +
+           boolean(launcher.use_pv_fp16_accu) + ", ...>";
 }
 
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
@@ -109,13 +148,23 @@ std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4>
 
 class SageAttentionSm89Abi : public KernelAbi {
 public:
-    std::string name() const override { return "sageattention-sm89"; }
+    explicit SageAttentionSm89Abi(const Sm89Launcher &launcher) : launcher_(launcher) {}
+    std::string name() const override { return launcher_.abi_name; }
+
+    std::string launcher_file() const override { return launcher_.file; }
+
+    QuantizationRecipe quantization() const override {
+        QuantizationRecipe recipe;
+        recipe.v_scale_max = launcher_.use_pv_fp16_accu ? S2TP_V_SCALE_MAX_FP16_ACCUM : S2TP_V_SCALE_MAX_E4M3;
+        recipe.smooth_v = launcher_.fuse_v_mean;
+        return recipe;
+    }
 
     // The resource table holds the instances without LSE: the ones the workload is timed with. The LSE
     // instances (parity and sanitize launch them) have no counterpart in sage2tp's ABI, whose entries
     // write the LSE when given a pointer, so a table across ABIs could not compare them.
     std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
-        const std::optional<Instance> instance = read_instance(mangled_name);
+        const std::optional<Instance> instance = read_instance(launcher_, mangled_name);
         if (!instance || instance->return_lse) return std::nullopt;
         return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal),
                         instance->demangled, static_cast<int>(32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK)),
@@ -129,7 +178,7 @@ public:
         for (const std::string &mangled : entry_names) {
             const std::optional<std::string> demangled = demangle(mangled);
             candidates += "\n  " + demangled.value_or(mangled);
-            const std::optional<Instance> instance = read_instance(mangled);
+            const std::optional<Instance> instance = read_instance(launcher_, mangled);
             if (instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
                 instance->causal == problem.causal && instance->return_lse == problem.with_lse)
                 matches.push_back(mangled);
@@ -139,7 +188,8 @@ public:
         for (const std::string &mangled : matches) matched += "\n  " + demangle(mangled).value_or(mangled);
         fail(ExitCode::usage,
              "cubin '" + cubin + "' has " + (matches.empty() ? "no entry" : std::to_string(matches.size()) + " entries") +
-                 " matching " + describe_wanted(problem) + " (kernel ABI sageattention-sm89, for " +
+                 " matching " + describe_wanted(launcher_, problem) + " (kernel ABI " + launcher_.abi_name +
+                 ", the launcher of csrc/qattn/" + launcher_.file + ".cu, for " +
                  problem.describe() + ")" +
                  (matches.empty() ? "; its entries:" + (candidates.empty() ? std::string(" none") : candidates)
                                   : "; they are:" + matched));
@@ -172,8 +222,12 @@ public:
         a.add(problem.with_lse ? buffers.lse : nullptr);  // Lse
         a.add(buffers.q_scale);  // Q_scale
         a.add(buffers.k_scale);  // K_scale
-        a.add(buffers.v_scale);  // V_scale
-        a.add(static_cast<const float *>(nullptr));  // V_mean: the launcher passes nullptr (fuse_v_mean false)
+        // V_scale and V_mean: the launcher passes nullptr for what it does not fuse.
+        a.add(launcher_.fuse_v_scale ? buffers.v_scale : nullptr);
+        if (launcher_.fuse_v_mean && !buffers.v_mean)
+            fail(ExitCode::internal, std::string(launcher_.abi_name) + ": no V mean for " + problem.describe() +
+                                         " (its inputs must be quantized with smooth_v)");
+        a.add(launcher_.fuse_v_mean ? buffers.v_mean : nullptr);
         a.add(u32(s.len_q));                         // qo_len
         a.add(u32(s.len_kv));                        // kv_len
         a.add(u32(s.heads_q / s.heads_kv));          // num_kv_groups
@@ -191,6 +245,8 @@ public:
     }
 
 private:
+    const Sm89Launcher &launcher_;
+
     // max(smem_Q + smem_K + smem_V in int8, smem_O in half), as the launcher computes it.
     static std::size_t smem_bytes(std::int64_t head_dim) {
         const std::size_t d = static_cast<std::size_t>(head_dim);
@@ -198,11 +254,23 @@ private:
     }
 };
 
+const KernelAbi &sm89_launcher_abi(std::size_t row) {
+    static const std::vector<SageAttentionSm89Abi> adapters = [] {
+        std::vector<SageAttentionSm89Abi> all;
+        for (const Sm89Launcher &launcher : kLaunchers) all.emplace_back(launcher);
+        return all;
+    }();
+    return adapters.at(row);
+}
+
 }  // namespace
 
-const KernelAbi &sageattention_sm89_abi() {
-    static const SageAttentionSm89Abi abi;
-    return abi;
-}
+const KernelAbi &sageattention_sm89_abi() { return sm89_launcher_abi(0); }
+const KernelAbi &sageattention_sm89_accum_f16_inst_buf_abi() { return sm89_launcher_abi(1); }
+const KernelAbi &sageattention_sm89_accum_f32_abi() { return sm89_launcher_abi(2); }
+const KernelAbi &sageattention_sm89_accum_f32_inst_buf_abi() { return sm89_launcher_abi(3); }
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_abi() { return sm89_launcher_abi(4); }
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi() { return sm89_launcher_abi(5); }
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi() { return sm89_launcher_abi(6); }
 
 }  // namespace s2tp

@@ -4,6 +4,7 @@
 #include "formats/tensor_io.h"
 
 #include <cmath>
+#include <sstream>
 #include <limits>
 #include <utility>
 
@@ -53,12 +54,17 @@ AttentionStrides attention_strides(const AttentionShape &shape) {
 }
 
 Shape lse_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_q, shape.len_q}; }
+Shape v_mean_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_kv, shape.head_dim}; }
+
+std::string QuantizationRecipe::describe() const {
+    std::ostringstream s;
+    s << "V scale_max " << v_scale_max << (smooth_v ? ", V mean subtracted" : "");
+    return s.str();
+}
 
 // ---- Quantized inputs ----
 
-DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
-                                      const Tensor &q, const Tensor &k, const Tensor &v,
-                                      const std::optional<Tensor> &k_mean) {
+DeviceInputs upload_inputs(const AttentionProblem &problem, const Tensor &q, const Tensor &k, const Tensor &v) {
     problem.validate();
     const AttentionShape &shape = problem.shape;
     const std::string context = problem.describe();
@@ -69,11 +75,29 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     inputs.q = upload(q, "q input");
     inputs.k = upload(k, "k input");
     inputs.v = upload(v, "v input");
-    return quantize_on_gpu(quantize_module, problem, inputs, k_mean);
+    return inputs;
 }
 
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
-                                      const DeviceInputs &inputs, const std::optional<Tensor> &k_mean) {
+                                      const Tensor &q, const Tensor &k, const Tensor &v, const GivenMeans &given,
+                                      const QuantizationRecipe &recipe) {
+    return quantize_on_gpu(quantize_module, problem, upload_inputs(problem, q, k, v), given, recipe);
+}
+
+InputsByRecipe::InputsByRecipe(const CubinModule &quantize_module, const AttentionProblem &problem, DeviceInputs inputs)
+    : quantize_(quantize_module), problem_(problem), inputs_(std::move(inputs)) {}
+
+const DeviceQuantizedInputs &InputsByRecipe::get(const QuantizationRecipe &recipe) {
+    for (const auto &[made_for, set] : sets_)
+        if (made_for == recipe) return *set;
+    sets_.emplace_back(recipe,
+                       std::make_unique<DeviceQuantizedInputs>(quantize_on_gpu(quantize_, problem_, inputs_, {}, recipe)));
+    return *sets_.back().second;
+}
+
+DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
+                                      const DeviceInputs &inputs, const GivenMeans &given,
+                                      const QuantizationRecipe &recipe) {
     problem.validate();
     const AttentionShape &shape = problem.shape;
     const std::string context = problem.describe();
@@ -99,19 +123,23 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     const std::string suffix = dtype_suffix(dtype);
     const std::uint32_t batch = u32(shape.batch), d = u32(shape.head_dim);
 
-    if (k_mean) {
-        require(*k_mean, dtype, k_mean_shape(shape), "k_mean for " + context);
-        out.k_mean = upload(*k_mean, "k_mean");
-    } else {
-        out.k_mean = allocate(dtype, k_mean_shape(shape), "k_mean");
+    // The per-channel mean of K or V (s2tp_{k,v}_mean_*) into `mean`.
+    const auto channel_mean = [&](const char *entry, const DeviceBuffer &input, DeviceBuffer &mean) {
         s2tp_k_mean_params p{};
-        p.input = k_in.get();
-        p.mean = out.k_mean.get();
+        p.input = input.get();
+        p.mean = mean.get();
         p.batch = batch, p.heads = u32(shape.heads_kv), p.len = u32(shape.len_kv), p.head_dim = d;
         p.stride_bz_in = s.bz_kv, p.stride_seq_in = s.seq_kv, p.stride_h_in = s.h_kv;
         p.stride_bz_mean = s.bz_mean, p.stride_h_mean = s.h_mean;
-        quantize_module.function("s2tp_k_mean_" + suffix)
-            .launch({u32(shape.heads_kv), batch, 1}, {d, 1, 1}, 0, &p, sizeof p, nullptr, "k mean, " + context);
+        quantize_module.function(entry + suffix)
+            .launch({u32(shape.heads_kv), batch, 1}, {d, 1, 1}, 0, &p, sizeof p, nullptr, entry + (", " + context));
+    };
+    if (given.k_mean) {
+        require(*given.k_mean, dtype, k_mean_shape(shape), "k_mean for " + context);
+        out.k_mean = upload(*given.k_mean, "k_mean");
+    } else {
+        out.k_mean = allocate(dtype, k_mean_shape(shape), "k_mean");
+        channel_mean("s2tp_k_mean_", k_in, out.k_mean);
     }
 
     s2tp_quant_int8_params qp{};
@@ -139,6 +167,14 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
         .launch({S2TP_K_SCALE_GROUPS(shape.len_kv), u32(shape.heads_kv), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0,
                 &kp, sizeof kp, nullptr, "k int8, " + context);
 
+    if (recipe.smooth_v && given.v_mean) {
+        require(*given.v_mean, DType::f32, v_mean_shape(shape), "v_mean for " + context);
+        out.v_mean = upload(*given.v_mean, "v_mean");
+    } else if (recipe.smooth_v) {
+        out.v_mean = allocate(DType::f32, v_mean_shape(shape), "v_mean");
+        channel_mean("s2tp_v_mean_", v_in, out.v_mean);
+    }
+
     s2tp_quant_v_fp8_params vp{};
     vp.input = v_in.get();
     vp.output = out.v_fp8.as<std::uint8_t>();
@@ -146,7 +182,8 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     vp.batch = batch, vp.heads = u32(shape.heads_kv), vp.len = u32(shape.len_kv), vp.head_dim = d;
     vp.stride_bz_in = s.bz_kv, vp.stride_seq_in = s.seq_kv, vp.stride_h_in = s.h_kv;
     vp.stride_bz_out = s.bz_v, vp.stride_h_out = s.h_v, vp.stride_d_out = s.d_v;
-    vp.scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM;
+    vp.scale_max = recipe.v_scale_max;
+    vp.mean = recipe.smooth_v ? out.v_mean.as<const float>() : nullptr;
     quantize_module.function("s2tp_quant_v_fp8_" + suffix)
         .launch({d / S2TP_QUANT_V_CHANNELS_PER_CTA, u32(shape.heads_kv), batch}, {S2TP_QUANT_V_THREADS, 1, 1}, 0, &vp,
                 sizeof vp, nullptr, "v fp8, " + context);
@@ -175,6 +212,10 @@ DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const Qu
     device.k_scale = upload(host.k_scale, "k_scale");
     device.v_fp8 = upload(host.v_fp8, "v_fp8");
     device.v_scale = upload(host.v_scale, "v_scale");
+    if (!host.v_mean.bytes.empty()) {
+        require(host.v_mean, DType::f32, v_mean_shape(shape), "v_mean" + context);
+        device.v_mean = upload(host.v_mean, "v_mean");
+    }
     return device;
 }
 
@@ -188,6 +229,7 @@ QuantizedInputs download_quantized(const AttentionProblem &problem, const Device
     host.k_scale = download(device.k_scale, DType::f32, k_scale_shape(shape));
     host.v_fp8 = download(device.v_fp8, DType::e4m3, v_fp8_shape(shape));
     host.v_scale = download(device.v_scale, DType::f32, v_scale_shape(shape));
+    if (device.v_mean.size() > 0) host.v_mean = download(device.v_mean, DType::f32, v_mean_shape(shape));
     return host;
 }
 

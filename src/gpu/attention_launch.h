@@ -19,8 +19,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sage2tp_abi.h"
 #include "gpu/gpu_runtime.h"
@@ -41,10 +44,24 @@ struct AttentionStrides {
 AttentionStrides attention_strides(const AttentionShape &shape);
 
 Shape lse_shape(const AttentionShape &shape);  // [B, Hq, Nq]
+Shape v_mean_shape(const AttentionShape &shape);  // [B, Hk, D], fp32
 
-// The quantized tensors the attention kernel reads, plus the K mean that K was quantized with.
+// How a launcher's inputs are quantized, as upstream's Python prepares them for it (an adapter says,
+// kernel_abi.h): Q/K are always per-warp int8 with the K mean subtracted; V is per-channel e4m3 with
+// v_scale = amax / v_scale_max, after subtracting its own mean when smooth_v is on.
+struct QuantizationRecipe {
+    float v_scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM;  // 2.25 for FP16 PV accumulation, else 448
+    bool smooth_v = false;                            // fuse_v_mean launchers: V minus its mean, and the mean
+    bool operator==(const QuantizationRecipe &other) const {
+        return v_scale_max == other.v_scale_max && smooth_v == other.smooth_v;
+    }
+    std::string describe() const;  // "V scale_max 448, V mean subtracted"
+};
+
+// The quantized tensors the attention kernel reads, plus the K mean that K was quantized with and,
+// under smooth_v, the V mean (fp32 [B, Hk, D]; empty otherwise).
 struct DeviceQuantizedInputs {
-    DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale;
+    DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale, v_mean;
 };
 
 // q, k and v in device memory, in the problem's dtype and shape's q/kv shapes, contiguous (the device
@@ -53,20 +70,48 @@ struct DeviceInputs {
     DeviceBuffer q, k, v;
 };
 
-// Quantizes q, k, v with the kernels of the quantize cubin: the K mean first (unless k_mean is given,
-// [B, 1, Hk, D] or [B, Hk, 1, D] as host_quantizer.h describes), then Q, K minus the mean, and V.
+// Means given instead of computed: upstream's come from torch's and its own block reductions, whose
+// summation order sage2tp does not reproduce, so byte identity with upstream's codes needs them given.
+struct GivenMeans {
+    std::optional<Tensor> k_mean;  // problem dtype, [B, 1, Hk, D] or [B, Hk, 1, D] (host_quantizer.h)
+    std::optional<Tensor> v_mean;  // f32, [B, Hk, D]; only read under smooth_v
+};
+
+// Quantizes q, k, v with the kernels of the quantize cubin by `recipe`: the K mean first (unless given),
+// then Q, K minus the mean, the V mean under smooth_v (unless given), and V.
 // Throws Error(internal) when a buffer's size does not match the problem.
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
-                                      const DeviceInputs &inputs, const std::optional<Tensor> &k_mean = std::nullopt);
+                                      const DeviceInputs &inputs, const GivenMeans &given = {},
+                                      const QuantizationRecipe &recipe = {});
 // The same from host tensors, uploaded first after checking each dtype and shape.
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
-                                      const Tensor &q, const Tensor &k, const Tensor &v,
-                                      const std::optional<Tensor> &k_mean = std::nullopt);
+                                      const Tensor &q, const Tensor &k, const Tensor &v, const GivenMeans &given = {},
+                                      const QuantizationRecipe &recipe = {});
+
+// q, k, v uploaded after checking each dtype and shape against the problem.
+DeviceInputs upload_inputs(const AttentionProblem &problem, const Tensor &q, const Tensor &k, const Tensor &v);
+
+// One problem's quantized inputs for every recipe its kernels need, each quantized on first use from
+// the same q, k, v: the arms of a run whose launchers want different quantizations (an FP16- and an
+// FP32-accumulating launcher, say) each read their own, and arms that agree share one set.
+class InputsByRecipe {
+public:
+    InputsByRecipe(const CubinModule &quantize_module, const AttentionProblem &problem, DeviceInputs inputs);
+    const DeviceQuantizedInputs &get(const QuantizationRecipe &recipe);
+    // The q, k, v every recipe is quantized from (what the float64 reference reads).
+    const DeviceInputs &unquantized() const { return inputs_; }
+
+private:
+    const CubinModule &quantize_;
+    AttentionProblem problem_;
+    DeviceInputs inputs_;
+    std::vector<std::pair<QuantizationRecipe, std::unique_ptr<DeviceQuantizedInputs>>> sets_;  // stable addresses
+};
 
 // Uploads already quantized tensors (e.g. upstream's golden ones) after checking each dtype and shape.
 DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host);
 
-// Copies the device tensors back, shaped as host_quantizer.h's QuantizedInputs.
+// Copies the device tensors back, shaped as host_quantizer.h's QuantizedInputs (v_mean only under smooth_v).
 QuantizedInputs download_quantized(const AttentionProblem &problem, const DeviceQuantizedInputs &device);
 
 struct AttentionOutputs {

@@ -6,8 +6,15 @@ namespace s2tp {
 
 // ---- The registry: one line per adapter ----
 
-const KernelAbi &sage2tp_abi();             // abi_sage2tp.cpp
-const KernelAbi &sageattention_sm89_abi();  // abi_sageattention_sm89.cpp
+const KernelAbi &sage2tp_abi();  // abi_sage2tp.cpp
+// abi_sageattention_sm89.cpp: one per launcher .cu file of upstream's csrc/qattn
+const KernelAbi &sageattention_sm89_abi();  // sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu
+const KernelAbi &sageattention_sm89_accum_f16_inst_buf_abi();
+const KernelAbi &sageattention_sm89_accum_f32_abi();
+const KernelAbi &sageattention_sm89_accum_f32_inst_buf_abi();
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_abi();
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi();
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi();
 
 namespace {
 
@@ -15,6 +22,12 @@ using AdapterFactory = const KernelAbi &(*)();
 constexpr AdapterFactory kAdapters[] = {
     sage2tp_abi,
     sageattention_sm89_abi,
+    sageattention_sm89_accum_f16_inst_buf_abi,
+    sageattention_sm89_accum_f32_abi,
+    sageattention_sm89_accum_f32_inst_buf_abi,
+    sageattention_sm89_accum_f32_fuse_v_scale_abi,
+    sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi,
+    sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi,
 };
 
 }  // namespace
@@ -49,6 +62,7 @@ AttentionBuffers attention_buffers(const AttentionProblem &problem, const Device
     b.q_scale = inputs.q_scale.as<const float>();
     b.k_scale = inputs.k_scale.as<const float>();
     b.v_scale = inputs.v_scale.as<const float>();
+    b.v_mean = inputs.v_mean.size() > 0 ? inputs.v_mean.as<const float>() : nullptr;
     b.o = outputs.o.get();
     b.lse = problem.with_lse ? outputs.lse.as<float>() : nullptr;
     return b;

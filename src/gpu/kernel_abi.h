@@ -15,7 +15,9 @@
 //   s2tp::launch_attention(kernel, launch);            // on the default stream; time loops reuse `launch`
 //
 // A new adapter is one file (src/gpu/abi_<name>.cpp, defining a KernelAbi and a function returning it)
-// and one line of the registry table in kernel_abi.cpp.
+// and one line of the registry table in kernel_abi.cpp. Launchers of one template that differ only in
+// their template arguments share a file, one table row and one registry line per launcher
+// (abi_sageattention_sm89.cpp).
 #pragma once
 
 #include "gpu/attention_launch.h"
@@ -45,6 +47,7 @@ std::string attention_short_name(std::int64_t head_dim, DType dtype, bool causal
 struct AttentionBuffers {
     const void *q_int8 = nullptr, *k_int8 = nullptr, *v_fp8 = nullptr;
     const float *q_scale = nullptr, *k_scale = nullptr, *v_scale = nullptr;
+    const float *v_mean = nullptr;  // nullptr unless the inputs were quantized with smooth_v
     void *o = nullptr;
     float *lse = nullptr;  // nullptr when the problem has with_lse off
 };
@@ -75,6 +78,12 @@ public:
                                      const std::string &cubin) const = 0;
     // The launch of the selected entry for `problem` on `buffers`.
     virtual AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const = 0;
+    // How this kernel's inputs are quantized (upstream's Python, for an upstream launcher).
+    virtual QuantizationRecipe quantization() const { return {}; }
+    // The upstream launcher file whose host function this adapter packs like, as a stem
+    // ("sm89_qk_int8_sv_f8_accum_f32_attn" for csrc/qattn/sm89_qk_int8_sv_f8_accum_f32_attn.cu); empty
+    // for kernels written to sage2tp's own ABI. Golden data and cubins are named after it.
+    virtual std::string launcher_file() const { return {}; }
 };
 
 // The adapter called `name`; Error(usage) naming `where` and listing the known adapters otherwise.

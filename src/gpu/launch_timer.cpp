@@ -2,9 +2,19 @@
 
 #include "support/errors.h"
 
+#include <cuda_runtime_api.h>
+
 #include <utility>
 
 namespace s2tp {
+
+DeviceMemory device_memory() {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    const cudaError_t error = cudaMemGetInfo(&free_bytes, &total_bytes);
+    if (error != cudaSuccess)
+        fail(ExitCode::missing_tool, std::string("cudaMemGetInfo failed: ") + cudaGetErrorString(error));
+    return {static_cast<std::int64_t>(free_bytes), static_cast<std::int64_t>(total_bytes)};
+}
 
 std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const AttentionOutputs &outputs) {
     // k_mean is not listed: the attention kernel never reads it (K was quantized with it already).

@@ -8,9 +8,17 @@
 #include "model/ab_timing.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace s2tp {
+
+// The current device's memory, as cudaMemGetInfo reports it: what the time stage checks a shape's
+// peak against before it allocates anything (model/workload_cost.h).
+struct DeviceMemory {
+    std::int64_t free_bytes = 0, total_bytes = 0;
+};
+DeviceMemory device_memory();
 
 // Bytes an attention launch reads or writes: the quantized q, k, v with their scales, and the output.
 std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const AttentionOutputs &outputs);

@@ -1,5 +1,7 @@
 #include "model/ab_timing.h"
 
+#include "model/workload_cost.h"
+
 #include "support/errors.h"
 #include "support/number_format.h"
 
@@ -84,12 +86,7 @@ double attention_tops(const AttentionProblem &problem, double milliseconds) {
     if (!(milliseconds > 0.0) || !std::isfinite(milliseconds))
         fail(ExitCode::internal, "throughput of " + problem.describe() + ": time " + std::to_string(milliseconds) +
                                      " ms must be positive and finite");
-    const AttentionShape &s = problem.shape;
-    double operations = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads_q) *
-                        static_cast<double>(s.len_q) * static_cast<double>(s.len_kv) * static_cast<double>(s.head_dim);
-    // The causal mask is top-left aligned with len_q == len_kv (AttentionProblem::validate), so the
-    // unmasked half of the score matrix is the work; what a kernel spends on masked tiles is overhead.
-    if (problem.causal) operations /= 2.0;
+    const double operations = attention_operations(problem);
     return operations / (milliseconds * 1e-3) / 1e12;
 }
 

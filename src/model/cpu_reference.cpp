@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/errors.h"
@@ -165,6 +166,44 @@ ReferenceResult reference_attention(const AttentionShape &shape, const Quantized
     worker();
     for (auto &thread : pool) thread.join();
     return result;
+}
+
+Tensor unquantized_reference(const AttentionShape &shape, const Tensor &q, const Tensor &k, const Tensor &v,
+                             double sm_scale, bool causal, const std::vector<std::uint32_t> &rows) {
+    shape.validate("unquantized reference");
+    for (const auto &[tensor, name, kv] : {std::tuple{&q, "q", false}, {&k, "k", true}, {&v, "v", true}})
+        if (tensor->shape != (kv ? shape.kv_shape() : shape.q_shape()) || !dtype_is_floating(tensor->dtype))
+            fail(ExitCode::usage, std::string("unquantized reference: ") + name + " is " + shape_to_string(tensor->shape) +
+                                      " " + dtype_name(tensor->dtype) + ", not a floating " +
+                                      shape_to_string(kv ? shape.kv_shape() : shape.q_shape()));
+    const auto count = static_cast<std::int64_t>(rows.size());
+    Tensor out(DType::f64, {shape.batch, shape.heads_q, count, shape.head_dim});
+    double *o = out.data<double>();
+    const std::int64_t dim = shape.head_dim, group = shape.heads_q / shape.heads_kv;
+    std::vector<double> scores(static_cast<std::size_t>(shape.len_kv));
+    for (std::int64_t b = 0; b < shape.batch; ++b)
+        for (std::int64_t h = 0; h < shape.heads_q; ++h)
+            for (std::int64_t r = 0; r < count; ++r, o += dim) {
+                const std::int64_t i = rows[static_cast<std::size_t>(r)];
+                const std::int64_t visible = causal ? std::min(shape.len_kv, i + 1) : shape.len_kv;
+                double max_score = -std::numeric_limits<double>::infinity();
+                for (std::int64_t j = 0; j < visible; ++j) {
+                    double s = 0;
+                    for (std::int64_t d = 0; d < dim; ++d)
+                        s += q.value_at(shape.offset(false, b, h, i, d)) * k.value_at(shape.offset(true, b, h / group, j, d));
+                    scores[static_cast<std::size_t>(j)] = s * sm_scale;
+                    max_score = std::max(max_score, scores[static_cast<std::size_t>(j)]);
+                }
+                double sum = 0;
+                for (std::int64_t d = 0; d < dim; ++d) o[d] = 0;
+                for (std::int64_t j = 0; j < visible; ++j) {
+                    const double p = std::exp(scores[static_cast<std::size_t>(j)] - max_score);
+                    sum += p;
+                    for (std::int64_t d = 0; d < dim; ++d) o[d] += p * v.value_at(shape.offset(true, b, h / group, j, d));
+                }
+                for (std::int64_t d = 0; d < dim; ++d) o[d] /= sum;
+            }
+    return out;
 }
 
 RelL2 relative_l2(const Tensor &out, const Tensor &ref) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/host_quantizer.h"
 #include "formats/tensor.h"
@@ -28,6 +29,12 @@ struct ReferenceResult {
 // Throws Error(usage) if a tensor's dtype or shape does not match `shape`.
 ReferenceResult reference_attention(const AttentionShape &shape, const QuantizedInputs &inputs,
                                     double sm_scale, bool causal, unsigned threads = 0);
+
+// float64 attention on the UNQUANTIZED q, k, v (f16 or bf16, shape.q_shape() / kv_shape()) at query rows
+// `rows` of every (batch, q head): f64 [B, Hq, R, D]. What the GPU reference (gpu/gpu_reference.h)
+// computes, written as the plain two-pass softmax, single-threaded: for small shapes and tests.
+Tensor unquantized_reference(const AttentionShape &shape, const Tensor &q, const Tensor &k, const Tensor &v,
+                             double sm_scale, bool causal, const std::vector<std::uint32_t> &rows);
 
 struct RelL2 {
     double rel_l2 = 0;           // ||out - ref|| / ||ref|| over the elements where both are finite

@@ -9,7 +9,10 @@
 #include "formats/toml_schema.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <string_view>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -44,57 +47,6 @@ std::optional<std::string> candidate_commit_override(const SourceOverrides &over
 std::string resolve_against(const fs::path &base_dir, const std::string &path) {
     fs::path p(path);
     return (p.is_absolute() ? p : base_dir / p).lexically_normal().string();
-}
-
-// Reads an attention problem's keys from a workload or [[parity.shape]] table.
-AttentionProblem read_problem(TableReader &r, bool with_lse) {
-    AttentionProblem p;
-    AttentionShape &s = p.shape;
-    s.batch = r.integer_or("batch", 1, 1, 1 << 16);
-    s.heads_q = r.integer_or("heads_q", 1, 1, 1 << 16);
-    s.heads_kv = r.integer_or("heads_kv", s.heads_q, 1, 1 << 16);
-    s.len_q = r.integer("len_q");
-    s.len_kv = r.integer_or("len_kv", s.len_q, 1, std::int64_t(1) << 31);
-    s.head_dim = r.integer_or("head_dim", 128, 64, 128);
-    s.layout = parse_layout(r.choice("layout", {"NHD", "HND"}, "NHD"));
-    p.causal = r.boolean_or("causal", false);
-    p.dtype = parse_dtype(r.choice("dtype", {"f16", "bf16"}, "bf16"));
-    p.sm_scale = static_cast<float>(r.number_or("sm_scale", default_sm_scale(s.head_dim), 1e-6, 1e3));
-    p.with_lse = with_lse;
-    if (s.len_q < 1) fail(ExitCode::usage, r.position() + ": len_q must be at least 1");
-    try {
-        p.validate();
-    } catch (const Error &e) {
-        fail(ExitCode::usage, r.position() + ": " + e.what());
-    }
-    return p;
-}
-
-WorkloadSpec read_workload_table(const toml::table &table, const std::string &file, const fs::path &base_dir) {
-    TableReader r(table, file, "[workload]");
-    WorkloadSpec w;
-    w.name = r.string("name");
-    w.problem = read_problem(r, /*with_lse=*/false);
-    w.seed = static_cast<std::uint64_t>(r.integer_or("seed", 0, 0, INT64_MAX));
-    if (const toml::table *tensors = r.optional_table("tensors")) {
-        TableReader t(*tensors, file, "[workload.tensors]");
-        w.q_file = t.existing_file("q", base_dir.string());
-        w.k_file = t.existing_file("k", base_dir.string());
-        w.v_file = t.existing_file("v", base_dir.string());
-        t.finish();
-    }
-    if (const toml::table *expected = r.optional_table("expected_sha256")) {
-        for (const auto &[arch, node] : *expected) {
-            auto value = node.value<std::string>();
-            if (!value || value->size() != 64)
-                fail(ExitCode::usage, file + ":" + std::to_string(node.source().begin.line) +
-                                          ": [workload.expected_sha256] '" + std::string(arch.str()) +
-                                          "' must be a 64-digit hex SHA-256 string");
-            w.expected_sha256.emplace_back(std::string(arch.str()), *value);
-        }
-    }
-    r.finish();
-    return w;
 }
 
 // A source table's keys on top of `inherited` (the baseline's, for [candidate.source]). Changing the
@@ -142,6 +94,10 @@ SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherite
     return s;
 }
 
+ParityMode read_parity_mode(TableReader &r, const std::string &key) {
+    return *parity_mode_from(r.choice(key, {"exact", "tolerance"}, "exact"));
+}
+
 // One candidate table ([candidate], or one [[candidate]] element, `where` naming it) on top of the
 // baseline; `name_required` for the array form.
 CandidateSpec read_candidate(const toml::table &table, const std::string &file, const std::string &where,
@@ -163,6 +119,7 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
         c.patch = *overrides.candidate_patch;
     }
     std::optional<std::string> abi = r.optional_string("abi");
+    if (table.contains("parity_mode")) c.parity_mode = read_parity_mode(r, "parity_mode");
     c.source = e.baseline_source;
     const toml::table *own = r.optional_table("source");
     const std::string source_where = name_required ? "[candidate.source] of '" + c.name + "'" : "[candidate.source]";
@@ -184,7 +141,9 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
                                       "', but it is not a git source");
         c.source.commit = *commit_override;
     }
-    if (c.patch.empty() && c.source.same_checkout(e.baseline_source))
+    // Another launcher of the same checkout (its own kernel_sources or abi) is a candidate of its own.
+    if (c.patch.empty() && c.source.same_checkout(e.baseline_source) &&
+        c.source.kernel_sources == e.baseline_source.kernel_sources && c.abi == e.baseline_abi)
         fail(ExitCode::usage, r.position() + ": " + (name_required ? "candidate '" + c.name + "'" : std::string("the candidate")) +
                                   " is the baseline itself: give " + where +
                                   " patch, a [candidate.source] of its own, or both");
@@ -237,15 +196,6 @@ void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, co
 
 }  // namespace
 
-WorkloadSpec load_workload(const fs::path &file) {
-    toml::table doc = parse_toml_file(file.string());
-    TableReader top(doc, file.string(), "the workload file");
-    const toml::table *table = top.optional_table("workload");
-    top.finish();
-    if (!table) fail(ExitCode::usage, file.string() + ":1:1: a workload file needs a [workload] table");
-    return read_workload_table(*table, file.string(), file.parent_path());
-}
-
 const std::vector<std::string> &default_ncu_metrics() {
     // Names as `ncu --query-metrics` (2025.3, sm_90) lists them, each with the rollup and suffix the
     // raw page prints: per-SM averages, so a partly idle last wave does not hide in a sum.
@@ -293,6 +243,19 @@ fs::path find_manifest(const std::string &word) {
                               "; the shipped manifests (" + shipped.string() + "): " + list);
 }
 
+void check_compiler_flag(const std::string &flag, const std::string &where) {
+    for (char c : flag) {
+        const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_=.,/+:@%").find(c) != std::string_view::npos;
+        if (allowed) continue;
+        char shown[8];
+        if (std::isprint(static_cast<unsigned char>(c))) std::snprintf(shown, sizeof shown, "%c", c);
+        else std::snprintf(shown, sizeof shown, "\\x%02x", static_cast<unsigned char>(c));
+        fail(ExitCode::usage, where + ": the flag '" + flag + "' contains '" + shown +
+                                  "': nvcc hands its flags to its own shell (sh -c), where that character could run "
+                                  "commands, so a flag may hold only letters, digits and - _ = . , / + : @ %");
+    }
+}
+
 Experiment load_experiment(const fs::path &manifest, const SourceOverrides &overrides) {
     const std::string file = manifest.string();
     const fs::path base_dir = fs::absolute(manifest).parent_path();
@@ -327,6 +290,10 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         e.arch = r.string_or("arch", e.arch);
         e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
         e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
+        for (const char *key : {"nvcc_flags", "extra_flags"})
+            if (const toml::array *flags = (*build)[key].as_array())
+                for (const toml::node &flag : *flags)
+                    check_compiler_flag(flag.value_or(std::string()), r.position(flag) + ": [build] " + key);
         e.torch_include_dirs = r.strings_or("torch_include_dirs", e.torch_include_dirs);
         for (auto &dir : e.torch_include_dirs) dir = resolve_against(base_dir, dir);
         r.finish();
@@ -353,26 +320,74 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         if (const toml::array *shapes = r.optional_array_of_tables("shape")) {
             for (const auto &node : *shapes) {
                 TableReader s(*node.as_table(), file, "[[parity.shape]]");
-                e.parity_shapes.push_back(read_problem(s, /*with_lse=*/true));
+                e.parity_shapes.push_back(read_attention_problem(s, /*with_lse=*/true));
                 s.finish();
             }
         }
+        if (const toml::array *shapes = r.optional_array_of_tables("accuracy_shape")) {
+            for (const auto &node : *shapes) {
+                TableReader s(*node.as_table(), file, "[[parity.accuracy_shape]]");
+                e.accuracy_shapes.push_back(read_attention_problem(s, /*with_lse=*/false));
+                s.finish();
+            }
+        }
+        e.parity_mode = read_parity_mode(r, "mode");
+        const auto limit = [&](const char *key, double low, double high) -> std::optional<double> {
+            if (!parity->contains(key)) {
+                r.accept(key);
+                return std::nullopt;
+            }
+            return r.number_or(key, 0.0, low, high);
+        };
+        AccuracyLimits &limits = e.accuracy_limits;
+        limits.min_cosine = limit("min_cosine", 0.0, 1.0);
+        limits.max_rel_l1 = limit("max_rel_l1", 0.0, 1.0);
+        limits.max_rmse = limit("max_rmse", 0.0, 1e6);
+        limits.max_abs_error = limit("max_abs_error", 0.0, 1e6);
+        limits.baseline_factor = r.number_or("baseline_factor", limits.baseline_factor, 1.0, 1000.0);
+        e.reference_rows = r.integer_or("reference_rows", e.reference_rows, 1, std::int64_t(1) << 20);
         r.finish();
         if (e.parity_seeds.empty()) fail(ExitCode::usage, r.position() + ": [parity] seeds must not be empty");
-        if (!e.parity_default_shapes && e.parity_shapes.empty())
-            fail(ExitCode::usage, r.position() + ": [parity] default_shapes = false needs [[parity.shape]] entries");
+        if (!e.parity_default_shapes && e.parity_shapes.empty() && e.accuracy_shapes.empty())
+            fail(ExitCode::usage, r.position() +
+                                      ": [parity] default_shapes = false needs [[parity.shape]] or [[parity.accuracy_shape]] entries");
     }
+
+    bool tolerance = e.parity_mode == ParityMode::tolerance;
+    for (const CandidateSpec &c : e.candidates) tolerance = tolerance || c.parity_mode == ParityMode::tolerance;
+    if ((tolerance || !e.accuracy_shapes.empty()) && !e.accuracy_limits.any())
+        fail(ExitCode::usage, file + ": [parity] " +
+                                  std::string(tolerance ? "mode = \"tolerance\"" : "[[parity.accuracy_shape]]") +
+                                  " needs at least one limit: min_cosine, max_rel_l1, max_rmse or max_abs_error");
 
     const toml::table *workload = top.optional_table("workload");
     if (!workload) fail(ExitCode::usage, file + ":1:1: the manifest needs a [workload] table");
-    if (workload->contains("file")) {
+    if (workload->contains("set")) {
+        // A resolved experiment.toml carries the set itself in [workload_set]; a manifest names its file.
+        TableReader r(*workload, file, "[workload]");
+        const std::string set_name = r.string("set");
+        r.finish();
+        if (const toml::table *embedded = top.optional_table("workload_set")) {
+            e.workload_set = read_workload_set(*embedded, file, base_dir);
+            if (e.workload_set->name != set_name)
+                fail(ExitCode::usage, r.position() + ": [workload] set = '" + set_name + "' but [workload_set] is the set '" +
+                                          e.workload_set->name + "'");
+        } else {
+            e.workload_set = load_workload_set(workload_set_file(set_name, base_dir));
+        }
+        e.workload = e.workload_set->workloads.front().workload;
+    } else if (workload->contains("file")) {
         TableReader r(*workload, file, "[workload]");
         std::string workload_file = r.existing_file("file", base_dir.string());
         r.finish();
         e.workload = load_workload(workload_file);
     } else {
-        e.workload = read_workload_table(*workload, file, base_dir);
+        TableReader r(*workload, file, "[workload]");
+        e.workload = read_workload(r, base_dir);
+        r.finish();
     }
+    if (!e.workload_set && top.optional_table("workload_set"))
+        fail(ExitCode::usage, file + ": [workload_set] holds a resolved set; name it with [workload] set = NAME");
 
     if (const toml::table *time = top.optional_table("time")) {
         TableReader r(*time, file, "[time]");
@@ -432,15 +447,6 @@ toml::array to_array(const std::vector<std::string> &values) {
     return a;
 }
 
-toml::table shape_table(const AttentionProblem &p) {
-    const AttentionShape &s = p.shape;
-    return toml::table{{"batch", s.batch},     {"heads_q", s.heads_q},
-                       {"heads_kv", s.heads_kv}, {"len_q", s.len_q},
-                       {"len_kv", s.len_kv},   {"head_dim", s.head_dim},
-                       {"layout", layout_name(s.layout)}, {"causal", p.causal},
-                       {"dtype", dtype_name(p.dtype)}, {"sm_scale", static_cast<double>(p.sm_scale)}};
-}
-
 toml::table source_table(const SourceSpec &s) {
     toml::table t{{"kind", s.kind},
                   {"kernel_sources", to_array(s.kernel_sources)},
@@ -455,12 +461,6 @@ toml::table source_table(const SourceSpec &s) {
 }
 
 }  // namespace
-
-std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch) {
-    for (const auto &[pinned_arch, sha] : workload.expected_sha256)
-        if (pinned_arch == arch) return sha;
-    return std::nullopt;
-}
 
 namespace {
 
@@ -558,6 +558,21 @@ const std::string &Experiment::abi(const std::string &variant) const {
     return variant == "baseline" ? baseline_abi : candidate(variant).abi;
 }
 
+ParityMode Experiment::parity_mode_of(const std::string &name) const {
+    return candidate(name).parity_mode.value_or(parity_mode);
+}
+
+bool Experiment::checks_accuracy() const {
+    bool tolerance = false;
+    for (const CandidateSpec &c : candidates) tolerance = tolerance || parity_mode_of(c.name) == ParityMode::tolerance;
+    return tolerance || !accuracy_shapes.empty() || accuracy_limits.any();
+}
+
+std::vector<SetWorkload> Experiment::timed_workloads() const {
+    if (workload_set) return workload_set->workloads;
+    return {SetWorkload{workload, "", std::nullopt}};
+}
+
 std::vector<std::string> Experiment::variant_names() const {
     std::vector<std::string> names{"baseline"};
     for (const CandidateSpec &c : candidates) names.push_back(c.name);
@@ -574,6 +589,7 @@ std::string experiment_to_toml(const Experiment &e) {
         toml::table t{{"abi", c.abi}, {"source", source_table(c.source)}};
         if (named) t.insert("name", c.name);
         if (!c.patch.empty()) t.insert("patch", c.patch);
+        if (c.parity_mode) t.insert("parity_mode", parity_mode_name(*c.parity_mode));
         return t;
     };
     if (e.candidates.size() == 1) {
@@ -591,23 +607,28 @@ std::string experiment_to_toml(const Experiment &e) {
     doc.insert("sanitize", toml::table{{"tools", to_array(e.sanitizer_tools)}});
     toml::array seeds, shapes;
     for (auto s : e.parity_seeds) seeds.push_back(s);
-    for (const auto &s : e.parity_shapes) shapes.push_back(shape_table(s));
+    for (const auto &s : e.parity_shapes) shapes.push_back(attention_problem_table(s));
     toml::table parity{{"default_shapes", e.parity_default_shapes},
                        {"seeds", seeds},
                        {"reference_max_rel_l2", e.reference_max_rel_l2}};
     if (!shapes.empty()) parity.insert("shape", shapes);
+    toml::array accuracy_shapes;
+    for (const auto &s : e.accuracy_shapes) accuracy_shapes.push_back(attention_problem_table(s));
+    if (!accuracy_shapes.empty()) parity.insert("accuracy_shape", accuracy_shapes);
+    parity.insert("mode", parity_mode_name(e.parity_mode));
+    const AccuracyLimits &limits = e.accuracy_limits;
+    for (const auto &[key, value] : {std::pair{"min_cosine", limits.min_cosine}, {"max_rel_l1", limits.max_rel_l1},
+                                     {"max_rmse", limits.max_rmse}, {"max_abs_error", limits.max_abs_error}})
+        if (value) parity.insert(key, *value);
+    parity.insert("baseline_factor", limits.baseline_factor);
+    parity.insert("reference_rows", e.reference_rows);
     doc.insert("parity", parity);
-    toml::table workload = shape_table(e.workload.problem);
-    workload.insert("name", e.workload.name);
-    workload.insert("seed", static_cast<std::int64_t>(e.workload.seed));
-    if (e.workload.q_file)
-        workload.insert("tensors", toml::table{{"q", *e.workload.q_file}, {"k", *e.workload.k_file}, {"v", *e.workload.v_file}});
-    if (!e.workload.expected_sha256.empty()) {
-        toml::table expected;
-        for (const auto &[arch, sha] : e.workload.expected_sha256) expected.insert(arch, sha);
-        workload.insert("expected_sha256", expected);
+    if (e.workload_set) {
+        doc.insert("workload", toml::table{{"set", e.workload_set->name}});
+        doc.insert("workload_set", workload_set_table(*e.workload_set));
+    } else {
+        doc.insert("workload", workload_table(e.workload));
     }
-    doc.insert("workload", workload);
     doc.insert("time", toml::table{{"target_half_width", e.target_half_width},
                                    {"budget_seconds", e.budget_seconds},
                                    {"min_rounds", e.min_rounds},

@@ -3,8 +3,10 @@
 // prepare resolves it once into <run>/experiment.toml; every later stage reads that copy.
 #pragma once
 
+#include "model/accuracy.h"
 #include "model/attention_problem.h"
 #include "model/gate_rules.h"
+#include "model/workload_set.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -15,14 +17,6 @@
 
 namespace s2tp {
 
-
-struct WorkloadSpec {
-    std::string name;
-    AttentionProblem problem;               // sm_scale defaults to head_dim^-0.5, LSE off
-    std::uint64_t seed = 0;                   // generator seed (when no tensor files)
-    std::optional<std::string> q_file, k_file, v_file;  // captured tensors (.npy / .safetensors)
-    std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
-};
 
 // Where one variant's kernels come from: [source] for the baseline, and for the candidate [source]
 // with the keys of [candidate.source] on top (sage2tp-experiment(5)).
@@ -69,6 +63,7 @@ struct CandidateSpec {
     SourceSpec source;
     std::string abi = "sage2tp";  // the candidate's abi, else the baseline's
     std::string patch;            // absolute after resolution; empty when the candidate has none
+    std::optional<ParityMode> parity_mode;  // the candidate's parity_mode, else [parity] mode
 };
 
 // time interleaves the baseline, the A/A control and every candidate in each round: more arms make
@@ -107,9 +102,23 @@ struct Experiment {
     std::vector<AttentionProblem> parity_shapes;  // extra shapes (or the only ones when default is off)
     std::vector<std::int64_t> parity_seeds = {1, 2, 3};
     double reference_max_rel_l2 = 0.05;
+    ParityMode parity_mode = ParityMode::exact;      // every candidate's unless it names its own
+    AccuracyLimits accuracy_limits;                  // min_cosine, max_rel_l1, max_rmse, max_abs_error, baseline_factor
+    std::int64_t reference_rows = default_reference_rows;  // query rows per (batch, head) of the float64 GPU reference
+    // [[parity.accuracy_shape]]: checked against the GPU reference only (too long for the CPU one), never
+    // timed; the long-sequence guard.
+    std::vector<AttentionProblem> accuracy_shapes;
 
-    // [workload]
+    ParityMode parity_mode_of(const std::string &candidate) const;
+    // Whether parity computes the accuracy figures: a tolerance candidate, accuracy shapes or limits.
+    bool checks_accuracy() const;
+
+    // [workload]: one workload, or (set = NAME) a workload set. With a set, `workload` is its first
+    // workload, for what runs on one shape (phases, time --ncu, sanitize's timing-free checks).
     WorkloadSpec workload;
+    std::optional<WorkloadSet> workload_set;
+    // The workloads time measures and parity checks the tails of: the set's, or the one workload.
+    std::vector<SetWorkload> timed_workloads() const;
 
     // [time]
     double target_half_width = 0.005;
@@ -144,6 +153,12 @@ Experiment load_experiment(const std::filesystem::path &manifest, const SourceOv
 // that no such file exists and listing the shipped manifests otherwise.
 std::filesystem::path find_manifest(const std::string &word);
 
+// The characters a compiler flag may hold: letters, digits and - _ = . , / + : @ %. nvcc runs its host
+// compiler and its own steps through sh -c, with the flags inside double quotes, where $ ` " \ still
+// run commands; a flag is refused before it gets there. Error(usage): `where` ("file:line:column:
+// [build] nvcc_flags") names the flag.
+void check_compiler_flag(const std::string &flag, const std::string &where);
+
 // The values the manifest accepts for the settings that `sage2tp time` and `sage2tp gate` can also take
 // on their command lines: one definition, so a flag and the manifest key can never disagree on what is
 // in range.
@@ -170,12 +185,6 @@ double checked_setting(const SettingRange &range, double value);
 // The embedded quantization source that the "support" tree is built from, and its include directory.
 inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }
 inline const char *embedded_include_dir() { return "kernels"; }
-
-// Reads a workload file (the [workload] table of its own TOML file).
-WorkloadSpec load_workload(const std::filesystem::path &file);
-
-// The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
-std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
 
 // A run's own pins live in <run>/pins.toml ([expected_sha256] arch = "sha"), written by `time --pin`,
 // not in experiment.toml: that file is prepare's, recorded by digest, and no later stage changes it.

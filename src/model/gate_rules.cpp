@@ -122,6 +122,16 @@ GateCondition check_parity(const GateEvidence &e, const GateThresholds &) {
     if (auto not_evidence = unusable(name, "parity", e.parity, true, e)) return *not_evidence;
     const std::string counts = std::to_string(e.parity_shapes_differing) + " of " +
                                std::to_string(e.parity_shapes_compared) + " shapes differ";
+    if (e.parity_mode == "tolerance") {
+        std::size_t passed = 0;
+        for (const auto &a : e.candidate_accuracy) passed += a.passed;
+        const std::string figure = "tolerance: " + counts + " in bytes; " + std::to_string(passed) + " of " +
+                                   std::to_string(e.candidate_accuracy.size()) + " shapes meet the accuracy conditions";
+        if (e.candidate_accuracy.empty())
+            return make(name, GateStatus::not_checked, figure, "the parity checkpoint records no accuracy figures");
+        if (!e.parity.passed) return make(name, GateStatus::fail, figure, e.parity.note);
+        return make(name, GateStatus::pass, figure);
+    }
     if (e.parity_shapes_differing > 0) return make(name, GateStatus::fail, counts, e.parity.note);
     if (!e.parity.passed) return make(name, GateStatus::fail, "parity stage failed", e.parity.note);
     if (e.parity_shapes_compared == 0)
@@ -130,6 +140,15 @@ GateCondition check_parity(const GateEvidence &e, const GateThresholds &) {
 }
 
 GateCondition check_output_sha(const GateEvidence &e, const GateThresholds &) {
+    if (e.parity_mode == "tolerance") {
+        const char *name = "output-accuracy";
+        if (auto not_evidence = unusable(name, e.real_output_stage_name, e.real_output_stage, true, e))
+            return *not_evidence;
+        if (!e.real_output_accuracy_passed)
+            return make(name, GateStatus::not_checked, "no accuracy of the real output recorded",
+                        "the " + e.real_output_stage_name + " stage checks it in tolerance mode");
+        return make(name, *e.real_output_accuracy_passed ? GateStatus::pass : GateStatus::fail, e.real_output_accuracy);
+    }
     const char *name = "output-sha";
     if (auto not_evidence = unusable(name, e.real_output_stage_name, e.real_output_stage, true, e))
         return *not_evidence;
@@ -238,9 +257,24 @@ const char *gate_status_text(GateStatus status) {
     return "NOT CHECKED";
 }
 
+// One condition per shape and variant that the parity stage checked for accuracy, from a fresh checkpoint.
+std::vector<GateCondition> accuracy_conditions(const GateEvidence &e) {
+    std::vector<GateCondition> conditions;
+    if (!e.parity.present || !e.parity.fresh) return conditions;
+    for (const auto &[who, shapes] : {std::pair{"baseline accuracy ", &e.baseline_accuracy},
+                                      {"accuracy ", &e.candidate_accuracy}})
+        for (const GateEvidence::AccuracyShape &a : *shapes)
+            conditions.push_back({who + a.shape, a.passed ? GateStatus::pass : GateStatus::fail, a.conditions, "", true});
+    return conditions;
+}
+
 GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds) {
     GateResult result;
-    for (ConditionRule rule : condition_rules) result.conditions.push_back(rule(evidence, thresholds));
+    for (ConditionRule rule : condition_rules) {
+        result.conditions.push_back(rule(evidence, thresholds));
+        if (rule == check_parity)
+            for (GateCondition &c : accuracy_conditions(evidence)) result.conditions.push_back(std::move(c));
+    }
     result.passed = std::none_of(result.conditions.begin(), result.conditions.end(),
                                  [](const GateCondition &c) { return c.blocks(); });
     return result;

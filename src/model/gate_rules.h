@@ -43,6 +43,20 @@ struct GateEvidence {
 
     std::int64_t parity_shapes_compared = 0;
     std::int64_t parity_shapes_differing = 0;
+    // "tolerance": byte differences are allowed, and the accuracy checks below decide instead.
+    std::string parity_mode = "exact";
+    // The parity stage's accuracy conditions per shape (the worst over its seeds), each shown by the gate:
+    // the baseline's absolute limits and the candidate's (with the baseline factor in tolerance mode).
+    struct AccuracyShape {
+        std::string shape;
+        bool passed = false;
+        std::string conditions;
+    };
+    std::vector<AccuracyShape> baseline_accuracy, candidate_accuracy;
+    // In tolerance mode the real output is judged by its accuracy on the timed output instead of its
+    // SHA-256: the time stage's conditions; unset when it recorded none.
+    std::optional<bool> real_output_accuracy_passed;
+    std::string real_output_accuracy;
 
     // The real workload's output digest lives in one stage's checkpoint; the caller copies that
     // stage's evidence here and names it, so the rule does not depend on which stage computes it.

@@ -31,6 +31,7 @@ struct QuantizedInputs {
     Tensor k_scale;  // f32, [B, Hk, ceil(Nk/64)]: one scale per 64-token block
     Tensor v_fp8;    // e4m3, [B, D, Hk, Nk_pad] (NHD) or [B, Hk, D, Nk_pad] (HND), Nk_pad = ceil(Nk/64)*64
     Tensor v_scale;  // f32, [B, Hk, D]
+    Tensor v_mean;   // f32, [B, Hk, D] under smooth_v (the fuse_v_mean launchers); otherwise empty
 };
 
 // Shapes of the quantized tensors, for callers that allocate or validate them.

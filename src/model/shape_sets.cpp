@@ -1,5 +1,7 @@
 #include "model/shape_sets.h"
 
+#include <algorithm>
+
 namespace s2tp {
 
 std::vector<AttentionProblem> problems_of(const std::vector<ShapeRow> &rows) {
@@ -78,6 +80,41 @@ const std::vector<AttentionProblem> &sanitizer_shapes() {
         {2, 2, 1, 300, 257, 128, Layout::hnd, false, DType::f16},  // 5 tiles, 1-key last; batch 2, 3 CTAs
     });
     return shapes;
+}
+
+AttentionProblem boundary_problem(const AttentionProblem &timed) {
+    constexpr std::int64_t kv_tile = 64, q_cta = 128;
+    const AttentionShape &t = timed.shape;
+    AttentionProblem p = timed;
+    AttentionShape &s = p.shape;
+    s.batch = 1;
+    s.heads_kv = std::min<std::int64_t>(t.heads_kv, 2);
+    s.heads_q = s.heads_kv * (t.heads_q / t.heads_kv);
+    if (timed.causal) {
+        s.len_q = s.len_kv = std::min(t.len_q, 2 * q_cta + t.len_q % q_cta);
+    } else {
+        s.len_kv = std::min(t.len_kv, 3 * kv_tile + t.len_kv % kv_tile);
+        s.len_q = std::min(t.len_q, q_cta + t.len_q % q_cta);
+    }
+    p.with_lse = true;
+    p.validate();
+    return p;
+}
+
+std::vector<AttentionProblem> boundary_problems(const std::vector<AttentionProblem> &timed,
+                                                const std::vector<AttentionProblem> &existing) {
+    std::vector<AttentionProblem> added;
+    const auto same = [](const AttentionProblem &a, const AttentionProblem &b) {
+        return a.describe() == b.describe() && a.sm_scale == b.sm_scale && a.with_lse == b.with_lse;
+    };
+    for (const AttentionProblem &problem : timed) {
+        const AttentionProblem boundary = boundary_problem(problem);
+        const auto known = [&](const std::vector<AttentionProblem> &list) {
+            return std::any_of(list.begin(), list.end(), [&](const AttentionProblem &p) { return same(p, boundary); });
+        };
+        if (!known(existing) && !known(added)) added.push_back(boundary);
+    }
+    return added;
 }
 
 }  // namespace s2tp

@@ -32,6 +32,17 @@ std::vector<AttentionProblem> problems_of(const std::vector<ShapeRow> &rows);
 // so every attribute value meets every KV length. sm_scale = head_dim^-0.5, LSE on.
 const std::vector<AttentionProblem> &default_parity_shapes();
 
+// The boundary problem of a timed shape, so that what is timed is also checked: the same head layout
+// (heads_q / heads_kv, at most 2 KV heads), head dim, layout, mask, dtype and sm_scale, with the
+// same partial last tiles (len_kv mod 64 of the last KV tile, len_q mod 128 of the last query CTA)
+// after at least three full KV tiles (the steady loop, penultimate and last tile code) and one full
+// query CTA, or the shape's own lengths when they are shorter. Causal shapes keep len_q == len_kv
+// (256 + len mod 128 has both tails). LSE on, batch 1.
+AttentionProblem boundary_problem(const AttentionProblem &timed);
+// boundary_problem of each workload, in order, leaving out problems already in `existing` and repeats.
+std::vector<AttentionProblem> boundary_problems(const std::vector<AttentionProblem> &timed,
+                                                const std::vector<AttentionProblem> &existing);
+
 // 1 to 5 KV tiles, both layouts, causal and not, D 64 and 128, both dtypes, GQA; a few heads each.
 const std::vector<AttentionProblem> &sanitizer_shapes();
 

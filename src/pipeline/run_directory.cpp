@@ -43,14 +43,15 @@ RunDirectory::~RunDirectory() {
     }
 }
 
-void RunDirectory::lock() {
+void RunDirectory::lock(Links links) {
     std::error_code ec;
     fs::create_directories(root_, ec);
     if (ec || !fs::is_directory(root_))
         fail(ExitCode::usage, "cannot use '" + root_.string() + "' as a run directory: " +
                                   (ec ? ec.message() : std::string("it exists and is not a directory")));
+    if (links == Links::refuse) refuse_planted_links();
     auto lock_file = root_ / ".lock";
-    lock_fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock_fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (lock_fd_ < 0) fail(ExitCode::usage, "cannot open lock file '" + lock_file.string() + "': " + std::strerror(errno));
     // The supervisors of this run's children hold the lock too, until their child's process group is
     // gone: even when this process is SIGKILLed, the lock is not free while a child can still write.
@@ -75,6 +76,28 @@ void RunDirectory::lock() {
     std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
         fail(ExitCode::usage, "cannot record pid in '" + lock_file.string() + "': " + std::strerror(errno));
+}
+
+void RunDirectory::refuse_planted_links() const {
+    // Two levels of the layout (builds/<variant>/<file>, inputs/workload/<tensor>, checkpoints/<file>),
+    // but only one under trees/: a source tree may hold links of its own, which are the sources'.
+    auto refuse_link = [&](const fs::path &entry) {
+        std::error_code ec;
+        if (!fs::is_symlink(fs::symlink_status(entry, ec))) return false;
+        fail(ExitCode::usage, "'" + entry.string() + "' is a symbolic link (to '" + fs::read_symlink(entry, ec).string() +
+                                  "'); sage2tp never writes or deletes through a link in a run, which a copied run "
+                                  "(rsync -a) may carry: remove the link, or prepare the run afresh");
+    };
+    std::error_code ec;
+    for (const std::string &name : run_layout_entries()) {
+        const fs::path entry = root_ / name;
+        if (refuse_link(entry) || !fs::is_directory(fs::symlink_status(entry, ec))) continue;
+        const int depth = name == "trees" ? 1 : 2;
+        for (fs::recursive_directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
+            refuse_link(it->path());
+            if (it.depth() + 1 >= depth) it.disable_recursion_pending();
+        }
+    }
 }
 
 std::optional<long> lock_holder(const fs::path &run_root) {
@@ -188,10 +211,18 @@ std::optional<fs::path> existing_run(const RunSelection &selection) {
     std::error_code ec;
     if (fs::path cwd = fs::current_path(ec); !ec)
         if (auto here = enclosing_run(cwd)) return here;
-    fs::path latest = selection.runs_root / "latest";
-    if (fs::is_symlink(latest, ec) && fs::is_directory(latest, ec))
-        return fs::canonical(latest, ec);
+    if (auto latest = latest_run(selection.runs_root)) return latest;
     return std::nullopt;
+}
+
+std::optional<fs::path> latest_run(const fs::path &runs_root) {
+    std::error_code ec;
+    const fs::path latest = runs_root / "latest";
+    if (!fs::is_symlink(latest, ec) || !fs::is_directory(latest, ec)) return std::nullopt;
+    const fs::path run = fs::canonical(latest, ec);
+    const fs::path root = fs::canonical(runs_root, ec);
+    if (ec || run.parent_path() != root) return std::nullopt;  // a link to anywhere else is no run of this root
+    return run;
 }
 
 fs::path run_for_prepare(const RunSelection &selection, const std::string &experiment_name) {
@@ -233,13 +264,65 @@ void mark_latest(const RunSelection &selection, const fs::path &run) {
     fs::path target = fs::absolute(run).lexically_normal().lexically_relative(root);
     if (!stays_inside(target)) return;  // a run outside the runs root is not "the latest run" of that root
     fs::path link = root / "latest";
-    fs::path temporary = root / (".latest.tmp-" + std::to_string(::getpid()));
     std::error_code ec;
     fs::create_directories(root, ec);
-    fs::remove(temporary, ec);
+    // A random name made by create_temporary_file, freed for the link (symlink(2) never follows).
+    fs::path temporary;
+    if (!ec) ::close(create_temporary_file(root, ".latest.tmp-", temporary));
+    if (::unlink(temporary.c_str()) != 0) ec = std::error_code(errno, std::generic_category());
     if (!ec) fs::create_directory_symlink(target, temporary, ec);
     if (!ec) fs::rename(temporary, link, ec);
     if (ec) fail(ExitCode::usage, "cannot point '" + link.string() + "' at '" + run.string() + "': " + ec.message());
+}
+
+const std::vector<std::string> &run_layout_entries() {
+    static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "last-stop.toml", "checkpoints",  "trees",
+                                                  "builds",          "logs",         "reports",      "inputs",
+                                                  ".prepare-new",    ".prepare-old", ".build-new",   ".build-old",
+                                                  ".lock"};
+    return entries;
+}
+
+namespace {
+
+bool is_layout_entry(const std::string &name) {
+    for (const std::string &entry : run_layout_entries())
+        // A file written atomically leaves .NAME.tmp-XXXX behind when its writer is killed.
+        if (name == entry || name.rfind("." + entry + ".tmp-", 0) == 0) return true;
+    return false;
+}
+
+// True when `inner` is `outer` or inside it (both absolute and normal).
+bool is_within(const fs::path &inner, const fs::path &outer) {
+    const fs::path rel = inner.lexically_relative(outer);
+    return !rel.empty() && (rel == "." || stays_inside(rel));
+}
+
+}  // namespace
+
+std::string why_not_removable_run(const fs::path &root) {
+    std::error_code ec;
+    const fs::path at = fs::canonical(root, ec);
+    if (ec) return "it does not exist";
+    if (!fs::is_directory(fs::symlink_status(at, ec))) return "it is not a directory";
+    if (at == at.root_path()) return "it is the root directory";
+    if (fs::path cwd = fs::canonical(fs::current_path(ec), ec); !ec && is_within(cwd, at))
+        return cwd == at ? "it is the working directory" : "it holds the working directory";
+    if (const char *home = std::getenv("HOME"); home && *home)
+        if (fs::path h = fs::weakly_canonical(home, ec); !ec && is_within(h, at))
+            return h == at ? "it is your home directory" : "it holds your home directory";
+    if (fs::symlink_status(at / ".git", ec).type() != fs::file_type::not_found) return "it holds .git (a git repository)";
+    if (!fs::is_regular_file(fs::symlink_status(at / ".lock", ec)))
+        return "it has no .lock, which every sage2tp run has";
+    if (!fs::is_regular_file(fs::symlink_status(at / "experiment.toml", ec)) &&
+        !fs::is_directory(fs::symlink_status(at / ".prepare-new", ec)))
+        return "it has no experiment.toml, which prepare makes in every run";
+    for (fs::directory_iterator it(at, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!is_layout_entry(name)) return "it holds '" + name + "', which is no part of a run";
+    }
+    if (ec) return "it cannot be listed: " + ec.message();
+    return "";
 }
 
 }  // namespace s2tp

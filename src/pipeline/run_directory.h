@@ -7,6 +7,7 @@
 //   <run>/trees/{baseline,<each candidate>,support}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
 //   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
+//   <run>/.build-new/ .build-old/       build's staging, the same
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
 // Every path sage2tp reads back from a run is relative to the run directory, so a run prepared and
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace s2tp {
 
@@ -27,8 +29,14 @@ public:
     RunDirectory(const RunDirectory &) = delete;
     RunDirectory &operator=(const RunDirectory &) = delete;
 
-    // Takes the exclusive lock or throws Error(usage) naming the pid that holds it.
-    void lock();
+    // Takes the exclusive lock or throws Error(usage) naming the pid that holds it. First refuses
+    // (Error(usage)) a run with a symbolic link at an entry of its layout (refuse_planted_links), except
+    // for clean, which removes links themselves and never follows them.
+    enum class Links { refuse, removed_without_following };
+    void lock(Links links = Links::refuse);
+    // Error(usage) naming the first symbolic link among the run layout's entries and what they hold
+    // (two levels deep; under trees/ only the trees themselves): sage2tp writes and deletes there.
+    void refuse_planted_links() const;
 
     const std::filesystem::path &root() const { return root_; }
     std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
@@ -45,6 +53,10 @@ public:
     // moved to prepare_retired() to be deleted.
     std::filesystem::path prepare_staging() const { return root_ / ".prepare-new"; }
     std::filesystem::path prepare_retired() const { return root_ / ".prepare-old"; }
+    // build compiles here and swaps it in whole as builds/ (see sage2tp-build(1)); the old builds/ is
+    // moved to build_retired() to be deleted.
+    std::filesystem::path build_staging() const { return root_ / ".build-new"; }
+    std::filesystem::path build_retired() const { return root_ / ".build-old"; }
 
     // A path relative to the run root for recording; throws if `path` is outside the run.
     std::string relative(const std::filesystem::path &path) const;
@@ -95,6 +107,16 @@ std::string new_run_id(const std::string &experiment_name, const std::filesystem
 // Throws Error(usage) naming the character unless `id` is a safe run id: only [A-Za-z0-9._-], not
 // starting with '.' or '-', not "latest". Run ids end up in paths that nvcc hands to its own shell.
 void check_run_id(const std::string &id);
+// The run <root>/latest points to, when it is a link to a directory directly under the runs root
+// (canonically); a link to anywhere else is ignored.
+std::optional<std::filesystem::path> latest_run(const std::filesystem::path &runs_root);
+// The names a run directory may hold (the layout above).
+const std::vector<std::string> &run_layout_entries();
+// Why `root` may not be removed as a run, "" when it may: it must be provably a run (a directory with
+// .lock and experiment.toml, or prepare's staging, holding nothing but the run layout's entries and
+// their temporary files), and neither the root directory, the working directory or one holding it,
+// $HOME or one holding it, nor a directory with .git.
+std::string why_not_removable_run(const std::filesystem::path &root);
 // Points <root>/latest at `run` (a relative symlink, replaced atomically).
 void mark_latest(const RunSelection &selection, const std::filesystem::path &run);
 

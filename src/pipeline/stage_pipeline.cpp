@@ -1,5 +1,6 @@
 #include "pipeline/stage_pipeline.h"
 #include "support/file_io.h"
+#include "formats/toml_schema.h"
 
 #include "support/errors.h"
 #include "support/process_runner.h"
@@ -49,15 +50,15 @@ std::string stop_summary(const StageStop &stop) { return "stopped at " + stage_n
 
 std::optional<StageStop> last_stop(const RunDirectory &run) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(run.last_stop(), ec)) return std::nullopt;
+    if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(run.last_stop(), ec))) return std::nullopt;
     try {
-        const toml::table record = toml::parse_file(run.last_stop().string());
+        const toml::table record = parse_toml_file(run.last_stop().string());
         const std::string stage = record["stage"].value_or(std::string());
         for (Stage candidate : all_stages())
             if (stage_name(candidate) == stage)
                 return StageStop{candidate, record["cause"].value_or(std::string()), record["message"].value_or(std::string()),
                                  record["next_step"].value_or(std::string()), record["utc"].value_or(std::string())};
-    } catch (const toml::parse_error &) {
+    } catch (const Error &) {  // unreadable or not TOML: advice, not a record
     }
     return std::nullopt;
 }

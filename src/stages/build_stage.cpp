@@ -7,6 +7,7 @@
 #include "model/arch_limits.h"
 #include "model/experiment_manifest.h"
 #include "figures/build_figures.h"
+#include "tools/compile_cache.h"
 #include "tools/kernel_build.h"
 #include "figures/resource_comparison.h"
 #include "tools/sass_histogram.h"
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -36,6 +38,43 @@ std::string requested_arch(StageContext &context, const BuildRequest &request) {
     return context.experiment().arch;
 }
 
+// A build killed before its swap left its staging behind and builds/ as the last build left it; one
+// killed between the swap's two renames left builds/ as .build-old.
+void discard_build_leftovers(const RunDirectory &run) {
+    std::error_code ec;
+    if (!fs::exists(run.builds(), ec) && fs::exists(run.build_retired(), ec)) fs::rename(run.build_retired(), run.builds(), ec);
+    if (ec) fail(ExitCode::usage, "cannot restore '" + run.builds().string() + "' from '" + run.build_retired().string() + "': " + ec.message());
+    for (const fs::path &leftover : {run.build_staging(), run.build_retired()}) {
+        fs::remove_all(leftover, ec);
+        if (ec) fail(ExitCode::usage, "cannot remove '" + leftover.string() + "': " + ec.message());
+    }
+}
+
+// Replaces builds/ with the staged compile whole. What builds/ held that this build did not make
+// (another arch's cubins, phases' builds) is linked into the new one first, and the old one is
+// deleted only after the new one is in place.
+void swap_in_build(const RunDirectory &run, const std::vector<CompileJob> &staged) {
+    std::set<fs::path> made;
+    for (const CompileJob &job : staged)
+        for (const fs::path &file : {job.cubin, job.log, job.command_file, job.dependency_file})
+            made.insert(file.lexically_relative(run.build_staging()));
+    std::error_code ec;
+    if (fs::is_directory(run.builds()))
+        for (fs::recursive_directory_iterator it(run.builds(), ec), end; !ec && it != end; it.increment(ec)) {
+            const fs::path relative = it->path().lexically_relative(run.builds());
+            const fs::path target = run.build_staging() / relative;
+            if (!it->is_regular_file() || made.count(relative) || fs::exists(target)) continue;
+            fs::create_directories(target.parent_path());
+            fs::create_hard_link(it->path(), target, ec);
+            if (ec) fs::copy_file(it->path(), target, ec);
+            if (ec) break;
+        }
+    if (ec) fail(ExitCode::usage, "cannot keep the earlier files of '" + run.builds().string() + "': " + ec.message());
+    if (fs::exists(run.builds())) fs::rename(run.builds(), run.build_retired());
+    fs::rename(run.build_staging(), run.builds());
+    fs::remove_all(run.build_retired(), ec);
+}
+
 CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Reporter &reporter) {
     const auto began = std::chrono::steady_clock::now();
     const std::string total = std::to_string(jobs.size());
@@ -50,7 +89,7 @@ CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Repo
     progress.finished = [&reporter, total](const CompileJob &job, const CompileOutcome &outcome, std::size_t finished) {
         std::ostringstream line;
         line << "  [" << finished << "/" << total << "] " << job.variant << ":" << job.source << " "
-             << fixed(outcome.seconds, 1) << " s"
+             << (outcome.from_cache ? "from the cache" : fixed(outcome.seconds, 1) + " s")
              << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
         reporter.progress(line.str());
     };
@@ -91,14 +130,25 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
     const std::optional<fs::path> &nvcc = lookup.nvcc;
     // Looked up only for sources that include torch's headers, and only where there is a compiler to
     // use them (a GPU host without nvcc keeps the intact build made elsewhere).
+    // A GPU host whose torch is found elsewhere, or not at all, keeps the intact build made elsewhere.
     std::optional<TorchHeaders> torch;
+    std::optional<Error> torch_missing;
     if (needs_torch_headers(experiment) && nvcc) {
         std::vector<std::string> requested_torch = request.torch_include;
         for (auto &dir : requested_torch) dir = fs::absolute(dir).lexically_normal().string();
-        torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
+        try {
+            torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
+        } catch (const Error &e) {
+            if (e.code() != ExitCode::missing_tool || !request.torch_include.empty()) throw;
+            torch_missing = e;
+        }
     }
-    const std::vector<CompileJob> jobs =
-        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch ? torch->include_dirs : std::vector<std::string>{});
+    const std::vector<std::string> torch_dirs = torch ? torch->include_dirs : std::vector<std::string>{};
+    const std::vector<CompileJob> jobs = plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch_dirs);
+    // What runs: the same compiles into the staging directory, swapped in whole when all are done.
+    const std::vector<CompileJob> staged =
+        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch_dirs, run.build_staging().filename());
+    discard_build_leftovers(run);
     const std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
     // The SASS histogram compares the baseline with the first candidate.
     const KernelAbi &sass_candidate_abi = *candidate_abis.at(experiment.candidates.front().name);
@@ -117,8 +167,9 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
         for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
         for (const std::string &variant : experiment.variant_names())
             for (const auto &dir : experiment.source(variant).include_dirs) f.add(variant + " include_dir", dir);
-        if (torch)
-            for (const auto &dir : torch->include_dirs) f.add("torch_include_dir", dir);
+        // Not where torch's headers were found: that is the host's, and they feed the host wrappers
+        // only, never the cubins (tools/torch_headers.h); a run carried to a GPU host that finds them
+        // elsewhere stays up to date. The compile cache does key on their bytes.
         for (const auto &job : jobs) f.add("source", job.variant + ":" + job.source);
         for (const std::string &variant : experiment.variant_names()) f.add_tree(variant, run.tree(variant));
         if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
@@ -139,8 +190,27 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
         const std::size_t parallel = std::min<std::size_t>(request.jobs, jobs.size());
         reporter.progress("compiling " + std::to_string(jobs.size()) + " sources for " + arch + " with " +
                           std::to_string(parallel) + " parallel nvcc");
-        const std::vector<CompileOutcome> outcomes = run_compiles(jobs, request.jobs, compile_progress(jobs, reporter));
+        const CompileCacheSettings settings = compile_cache_settings();
+        std::optional<CompileCache> cache;
+        if (settings.root && !request.no_cache) cache.emplace(*settings.root, settings.max_bytes);
+        CompileCaching caching{cache ? &*cache : nullptr, compiler, {}};
+        fs::create_directories(run.build_staging());
+        const std::vector<CompileOutcome> outcomes = run_compiles(staged, request.jobs, compile_progress(staged, reporter), &caching);
         reporter.end_live_line();
+        swap_in_build(run, staged);
+        for (const std::string &damaged : caching.corrupt)
+            reporter.warn("build: compile cache entry " + damaged + "; removed it and compiled again");
+        std::vector<std::string> cached;
+        for (std::size_t i = 0; i < jobs.size(); ++i)
+            if (outcomes[i].from_cache) cached.push_back(jobs[i].variant + ":" + jobs[i].source);
+        if (!cache)
+            reporter.progress("  cache: off (" + (request.no_cache ? std::string("--no-cache") : settings.off_reason) + ")");
+        else {
+            std::string line = "  cache: " + std::to_string(cached.size()) + " of " + std::to_string(jobs.size()) +
+                               " compiles from " + cache->root().string();
+            for (std::size_t i = 0; i < cached.size(); ++i) line += (i ? ", " : " (") + cached[i];
+            reporter.progress(line + (cached.empty() ? "" : ")"));
+        }
 
         BuildFigures figures;
         figures.arch = arch;
@@ -153,7 +223,7 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             const std::string key = jobs[i].variant + ":" + jobs[i].source;
             toml::table artifact{{"log", run.relative(jobs[i].log)}, {"command", run.relative(jobs[i].command_file)},
-                                 {"seconds", outcomes[i].seconds}};
+                                 {"seconds", outcomes[i].seconds}, {"from_cache", outcomes[i].from_cache}};
             if (outcomes[i].exit_code == 0 && fs::is_regular_file(jobs[i].cubin)) {
                 artifact.insert("path", run.relative(jobs[i].cubin));
                 artifact.insert("sha256", sha256_file(jobs[i].cubin));
@@ -213,6 +283,11 @@ int run_build_stage(StageContext &context, const BuildRequest &request, const Re
             return with_sass(*kept);
         throw *lookup.missing;
     }
+    if (torch_missing && !request.force) {
+        if (auto kept = keep_intact_checkpoint(context, work, "no torch headers on this host; using the cubins built before", reporter))
+            return with_sass(*kept);
+    }
+    if (torch_missing) throw *torch_missing;
     return with_sass(execute_stage(context, work, request.force, reporter));
 }
 

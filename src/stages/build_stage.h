@@ -19,6 +19,7 @@ struct BuildRequest {
     std::vector<std::string> torch_include;  // --torch-include, as given
     bool sass = false;
     bool force = false;
+    bool no_cache = false;  // --no-cache: compile everything, store nothing
 };
 
 int run_build_stage(StageContext &context, const BuildRequest &request, const Reporter &reporter);

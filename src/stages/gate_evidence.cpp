@@ -62,12 +62,21 @@ void read_parity(const ParityFigures &figures, const std::string &candidate, Gat
         evidence.parity_shapes_compared = *figures.shapes_checked;
         evidence.parity_shapes_differing = *found->second.shapes_differing;
     }
+    if (found != figures.candidates.end()) {
+        if (!found->second.mode.empty()) evidence.parity_mode = found->second.mode;
+        for (const AccuracyShapeCheck &c : found->second.checks)
+            evidence.candidate_accuracy.push_back({c.shape, c.passed.value_or(false), c.conditions});
+    }
+    for (const AccuracyShapeCheck &c : figures.baseline_checks)
+        evidence.baseline_accuracy.push_back({c.shape, c.passed.value_or(false), c.conditions});
 }
 
 void read_time(const TimeFigures &figures, const std::string &name, GateEvidence &evidence) {
     evidence.expected_real_output_sha256 = figures.expected_sha256.value_or(figures.baseline_sha256.value_or(""));
     const CandidateTimeFigures *candidate = figures.candidate(name);
     if (!candidate) return;
+    evidence.real_output_accuracy_passed = candidate->accuracy_passed;
+    evidence.real_output_accuracy = candidate->accuracy_conditions;
     evidence.real_output_sha256 = candidate->sha256.value_or("");
     if (candidate->timing) evidence.candidate_p50_ms = candidate->timing->p50;
     if (!candidate->ratio) return;

@@ -26,11 +26,10 @@ std::string required_string(const toml::table &table, const std::string &key, co
 void discard_leftovers(const RunDirectory &run, const Experiment &experiment) {
     // First, while git still has their registrations: trees a killed swap moved but did not re-link.
     std::error_code ec;
-    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), run.prepare_staging() / "trees");
-    remove_trees(run.prepare_staging() / "trees", experiment);
-    remove_trees(run.prepare_retired(), experiment);
-    fs::remove_all(run.prepare_staging(), ec);
-    if (ec) fail(ExitCode::usage, "cannot remove '" + run.prepare_staging().string() + "': " + ec.message());
+    if (fs::is_directory(run.trees(), ec)) relink_trees(run.trees(), run.prepare_staging() / "trees", run.root());
+    remove_trees(run.prepare_staging() / "trees", experiment, run.root());
+    remove_trees(run.prepare_retired(), experiment, run.root());
+    remove_without_following(run.prepare_staging());
 }
 
 void rename_or_fail(const fs::path &from, const fs::path &to) {
@@ -47,9 +46,9 @@ void swap_in(const RunDirectory &run, const Experiment &experiment) {
         rename_or_fail(run.trees(), run.prepare_retired());
         // Pruned before the new trees take the old paths: git would otherwise still see the old
         // registrations as alive.
-        remove_trees(run.prepare_retired(), experiment);
+        remove_trees(run.prepare_retired(), experiment, run.root());
     }
-    move_trees(staging / "trees", run.trees());
+    move_trees(staging / "trees", run.trees(), run.root());
     fs::create_directories(run.inputs(), ec);
     if (ec) fail(ExitCode::usage, "cannot create '" + run.inputs().string() + "': " + ec.message());
     // The previous prepare's copies go, whatever its candidates were named.
@@ -316,16 +315,25 @@ PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const Prepar
     return outcome;
 }
 
-ExitCode keep_copied_run(const fs::path &root, const std::string &manifest, const Reporter &reporter) {
+ExitCode keep_copied_run(const fs::path &root, const std::string &absent, const Reporter &reporter) {
     StageContext context(root, std::nullopt);
     StageWork kept{Stage::prepare, nullptr, nullptr, nullptr, [](const Checkpoint &c, const Reporter &to) {
                        print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
                    }};
-    if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + manifest + ", which is not on this host", reporter))
+    if (auto code = keep_intact_checkpoint(context, kept, "prepared from " + absent + ", which is not on this host", reporter))
         return *code;
-    fail(ExitCode::usage, "the run was prepared from " + manifest +
+    fail(ExitCode::usage, "the run was prepared from " + absent +
                               ", which is not on this host, and its prepare checkpoint is not a passed, intact one; "
-                              "pass --manifest to prepare it again");
+                              "pass --manifest (and --repository) to prepare it again");
+}
+
+std::optional<std::string> absent_repository(const Experiment &experiment) {
+    std::vector<const SourceSpec *> sources{&experiment.baseline_source};
+    for (const CandidateSpec &c : experiment.candidates) sources.push_back(&c.source);
+    std::error_code ec;
+    for (const SourceSpec *source : sources)
+        if (source->kind == "git" && !fs::exists(fs::path(source->repository) / ".git", ec)) return source->repository;
+    return std::nullopt;
 }
 
 }  // namespace s2tp

@@ -75,8 +75,12 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
 PrepareOutcome prepare_in_run(const std::filesystem::path &root, bool made_here, const PrepareRequest &request,
                               const Reporter &reporter);
 
-// For a run copied from another host, whose manifest is not here: reports its prepare checkpoint up
-// to date when it passed and its trees and files are as recorded, else Error(usage).
-ExitCode keep_copied_run(const std::filesystem::path &run, const std::string &manifest, const Reporter &reporter);
+// For a run copied from another host, whose manifest or git repository (`absent`, as a person reads
+// it) is not here: reports its prepare checkpoint up to date when it passed and its trees and files are
+// as recorded, else Error(usage).
+ExitCode keep_copied_run(const std::filesystem::path &run, const std::string &absent, const Reporter &reporter);
+
+// The repository of a git source of `experiment` that is not a git repository on this host, if any.
+std::optional<std::string> absent_repository(const Experiment &experiment);
 
 }  // namespace s2tp

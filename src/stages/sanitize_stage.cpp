@@ -14,7 +14,11 @@
 #include "support/number_format.h"
 #include "support/process_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -47,6 +51,17 @@ std::string skip_reason(bool skip_option) {
 }
 
 }  // namespace
+
+int default_sanitize_jobs() {
+    if (const char *env = std::getenv("SAGE2TP_SANITIZE_JOBS"); env && *env) {
+        char *end = nullptr;
+        const long n = std::strtol(env, &end, 10);
+        if (*end || n < 1 || n > 256)
+            fail(ExitCode::usage, std::string("SAGE2TP_SANITIZE_JOBS='") + env + "' is not a count from 1 to 256");
+        return static_cast<int>(n);
+    }
+    return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+}
 
 int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, const Reporter &reporter) {
     const std::string skipped = skip_reason(request.skip);
@@ -103,20 +118,16 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
         const fs::path log_dir = run.logs() / "sanitize";
         fs::create_directories(log_dir);
         const std::vector<SanitizeCheckPlan> plan = plan_sanitize_checks(experiment.variant_names(), tools, shape_names);
-        std::vector<SanitizeOutcome> outcomes;
+        // Each check is a process of its own, with its own context on the GPU and its own
+        // instrumentation, so several at once find what one at a time finds; only the wall time is
+        // shared. At most request.jobs at once.
+        std::vector<std::optional<SanitizeOutcome>> outcomes(plan.size());
+        std::mutex mutex;
+        std::size_t next = 0, finished = 0;
+        std::exception_ptr failure;
         const auto began = std::chrono::steady_clock::now();
-        for (const SanitizeCheckPlan &check : plan) {
+        auto run_check = [&](const SanitizeCheckPlan &check) {
             const std::string tool_name = sanitizer_tool_name(check.tool);
-            const std::string what = "[" + std::to_string(outcomes.size() + 1) + "/" + std::to_string(plan.size()) +
-                                     "] " + tool_name + " " + check.variant + " " + check.shape;
-            // On a terminal one line, rewritten in place; in a pipe one line per check.
-            if (reporter.live()) {
-                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-                reporter.live_line("  sanitize " + what + ", " +
-                                   elapsed_and_eta(elapsed, static_cast<double>(outcomes.size()) / plan.size()));
-            } else {
-                reporter.progress(what);
-            }
             SanitizerRun config;
             config.sanitizer = *sanitizer;
             config.tool = check.tool;
@@ -131,7 +142,10 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
             const std::vector<std::string> argv = sanitizer_argv(config, target);
             std::string command = quoted_command(argv);
             command.pop_back();  // its newline
-            reporter.detail("  " + command);
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                reporter.detail("  " + command);
+            }
             const ProcessResult ran = run_process(argv, process);
 
             // One log per check: the tool's records, then what sage2tp exec itself printed.
@@ -146,13 +160,51 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
             }
             std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
                 << log << "\n--- verdict ---\n" << report.verdict << "\n";
-            reporter.detail("  " + what + ": " + (report.passed ? "passed" : "FAILED") + ", " + report.verdict + " (" +
-                            fixed(ran.seconds, 1) + " s, log " + run.relative(*config.log_file) + ")");
-            outcomes.push_back(SanitizeOutcome{check, report, run.relative(*config.log_file)});
-        }
+            return std::make_pair(SanitizeOutcome{check, report, run.relative(*config.log_file)}, ran.seconds);
+        };
+        auto worker = [&] {
+            for (;;) {
+                std::size_t index;
+                {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    if (next >= plan.size() || failure) return;
+                    index = next++;
+                }
+                try {
+                    auto [outcome, seconds] = run_check(plan[index]);
+                    std::lock_guard<std::mutex> lock(mutex);
+                    const SanitizeCheckPlan &check = plan[index];
+                    const std::string what = "[" + std::to_string(++finished) + "/" + std::to_string(plan.size()) + "] " +
+                                             sanitizer_tool_name(check.tool) + " " + check.variant + " " + check.shape;
+                    // On a terminal one line, rewritten in place; in a pipe one line per check.
+                    if (reporter.live()) {
+                        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+                        reporter.live_line("  sanitize " + what + ", " +
+                                           elapsed_and_eta(elapsed, static_cast<double>(finished) / plan.size()));
+                    } else {
+                        reporter.progress(what);
+                    }
+                    reporter.detail("  " + what + ": " + (outcome.report.passed ? "passed" : "FAILED") + ", " +
+                                    outcome.report.verdict + " (" + fixed(seconds, 1) + " s, log " + outcome.log + ")");
+                    outcomes[index] = std::move(outcome);
+                } catch (...) {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    if (!failure) failure = std::current_exception();
+                }
+            }
+        };
+        reporter.progress("  " + std::to_string(plan.size()) + " checks, " +
+                          std::to_string(std::min<std::size_t>(request.jobs, plan.size())) + " at a time");
+        std::vector<std::thread> workers;
+        for (int i = 0; i < std::max(1, std::min<int>(request.jobs, static_cast<int>(plan.size()))); ++i)
+            workers.emplace_back(worker);
+        for (auto &w : workers) w.join();
+        if (failure) std::rethrow_exception(failure);
+        std::vector<SanitizeOutcome> done;
+        for (auto &outcome : outcomes) done.push_back(std::move(*outcome));
         reporter.end_live_line();
 
-        SanitizeFold fold = fold_sanitize_checks(outcomes, shapes.size(), experiment.sanitizer_tools, candidates);
+        SanitizeFold fold = fold_sanitize_checks(done, shapes.size(), experiment.sanitizer_tools, candidates);
         fold.figures.device = device.summary();
         fold.figures.seed = static_cast<std::int64_t>(kSanitizeSeed);
         result.status = fold.passed ? StageStatus::passed : StageStatus::failed;

@@ -15,9 +15,13 @@ namespace s2tp {
 struct SanitizeRequest {
     int device_index = 0;
     int timeout_s = 1800;  // per sanitizer process
+    int jobs = 1;          // sanitizer processes at once on the one GPU, at least 1
     bool skip = false;     // --skip
     bool force = false;
 };
+
+// Default for --jobs: $SAGE2TP_SANITIZE_JOBS, else the cores, at most 8 (Error(usage) for a bad value).
+int default_sanitize_jobs();
 
 int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, const Reporter &reporter);
 

@@ -2,12 +2,14 @@
 
 #include "formats/svg_plot.h"
 #include "gpu/launch_timer.h"
+#include "model/workload_cost.h"
 #include "tools/ncu_profile.h"
 #include "model/arch_limits.h"
 #include "support/data_paths.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "gpu/gpu_input_generator.h"
+#include "gpu/gpu_reference.h"
 #include "support/hashing.h"
 #include "support/number_format.h"
 #include "support/process_runner.h"
@@ -89,10 +91,11 @@ std::optional<std::string> nondeterminism_reason(const std::vector<OutputDigest>
 }
 
 std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::string> &arms,
-                                                    const std::vector<OutputDigest> &first) {
+                                                    const std::vector<OutputDigest> &first,
+                                                    const std::vector<ArmAccuracy> &accuracy) {
     std::vector<std::string> reasons;
     for (Arm arm = first_candidate_arm; arm < first.size(); ++arm)
-        if (first[arm].sha256 != first[baseline_arm].sha256)
+        if (first[arm].sha256 != first[baseline_arm].sha256 && !(arm < accuracy.size() && accuracy[arm].tolerance))
             reasons.push_back("the candidate " + arms.at(arm) + "'s output differs from the baseline's: sha256 " +
                               first[arm].sha256 + " vs " + first[baseline_arm].sha256);
     return reasons;
@@ -105,13 +108,23 @@ std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha25
            *expected + "); re-pin with 'sage2tp time --pin' if the change is intended";
 }
 
+std::vector<std::string> accuracy_failure_reasons(const std::vector<std::string> &arms,
+                                                  const std::vector<ArmAccuracy> &accuracy) {
+    std::vector<std::string> reasons;
+    for (Arm arm = 0; arm < accuracy.size() && arm < arms.size(); ++arm)
+        if (accuracy[arm].passed == false)
+            reasons.push_back("the " + arms[arm] + "'s output misses the accuracy conditions: " + accuracy[arm].conditions);
+    return reasons;
+}
+
 std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
                                                const std::vector<OutputDigest> &first,
                                                const std::optional<std::string> &expected, bool pin,
-                                               const std::string &arch) {
+                                               const std::string &arch, const std::vector<ArmAccuracy> &accuracy) {
     std::vector<std::string> reasons = unwritten_output_reasons(arms, first);
     if (auto reason = nondeterminism_reason(first)) reasons.push_back(*reason);
-    for (std::string &reason : candidate_mismatch_reasons(arms, first)) reasons.push_back(std::move(reason));
+    for (std::string &reason : candidate_mismatch_reasons(arms, first, accuracy)) reasons.push_back(std::move(reason));
+    for (std::string &reason : accuracy_failure_reasons(arms, accuracy)) reasons.push_back(std::move(reason));
     // Under --pin the earlier pin is what gets replaced, not a criterion; the new one is written only
     // once the timed launches have shown the baseline's bytes to be stable.
     if (!pin)
@@ -158,8 +171,17 @@ toml::table ArmMeasurement::to_toml() const {
         rounds.push_back(toml::table{{"order", order}, {"time_ms", times}, {"sm_clock_mhz", clocks},
                                      {"throttled", round.throttled}});
     }
+    toml::array arm_accuracy;
+    for (const ArmAccuracy &a : accuracy) {
+        toml::table t{{"tolerance", a.tolerance}, {"conditions", a.conditions}};
+        if (a.passed) t.insert("passed", *a.passed);
+        if (a.reference) t.insert("reference", a.reference->to_toml());
+        if (a.vs_baseline) t.insert("vs_baseline", a.vs_baseline->to_toml());
+        arm_accuracy.push_back(std::move(t));
+    }
     return toml::table{{"first", digests_array(first)},
                        {"last", digests_array(last)},
+                       {"accuracy", arm_accuracy},
                        {"footprint_bytes", static_cast<std::int64_t>(footprint_bytes)},
                        {"l2_flushed", l2_flushed},
                        {"stopped_by", stop_reason_name(timing.stopped_by)},
@@ -173,6 +195,16 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
     m.first = digests_from(t["first"]);
     m.last = digests_from(t["last"]);
     if (m.first.empty()) fail(ExitCode::internal, where + ": no output record");
+    if (const toml::array *accuracy = t["accuracy"].as_array())
+        for (const toml::node &node : *accuracy) {
+            const toml::table *a = node.as_table();
+            if (!a) continue;
+            ArmAccuracy arm{(*a)["tolerance"].value_or(false), std::nullopt, std::nullopt, (*a)["passed"].value<bool>(),
+                            (*a)["conditions"].value_or(std::string())};
+            if (const toml::table *r = (*a)["reference"].as_table()) arm.reference = AccuracyFigure::from_toml(*r);
+            if (const toml::table *r = (*a)["vs_baseline"].as_table()) arm.vs_baseline = AccuracyFigure::from_toml(*r);
+            m.accuracy.push_back(std::move(arm));
+        }
     m.footprint_bytes = static_cast<std::size_t>(t["footprint_bytes"].value_or<std::int64_t>(0));
     m.l2_flushed = t["l2_flushed"].value_or(false);
     m.timing.stopped_by = t["stopped_by"].value_or(std::string()) == "half_width" ? StopReason::half_width : StopReason::budget;
@@ -200,11 +232,68 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
     return m;
 }
 
+TimeAccuracy time_accuracy(const Experiment &experiment) {
+    TimeAccuracy accuracy;
+    if (!experiment.checks_accuracy()) return accuracy;
+    accuracy.reference_rows = experiment.reference_rows;
+    accuracy.rules = accuracy_rules(experiment);
+    return accuracy;
+}
+
+namespace {
+
+std::vector<ArmAccuracy> timed_output_accuracy(const CubinModule &quantize, const AttentionProblem &problem,
+                                               const DeviceInputs &unquantized, const std::vector<AttentionOutputs> &outputs,
+                                               const std::vector<std::string> &arms, const TimeAccuracy &accuracy,
+                                               std::uint64_t seed) {
+    const std::vector<std::uint32_t> rows = sample_query_rows(problem.shape.len_q, accuracy.reference_rows, seed);
+    const auto row_count = static_cast<std::int64_t>(rows.size());
+    const Tensor reference = reference_on_gpu(quantize, problem, unquantized, rows);
+    const Tensor baseline_rows = gather_rows_on_gpu(quantize, problem, outputs[baseline_arm].o, rows);
+    const AccuracyMetrics baseline = accuracy_metrics(baseline_rows, reference, rows);
+    const std::string shape = problem.describe();
+    std::vector<ArmAccuracy> result(arms.size());
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        if (arm == control_arm) continue;
+        ArmAccuracy &a = result[arm];
+        const Tensor mine = arm == baseline_arm ? baseline_rows : gather_rows_on_gpu(quantize, problem, outputs[arm].o, rows);
+        const AccuracyMetrics metrics = accuracy_metrics(mine, reference, rows);
+        std::vector<AccuracyCheck> checks = absolute_accuracy_checks(metrics, accuracy.rules.limits);
+        if (arm != baseline_arm) {
+            const auto mode = accuracy.rules.modes.find(arms[arm]);
+            a.tolerance = mode != accuracy.rules.modes.end() && mode->second == ParityMode::tolerance;
+            if (a.tolerance) {
+                const std::vector<AccuracyCheck> relative =
+                    relative_accuracy_checks(metrics, baseline, accuracy.rules.limits.baseline_factor);
+                checks.insert(checks.end(), relative.begin(), relative.end());
+            }
+            a.vs_baseline = AccuracyFigure::of(shape, static_cast<std::int64_t>(seed), row_count,
+                                               accuracy_metrics(mine, baseline_rows, rows));
+        }
+        a.reference = AccuracyFigure::of(shape, static_cast<std::int64_t>(seed), row_count, metrics);
+        a.passed = all_passed(checks);
+        a.conditions = checks_text(checks);
+    }
+    return result;
+}
+
+}  // namespace
+
 ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &reporter) {
     const AttentionProblem &problem = request.workload.problem;
     const BuiltKernels &kernels = request.kernels;
     const std::vector<std::string> arms = arm_names(candidate_names(kernels));
     check_arm_count(arms.size());
+
+    // What the shape costs, before anything is allocated: one that cannot fit is refused with the numbers.
+    const WorkloadCost cost = workload_cost(problem, arms.size());
+    const DeviceMemory memory = device_memory();
+    reporter.progress("time: " + request.workload.name + ": " + cost_text(cost) + ", up to " +
+                      fixed(request.settings.budget_seconds, 0) + " s of sampling; the GPU has " +
+                      bytes_text(static_cast<std::size_t>(memory.free_bytes)) + " free of " +
+                      bytes_text(static_cast<std::size_t>(memory.total_bytes)));
+    if (auto refusal = memory_refusal(request.workload.name, cost, memory.free_bytes, memory.total_bytes))
+        fail(ExitCode::usage, "time: " + *refusal);
 
     const CubinModule quantize(kernels.quantize);
     // The baseline's module serves arms 0 and 1; each candidate has its own.
@@ -224,21 +313,24 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     reporter.progress("time: " + (request.workload.q_file ? "loading" : std::string("generating")) +
                       " the inputs of " + request.workload.name + " (" + shape_text(problem) + ")");
     // A generated workload is generated on the GPU, bit for bit as the host generator would.
-    DeviceQuantizedInputs inputs;
+    DeviceInputs unquantized;
     if (request.workload.q_file) {
         const GeneratedInputs host = workload_inputs(request.workload);
-        inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+        unquantized = upload_inputs(problem, host.q, host.k, host.v);
     } else {
-        inputs = quantize_on_gpu(quantize, problem,
-                                 generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed));
+        unquantized = generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed);
     }
+    // Each arm reads the inputs its launcher's recipe makes (one set where the arms agree).
+    InputsByRecipe quantized(quantize, problem, std::move(unquantized));
+    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
     std::vector<AttentionOutputs> outputs;
     // Packed here, once per arm, by each arm's adapter: the timed region only launches.
     std::vector<AttentionLaunch> launches;
     for (Arm arm = 0; arm < arms.size(); ++arm) {
         outputs.push_back(allocate_outputs(problem, arms[arm]));
         poison_outputs(outputs.back());
-        launches.push_back(built[arm]->abi->pack(problem, attention_buffers(problem, inputs, outputs.back())));
+        const KernelAbi &abi = *built[arm]->abi;
+        launches.push_back(abi.pack(problem, attention_buffers(problem, quantized.get(abi.quantization()), outputs.back())));
     }
 
     // Outputs first: timing a kernel that computes something else would be meaningless.
@@ -247,9 +339,17 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     synchronize("time: first launches, " + problem.describe());
     OutputChecks checks(quantize, problem.dtype);
     m.first = output_digests(checks, outputs, true);
+    if (request.accuracy.reference_rows > 0) {
+        reporter.progress("time: the accuracy of every output against the float64 reference (" +
+                          std::to_string(std::min(request.accuracy.reference_rows, problem.shape.len_q)) +
+                          " query rows of every head)");
+        m.accuracy = timed_output_accuracy(quantize, problem, quantized.unquantized(), outputs, arms, request.accuracy,
+                                           request.workload.seed);
+    }
     m.footprint_bytes = attention_footprint_bytes(inputs, outputs[0]);
     m.l2_flushed = needs_l2_flush(m.footprint_bytes, request.device.l2_bytes);
-    if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.arch).empty()) return m;
+    if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.arch, m.accuracy).empty())
+        return m;
 
     std::unique_ptr<L2Flusher> flusher = m.l2_flushed ? std::make_unique<L2Flusher>(request.device) : nullptr;
     SmClockProbe clock(quantize);
@@ -279,20 +379,71 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     return m;
 }
 
-void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
-                      const std::optional<fs::path> &workload_file, bool pin, int device_index, const fs::path &file,
-                      const Reporter &reporter) {
-    Experiment experiment = load_experiment(run.manifest());
+ResolvedTimeInputs resolve_time_inputs(const RunDirectory &run, const std::vector<StageState> &states,
+                                       Experiment experiment, const TimeOverrides &overrides,
+                                       const std::optional<fs::path> &workload_file) {
+    BuiltKernels kernels = built_kernels(run, states, experiment);
     apply_run_pins(experiment.workload, run.pins());
-    const WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
-    const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
-    const DeviceFacts device = require_gpu("time", device_index);
-    require_kernels_for_device("time", kernels, device);
-    const MeasureRequest request{workload, kernels, device, timing_settings(experiment, overrides),
-                                 expected_output_sha256(workload, kernels.arch), pin};
+    WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
+    std::optional<std::string> expected_sha256 = expected_output_sha256(workload, kernels.arch);
+    const TimingSettings settings = timing_settings(experiment, overrides);
+    return {std::move(experiment), std::move(workload), std::move(kernels), std::move(expected_sha256), settings};
+}
+
+RepeatChildRequest RepeatChildRequest::of_repeat(const TimeStageInputs &in, std::size_t index,
+                                                 const fs::path &measurement_file) {
+    const TimingSettings s = repeat_settings(in.settings, in.repeats, index);
+    return {in.run.root(),     measurement_file,    in.workload_file, s.budget_seconds, s.min_rounds,
+            s.target_half_width, s.order_seed, in.device_index, in.pin};
+}
+
+std::vector<std::string> RepeatChildRequest::to_argv() const {
+    std::vector<std::string> argv{"--run", run.string(), "--repeat-child", measurement_file.string(),
+                                  "--budget", shortest(budget_seconds), "--min-rounds", std::to_string(min_rounds),
+                                  "--target-half-width", shortest(target_half_width), "--order-seed",
+                                  std::to_string(order_seed), "--device", std::to_string(device_index)};
+    if (workload_file) {
+        argv.push_back("--workload");
+        argv.push_back(workload_file->string());
+    }
+    if (pin) argv.push_back("--pin");
+    return argv;
+}
+
+RepeatChildRequest RepeatChildRequest::from_args(const CommandLine &cl, const fs::path &run) {
+    const auto &args = cl.result();
+    const auto required = [&](const std::string &name) -> const cxxopts::OptionValue & {
+        if (!cl.has(name)) fail(ExitCode::usage, "--repeat-child needs --" + name + " (it is internal to --repeat)");
+        return args[name];
+    };
+    RepeatChildRequest request;
+    request.run = run;
+    request.measurement_file = fs::absolute(args["repeat-child"].as<std::string>());
+    if (cl.has("workload")) request.workload_file = fs::absolute(args["workload"].as<std::string>());
+    request.budget_seconds = required("budget").as<double>();
+    request.min_rounds = static_cast<std::size_t>(required("min-rounds").as<double>());
+    request.target_half_width = required("target-half-width").as<double>();
+    request.order_seed = required("order-seed").as<std::uint64_t>();
+    request.device_index = args["device"].as<int>();
+    request.pin = cl.has("pin");
+    return request;
+}
+
+TimeOverrides RepeatChildRequest::overrides() const {
+    return {target_half_width, budget_seconds, min_rounds, order_seed};
+}
+
+void run_repeat_child(const RepeatChildRequest &request, const Reporter &reporter) {
+    const RunDirectory run(request.run);
+    const ResolvedTimeInputs in = resolve_time_inputs(run, inspect_run(run), load_experiment(run.manifest()),
+                                                      request.overrides(), request.workload_file);
+    const DeviceFacts device = require_gpu("time", request.device_index);
+    require_kernels_for_device("time", in.kernels, device);
+    const MeasureRequest measure{in.workload, in.kernels, device,     in.settings,
+                                 in.expected_sha256, request.pin, time_accuracy(in.experiment)};
     std::ostringstream text;
-    text << measure_arms(request, reporter).to_toml() << "\n";
-    write_file_atomically(file, text.str());
+    text << measure_arms(measure, reporter).to_toml() << "\n";
+    write_file_atomically(request.measurement_file, text.str());
 }
 
 TimingSettings timing_settings(const Experiment &experiment, const TimeOverrides &overrides) {
@@ -328,6 +479,7 @@ void add_time_inputs(Fingerprint &f, const TimeStageInputs &in) {
     f.add("repeats", static_cast<std::int64_t>(in.repeats));
     for (const BuiltAttention &candidate : in.kernels.candidates) f.add("candidate", candidate.variant);
     f.add("device_name", in.device.name).add("device_uuid", in.device.uuid);
+    if (in.accuracy.reference_rows > 0) add_accuracy_inputs(f, in.accuracy.rules, in.accuracy.reference_rows);
     f.add("ncu", std::int64_t{in.ncu});
     if (in.ncu) {
         for (const std::string &metric : in.ncu_metrics) f.add("ncu_metric", metric);
@@ -371,16 +523,8 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
     fs::create_directories(in.run.logs());
     std::error_code ec;
     fs::remove(file, ec);
-    std::vector<std::string> argv{current_executable().string(), "time", "--run", in.run.root().string(),
-                                  "--repeat-child", file.string(), "--budget", shortest(s.budget_seconds),
-                                  "--min-rounds", std::to_string(s.min_rounds), "--target-half-width",
-                                  shortest(s.target_half_width), "--order-seed", std::to_string(s.order_seed),
-                                  "--device", std::to_string(in.device_index)};
-    if (in.workload_file) {
-        argv.push_back("--workload");
-        argv.push_back(in.workload_file->string());
-    }
-    if (in.pin) argv.push_back("--pin");
+    std::vector<std::string> argv{current_executable().string(), "time"};
+    for (std::string &word : RepeatChildRequest::of_repeat(in, index, file).to_argv()) argv.push_back(std::move(word));
     reporter.progress("time: repeat " + std::to_string(index + 1) + " of " + std::to_string(in.repeats) +
                       " in a fresh process, up to " + fixed(s.budget_seconds, 1) + " s of sampling");
     // Sampling stops at the repeat's budget; the rest is the repeat's start (inputs, modules, checks),
@@ -477,7 +621,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
     // The measurements: in this process for one, in fresh processes for several. A repeat whose first
     // outputs fail the checks did not time anything, and the later ones are not started.
     std::vector<ArmMeasurement> measurements;
-    const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin};
+    const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin, in.accuracy};
     for (std::size_t r = 0; r < in.repeats; ++r) {
         measurements.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
         if (measurements.back().timing.rounds.empty()) break;
@@ -490,10 +634,23 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
         c.sha256 = reference.first.at(arm).sha256;
         c.matches_baseline = *c.sha256 == base_sha;
+        if (arm < reference.accuracy.size()) {
+            const ArmAccuracy &a = reference.accuracy[arm];
+            c.parity_mode = a.tolerance ? "tolerance" : "exact";
+            c.accuracy = a.reference;
+            c.vs_baseline = a.vs_baseline;
+            c.accuracy_passed = a.passed;
+            c.accuracy_conditions = a.conditions;
+        }
+    }
+    if (!reference.accuracy.empty()) {
+        f.baseline_accuracy = reference.accuracy[baseline_arm].reference;
+        f.baseline_accuracy_passed = reference.accuracy[baseline_arm].passed;
+        f.baseline_accuracy_conditions = reference.accuracy[baseline_arm].conditions;
     }
 
     std::vector<std::string> failures =
-        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.arch);
+        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.arch, reference.accuracy);
     if (!failures.empty()) {
         result.status = StageStatus::failed;
         result.reasons = failures;

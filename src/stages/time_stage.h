@@ -14,6 +14,7 @@
 #pragma once
 
 #include "gpu/output_checks.h"
+#include "stages/parity_check.h"
 
 #include "gpu/attention_launch.h"
 #include "gpu/gpu_runtime.h"
@@ -44,6 +45,26 @@ namespace s2tp {
 std::vector<OutputDigest> output_digests(OutputChecks &checks, const std::vector<AttentionOutputs> &outputs,
                                          bool first_record);
 
+// ---- Accuracy of the timed outputs (when the run checks accuracy, sage2tp-experiment(5) [parity]) ----
+
+// What the time stage checks besides bytes: each candidate's parity mode and the limits; reference_rows
+// 0 when the run does not check accuracy.
+struct TimeAccuracy {
+    AccuracyRules rules;
+    std::int64_t reference_rows = 0;
+};
+TimeAccuracy time_accuracy(const Experiment &experiment);
+
+// One arm's first output against the float64 GPU reference of the workload and against the baseline's
+// output, on the reference's sampled rows, and its conditions (absolute limits; for a tolerance
+// candidate also the baseline factor). The control arm's entry stays empty: its bytes are the baseline's.
+struct ArmAccuracy {
+    bool tolerance = false;  // a tolerance candidate: its SHA-256 need not match the baseline's
+    std::optional<AccuracyFigure> reference, vs_baseline;
+    std::optional<bool> passed;
+    std::string conditions;
+};
+
 // ---- The stop conditions, each a pure function of the records (arms named by arm_names) ----
 
 // One reason per arm that left elements unwritten.
@@ -51,9 +72,14 @@ std::vector<std::string> unwritten_output_reasons(const std::vector<std::string>
                                                   const std::vector<OutputDigest> &first);
 // The A/A control's output differs from the baseline's: the baseline is not deterministic.
 std::optional<std::string> nondeterminism_reason(const std::vector<OutputDigest> &first);
-// One reason per candidate whose output differs from the baseline's.
+// One reason per candidate whose output differs from the baseline's, except tolerance candidates
+// (`accuracy`, per arm, when the run checks accuracy).
 std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::string> &arms,
-                                                    const std::vector<OutputDigest> &first);
+                                                    const std::vector<OutputDigest> &first,
+                                                    const std::vector<ArmAccuracy> &accuracy = {});
+// One reason per arm whose accuracy conditions failed.
+std::vector<std::string> accuracy_failure_reasons(const std::vector<std::string> &arms,
+                                                  const std::vector<ArmAccuracy> &accuracy);
 // The baseline's digest differs from the one pinned for `arch`.
 std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha256,
                                                const std::optional<std::string> &expected, const std::string &arch);
@@ -61,7 +87,7 @@ std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha25
 std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
                                                const std::vector<OutputDigest> &first,
                                                const std::optional<std::string> &expected, bool pin,
-                                               const std::string &arch);
+                                               const std::string &arch, const std::vector<ArmAccuracy> &accuracy = {});
 // One reason per arm whose output after timing differs from the reference record (`where` says which
 // measurement, e.g. "repeat 3", or "" for a single one).
 std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
@@ -77,6 +103,7 @@ struct ArmMeasurement {
     std::vector<OutputDigest> first;  // before timing
     std::vector<OutputDigest> last;   // after timing; empty when the first record already failed
     TimingRun timing;                 // no rounds when the first record failed
+    std::vector<ArmAccuracy> accuracy;  // per arm, of the first outputs; empty when not checked
     std::size_t footprint_bytes = 0;
     bool l2_flushed = false;
 
@@ -91,6 +118,7 @@ struct MeasureRequest {
     TimingSettings settings;
     std::optional<std::string> expected_sha256;  // checked before timing unless `pin`
     bool pin = false;
+    TimeAccuracy accuracy;
 };
 
 // Loads the modules, makes the inputs, records the first outputs and, when they pass
@@ -113,6 +141,7 @@ struct TimeStageInputs {
     std::vector<std::string> ncu_metrics;
     std::int64_t ncu_seq_len = 0;
     int device_index = 0;
+    TimeAccuracy accuracy;
 };
 
 // The manifest's [time] settings with the command line's overrides applied.
@@ -122,6 +151,47 @@ struct TimeOverrides {
     std::optional<std::uint64_t> order_seed;
 };
 TimingSettings timing_settings(const Experiment &experiment, const TimeOverrides &overrides);
+
+// What the stage and each of its --repeat children resolve alike from the run: the manifest with the
+// run's pins applied, the workload (the manifest's, or the one of `workload_file`), the cubins the build
+// stage made, the output digest pinned for their arch, and the timing settings with `overrides` applied.
+// Error(precondition) without a usable build checkpoint.
+struct ResolvedTimeInputs {
+    Experiment experiment;
+    WorkloadSpec workload;
+    BuiltKernels kernels;
+    std::optional<std::string> expected_sha256;
+    TimingSettings settings;
+};
+ResolvedTimeInputs resolve_time_inputs(const RunDirectory &run, const std::vector<StageState> &states,
+                                       Experiment experiment, const TimeOverrides &overrides,
+                                       const std::optional<std::filesystem::path> &workload_file);
+
+// The one request a `time --repeat` parent hands each child process, as the words after `sage2tp time`
+// (sage2tp-time(1), Repeats): to_argv writes them, from_args reads them back. Every value in it is one
+// the parent derived from settings that were checked where they were typed (a budget share of 0.6 s,
+// from 60 s in 100 repeats, is below --budget's user range), so the child checks none against a range.
+struct RepeatChildRequest {
+    std::filesystem::path run;
+    std::filesystem::path measurement_file;  // where the child writes its ArmMeasurement
+    std::optional<std::filesystem::path> workload_file;
+    double budget_seconds = 0;
+    std::size_t min_rounds = 0;
+    double target_half_width = 0;
+    std::uint64_t order_seed = 0;
+    int device_index = 0;
+    bool pin = false;
+
+    // The request for repeat `index` (0-based) of the stage's inputs (its settings: repeat_settings).
+    static RepeatChildRequest of_repeat(const TimeStageInputs &inputs, std::size_t index,
+                                        const std::filesystem::path &measurement_file);
+    std::vector<std::string> to_argv() const;
+    // From a `time` command line holding --repeat-child (declared by subcommands/time.cpp under the
+    // names to_argv writes); the run is the one the global options select.
+    static RepeatChildRequest from_args(const CommandLine &command_line, const std::filesystem::path &run);
+    // The settings the child measures with: the overrides its parent resolved.
+    TimeOverrides overrides() const;
+};
 
 // Everything the stage consumes, for its input fingerprint.
 void add_time_inputs(Fingerprint &fingerprint, const TimeStageInputs &inputs);
@@ -140,9 +210,8 @@ TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repea
 StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
 
 // The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,
-// no checkpoint), runs measure_arms with the parent's settings and writes it to `file` atomically.
-void run_repeat_child(const RunDirectory &run, const TimeOverrides &overrides,
-                      const std::optional<std::filesystem::path> &workload_file, bool pin, int device_index,
-                      const std::filesystem::path &file, const Reporter &reporter);
+// no checkpoint), runs measure_arms with the parent's settings and writes it to the request's
+// measurement file atomically.
+void run_repeat_child(const RepeatChildRequest &request, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -30,6 +30,8 @@ std::string compact(double value, int decimals) {
     return text;
 }
 
+std::string significant(double value, int digits) { return to_text(value, std::chars_format::general, digits); }
+
 std::string signed_percent(double change, int decimals) {
     const std::string text = fixed(change * 100, decimals);
     return (change >= 0 && text[0] != '-' ? "+" : "") + text + "%";

@@ -16,6 +16,9 @@ std::string shortest(double value);
 // Trailing zeros (and a trailing point) dropped from fixed(value, decimals): 4, 1.5, 2.25.
 std::string compact(double value, int decimals);
 
+// `digits` significant digits, exponent form for very small or large values: 0.999512, 3.18e-05, nan.
+std::string significant(double value, int digits);
+
 // A signed percentage of a relative change: +34.9%, -2.7% (`change` 0.349 -> "+34.9%").
 std::string signed_percent(double change, int decimals);
 

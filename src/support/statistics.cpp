@@ -248,6 +248,54 @@ RatioInterval two_level_bootstrap_median_interval(const std::vector<std::vector<
     return percentile_interval(median(pooled), std::move(medians), pooled.size(), options);
 }
 
+RatioInterval weighted_geomean_interval(const std::vector<WeightedRatios> &shapes, const BootstrapOptions &options) {
+    if (shapes.empty()) fail(ExitCode::internal, "geometric mean: no shapes");
+    if (options.resamples < 2)
+        fail(ExitCode::internal, "bootstrap needs at least 2 resamples, got " + std::to_string(options.resamples));
+    if (!(options.confidence > 0.0 && options.confidence < 1.0))
+        fail(ExitCode::internal, "bootstrap confidence " + std::to_string(options.confidence) + " is outside (0, 1)");
+    double total_weight = 0;
+    std::size_t n = 0;
+    std::vector<double> pooled_medians;
+    for (const WeightedRatios &shape : shapes) {
+        if (!(std::isfinite(shape.weight) && shape.weight >= 0.0))
+            fail(ExitCode::internal, "geometric mean: weight " + std::to_string(shape.weight) + " is not a finite number >= 0");
+        if (shape.groups.empty()) fail(ExitCode::internal, "geometric mean: a shape without ratios");
+        std::vector<double> pooled;
+        for (const std::vector<double> &group : shape.groups) {
+            require_samples(group, 1, "geometric mean");
+            for (double ratio : group)
+                if (!(std::isfinite(ratio) && ratio > 0.0))
+                    fail(ExitCode::internal, "geometric mean: ratio " + std::to_string(ratio) + " is not positive and finite");
+            pooled.insert(pooled.end(), group.begin(), group.end());
+        }
+        n += pooled.size();
+        total_weight += shape.weight;
+        pooled_medians.push_back(median(pooled));
+    }
+    if (!(total_weight > 0.0)) fail(ExitCode::internal, "geometric mean: the weights sum to 0");
+    const auto combined = [&](const std::vector<double> &medians) {
+        double log_sum = 0;
+        for (std::size_t s = 0; s < shapes.size(); ++s)
+            if (shapes[s].weight > 0.0) log_sum += shapes[s].weight * std::log(medians[s]);
+        return std::exp(log_sum / total_weight);
+    };
+
+    SplitMix64 rng(options.seed);
+    std::vector<double> resample, shape_medians(shapes.size()), means(options.resamples);
+    for (double &m : means) {
+        for (std::size_t s = 0; s < shapes.size(); ++s) {
+            const std::vector<std::vector<double>> &groups = shapes[s].groups;
+            const std::vector<double> &chosen = groups.size() == 1 ? groups.front() : groups[rng.below(groups.size())];
+            resample.clear();
+            for (std::size_t i = 0; i < chosen.size(); ++i) resample.push_back(chosen[rng.below(chosen.size())]);
+            shape_medians[s] = median(resample);
+        }
+        m = combined(shape_medians);
+    }
+    return percentile_interval(combined(pooled_medians), std::move(means), n, options);
+}
+
 bool interval_precise_enough(const RatioInterval &interval, const StoppingRule &rule) {
     return interval.n >= rule.min_rounds && interval.half_width_rel < rule.target_half_width_rel;
 }

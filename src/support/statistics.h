@@ -96,6 +96,26 @@ RatioInterval bootstrap_median_interval(const std::vector<double> &ratios, const
 RatioInterval two_level_bootstrap_median_interval(const std::vector<std::vector<double>> &groups,
                                                   const BootstrapOptions &options);
 
+// One shape of a workload set, for the combined interval: its per-round ratios by process (one group for
+// a single run, one per process of `time --repeat`) and its weight (its share of the model's attention
+// time; any non-negative scale, 0 leaves it out of the mean).
+struct WeightedRatios {
+    std::vector<std::vector<double>> groups;
+    double weight = 1.0;
+};
+
+// The weighted geometric mean of the shapes' median ratios, exp(sum w_i ln m_i / sum w_i), where m_i
+// is shape i's pooled median, with a percentile bootstrap interval. Each resample redraws every shape's
+// rounds within that shape only (the two-level draw of two_level_bootstrap_median_interval when it has
+// several groups, else its own number of ratios with replacement), takes each shape's median and
+// combines them with the same weights. The shapes themselves are never resampled: the set is what the
+// model runs, fixed, and the interval says how well this set's mean is known, not how another set of
+// shapes would fare. Draws: one SplitMix64(seed), shapes in order within each resample, integer draws
+// only. n counts every ratio. A one-shape set with one group gives bootstrap_median_interval's median;
+// its interval differs only in the draw order. Throws Error(internal) for no shapes, an empty group, a
+// negative or non-finite weight, or weights that sum to 0.
+RatioInterval weighted_geomean_interval(const std::vector<WeightedRatios> &shapes, const BootstrapOptions &options);
+
 // One interleaved round: one timed sample of each arm and the SM clock measured during that sample.
 // Clocks may be in any unit, as long as the reference clock passed with them uses the same one.
 struct TimedRound {

@@ -124,7 +124,8 @@ void refuse_unsafe_manifest_path(const std::string &path, const std::string &key
 }  // namespace
 
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
-                                      const fs::path &nvcc, const std::vector<std::string> &torch_include_dirs) {
+                                      const fs::path &nvcc, const std::vector<std::string> &torch_include_dirs,
+                                      const fs::path &output_dir) {
     std::error_code ec;
     const fs::path real_root = fs::weakly_canonical(run.root(), ec);
     refuse_shell_active(ec ? run.root().string() : real_root.string(), "the run directory",
@@ -133,6 +134,9 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         refuse_shell_active(tmp, "TMPDIR", "set TMPDIR to a path without $ ` \" \\");
     for (const auto &dir : torch_include_dirs)
         refuse_shell_active(dir, "the torch include directory", "point --torch-include at a path without $ ` \" \\");
+    // Checked when the manifest is read, and again here: the run's experiment.toml may have been edited.
+    for (const auto &flag : experiment.nvcc_flags) check_compiler_flag(flag, run.manifest().string() + ": [build] nvcc_flags");
+    for (const auto &flag : experiment.extra_flags) check_compiler_flag(flag, run.manifest().string() + ": [build] extra_flags");
     for (const std::string &variant : experiment.variant_names()) {
         const SourceSpec &spec = experiment.source(variant);
         for (const auto &source : spec.kernel_sources) refuse_unsafe_manifest_path(source, "kernel_sources");
@@ -148,7 +152,7 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         // Relative to the run directory, nvcc's working directory: built from the run layout, the
         // variant, the checked arch and the checked manifest paths only.
         const fs::path tree = fs::path("trees") / variant;
-        const fs::path out_dir = fs::path("builds") / variant;
+        const fs::path out_dir = output_dir / variant;
         CompileJob job;
         job.variant = variant;
         job.source = source;
@@ -159,6 +163,7 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         job.cubin = run.root() / cubin;
         job.log = run.root() / out_dir / (stem + ".log");
         job.command_file = run.root() / out_dir / (stem + ".cmd");
+        job.dependency_file = run.root() / out_dir / (stem + ".d");
         // Absolute: a relative --nvcc names a file relative to where sage2tp was started.
         job.argv = {nvcc.has_parent_path() ? fs::absolute(nvcc).string() : nvcc.string(), "-cubin", gencode};
         job.argv.insert(job.argv.end(), experiment.nvcc_flags.begin(), experiment.nvcc_flags.end());
@@ -167,6 +172,7 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         for (const auto &dir : include_dirs) job.argv.push_back("-I" + (tree / dir).string());
         if (with_torch)
             for (const auto &dir : torch_include_dirs) job.argv.push_back("-I" + dir);
+        job.argv.insert(job.argv.end(), {"-MD", "-MF", (out_dir / (stem + ".d")).string()});
         job.argv.insert(job.argv.end(), {"-o", cubin.string(), (tree / source).string()});
         jobs.push_back(std::move(job));
     };
@@ -187,7 +193,7 @@ std::string quoted_command(const std::vector<std::string> &argv) {
     std::string line;
     for (const auto &arg : argv) {
         bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                            "0123456789-_=./,:+@") == std::string::npos;
+                                                            "0123456789-_=./,:+@%") == std::string::npos;
         std::string quoted = plain ? arg : "'" + arg + "'";
         if (!plain)
             for (std::size_t at = 1; (at = quoted.find('\'', at)) != quoted.size() - 1; at += 4) quoted.replace(at, 1, "'\\''");
@@ -196,8 +202,44 @@ std::string quoted_command(const std::vector<std::string> &argv) {
     return line + "\n";
 }
 
+namespace {
+
+CacheableCompile cacheable(const CompileJob &job, const CompileCaching &caching) {
+    return {job.argv, job.working_directory, fs::path(job.argv.back()), caching.compiler_version};
+}
+
+// The compile's outcome, from the cache when it holds it.
+CompileOutcome compile_one(const CompileJob &job, CompileCaching *caching, std::mutex &mutex) {
+    const auto began = std::chrono::steady_clock::now();
+    if (caching && caching->cache) {
+        std::vector<std::string> corrupt;
+        std::optional<CachedOutputs> hit = caching->cache->lookup(cacheable(job, *caching), corrupt);
+        if (!corrupt.empty()) {
+            std::lock_guard<std::mutex> lock(mutex);
+            caching->corrupt.insert(caching->corrupt.end(), corrupt.begin(), corrupt.end());
+        }
+        if (hit) {
+            write_file_atomically(job.cubin, hit->cubin);
+            write_file_atomically(job.log, hit->output);
+            return {0, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), hit->output, true};
+        }
+    }
+    ProcessOptions options;
+    options.working_directory = job.working_directory;
+    ProcessResult r = run_process(job.argv, options);
+    CompileOutcome outcome{r.exit_code, r.seconds, r.err + r.out, false};
+    write_file_atomically(job.log, outcome.output);
+    std::error_code ec;
+    if (caching && caching->cache && outcome.exit_code == 0 && fs::is_regular_file(job.cubin, ec) &&
+        fs::is_regular_file(job.dependency_file, ec))
+        caching->cache->store(cacheable(job, *caching), job.dependency_file, {read_text_file(job.cubin), outcome.output});
+    return outcome;
+}
+
+}  // namespace
+
 std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
-                                         const CompileProgress &progress) {
+                                         const CompileProgress &progress, CompileCaching *caching) {
     std::vector<CompileOutcome> outcomes(jobs.size());
     std::vector<std::chrono::steady_clock::time_point> started(jobs.size());
     std::vector<int> state(jobs.size(), 0);  // 0 waiting, 1 running, 2 done
@@ -209,7 +251,8 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
     for (const auto &job : jobs) {
         fs::create_directories(job.cubin.parent_path());
         fs::remove(job.cubin);  // a stale cubin must never be mistaken for this build's output
-        write_file_atomically(job.command_file, "# run in the run directory\n" + quoted_command(job.argv));
+        write_file_atomically(job.command_file, "# run in the run directory: the words nvcc is started with, no shell between\n" +
+                                                      quoted_command(job.argv));
     }
     auto worker = [&] {
         for (;;) {
@@ -223,11 +266,7 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
                 if (progress.started) progress.started(jobs[index]);
             }
             try {
-                ProcessOptions options;
-                options.working_directory = jobs[index].working_directory;
-                ProcessResult r = run_process(jobs[index].argv, options);
-                outcomes[index] = {r.exit_code, r.seconds, r.err + r.out};
-                write_file_atomically(jobs[index].log, outcomes[index].output);
+                outcomes[index] = compile_one(jobs[index], caching, mutex);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mutex);
                 if (!failure) failure = std::current_exception();

@@ -8,6 +8,7 @@
 #include "model/arch_limits.h"
 #include "model/experiment_manifest.h"
 #include "pipeline/run_directory.h"
+#include "tools/compile_cache.h"
 
 #include <filesystem>
 #include <functional>
@@ -39,6 +40,7 @@ struct CompileJob {
     std::string source;   // relative to the tree, e.g. kernels/attention_entry.cu
     bool compared = true; // a kernel source of the A/B, not a support source
     std::filesystem::path cubin, log, command_file;
+    std::filesystem::path dependency_file;  // nvcc -MD -MF: every file the compile read, for the cache
     // nvcc runs in the run directory with paths relative to it (see plan_compiles).
     std::filesystem::path working_directory;
     std::vector<std::string> argv;
@@ -48,6 +50,7 @@ struct CompileOutcome {
     int exit_code = -1;
     double seconds = 0;
     std::string output;  // nvcc's stderr then stdout (ptxas -v writes to stderr)
+    bool from_cache = false;  // copied from the compile cache; `seconds` is the look-up's
 };
 
 // One job per kernel and support source of each variant's own source, from its own tree, plus the
@@ -61,9 +64,13 @@ struct CompileOutcome {
 //     ($ ` " \), and the same for $TMPDIR, where nvcc keeps its intermediate files, and for the torch
 //     include directories;
 //   * a manifest source or include dir outside [A-Za-z0-9._+/-] (nvcc also splits option values at ',').
+//
+// The outputs go to <run>/<output_dir>/<variant>/ (the build stage compiles into a staging directory
+// and swaps it in whole as builds/).
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
                                       const std::filesystem::path &nvcc,
-                                      const std::vector<std::string> &torch_include_dirs);
+                                      const std::vector<std::string> &torch_include_dirs,
+                                      const std::filesystem::path &output_dir = "builds");
 
 // True when some variant's source needs torch's headers to compile.
 bool needs_torch_headers(const Experiment &experiment);
@@ -77,9 +84,18 @@ struct CompileProgress {
     std::function<void(const std::string &running, std::size_t finished)> tick;
 };
 
-// Runs the jobs, at most `parallel` at a time; writes each log and command file.
+// Where run_compiles looks before it compiles, and stores what compiled (tools/compile_cache.h).
+struct CompileCaching {
+    const CompileCache *cache = nullptr;  // nullptr: every job compiles
+    std::string compiler_version;         // nvcc_version()
+    std::vector<std::string> corrupt;     // entries found damaged (and removed) during this build
+};
+
+// Runs the jobs, at most `parallel` at a time; writes each log and command file. With a cache, a job
+// whose inputs were compiled before gets the stored cubin and output; a compile that succeeds is
+// stored. Error(usage) when the cache cannot be written (nothing recorded is touched).
 std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
-                                         const CompileProgress &progress);
+                                         const CompileProgress &progress, CompileCaching *caching = nullptr);
 
 // The shell-quoted command line of a job, as its .cmd file holds it.
 std::string quoted_command(const std::vector<std::string> &argv);

@@ -1,5 +1,7 @@
 #include "tools/phase_timing.h"
 
+#include "tools/compile_cache.h"
+
 #include "formats/ptxas_report.h"
 #include "formats/toml_schema.h"
 #include "gpu/kernel_abi.h"
@@ -99,6 +101,9 @@ std::vector<CompileJob> plan_phase_compiles(const RunDirectory &run, const std::
         job.cubin = out_dir / original.cubin.filename();
         job.log = out_dir / original.log.filename();
         job.command_file = out_dir / original.command_file.filename();
+        job.dependency_file = out_dir / original.dependency_file.filename();
+        for (std::size_t i = 0; i + 1 < job.argv.size(); ++i)
+            if (job.argv[i] == "-MF") job.argv[i + 1] = run.relative(job.dependency_file);
         // plan_compiles ends every command with "-o <cubin> <source>".
         const std::size_t n = job.argv.size();
         if (n < 3 || job.argv[n - 3] != "-o")
@@ -158,8 +163,15 @@ PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experim
                            elapsed_and_eta(elapsed, static_cast<double>(finished) / static_cast<double>(jobs.size())) +
                            ":" + running);
     };
-    const std::vector<CompileOutcome> outcomes = run_compiles(jobs, request.jobs, progress);
+    // The instrumented compiles are cached as the build's are: their define is in the key.
+    const CompileCacheSettings settings = compile_cache_settings();
+    std::optional<CompileCache> cache;
+    if (settings.root) cache.emplace(*settings.root, settings.max_bytes);
+    CompileCaching caching{cache ? &*cache : nullptr, compiler, {}};
+    const std::vector<CompileOutcome> outcomes = run_compiles(jobs, request.jobs, progress, &caching);
     reporter.end_live_line();
+    for (const std::string &damaged : caching.corrupt)
+        reporter.warn("phases: compile cache entry " + damaged + "; removed it and compiled again");
 
     toml::table cubins;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -204,7 +216,7 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
     reporter.progress("quantizing the inputs of " + problem.describe());
     const GeneratedInputs host = workload_inputs(workload);
     const CubinModule quantize(kernels.quantize);
-    const DeviceQuantizedInputs inputs = quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
+    InputsByRecipe quantized(quantize, problem, upload_inputs(problem, host.q, host.k, host.v));
 
     std::vector<const BuiltAttention *> variants{&kernels.baseline};
     for (const BuiltAttention &candidate : kernels.candidates) variants.push_back(&candidate);
@@ -227,7 +239,8 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
                                              ": the kernel was built against another phase log layout");
         const Kernel kernel = find_attention_kernel(*built->abi, module, problem);
         AttentionOutputs outputs = allocate_outputs(problem, built->variant);
-        const AttentionLaunch launch = built->abi->pack(problem, attention_buffers(problem, inputs, outputs));
+        const AttentionLaunch launch =
+            built->abi->pack(problem, attention_buffers(problem, quantized.get(built->abi->quantization()), outputs));
         const std::string context = built->variant + " instrumented attention, " + problem.describe();
         reporter.progress("  " + built->variant + ": warm-up launch, then one launch with the phase log zeroed");
         launch_attention(kernel, launch);  // untimed: the measured launch finds the caches and clocks warm

@@ -2,6 +2,7 @@
 
 #include "formats/unified_diff.h"
 #include "support/errors.h"
+#include "support/file_io.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 #include "support/text_lines.h"
@@ -110,73 +111,152 @@ void require_sources(const fs::path &tree, const std::vector<std::string> &sourc
 
 namespace {
 
-// The git directory of the repository that a linked worktree at `tree` belongs to (its .git file says
-// "gitdir: <repository>/.git/worktrees/<id>"), or "" when `tree` is no linked worktree.
-fs::path worktree_admin_directory(const fs::path &tree) {
+// True when `path` is `outer` or inside it; `path` is taken as git records it (absolute, resolved) and
+// compared with `outer` both as given and resolved.
+bool recorded_inside(const fs::path &path, const fs::path &outer) {
     std::error_code ec;
-    if (!fs::is_regular_file(tree / ".git", ec)) return {};
-    std::ifstream in(tree / ".git");
-    std::string line;
-    std::getline(in, line);
-    const std::string prefix = "gitdir: ";
-    if (line.rfind(prefix, 0) != 0) return {};
-    return fs::path(trimmed(line.substr(prefix.size())));
+    const fs::path normal = fs::absolute(path, ec).lexically_normal();
+    for (const fs::path &root : {fs::absolute(outer, ec).lexically_normal(), fs::weakly_canonical(outer, ec)}) {
+        const fs::path rel = normal.lexically_relative(root);
+        if (!rel.empty() && (rel == "." || stays_inside(rel))) return true;
+    }
+    return false;
 }
 
-// Every tree directory under `trees`: the baseline, each candidate (whatever the manifest that made
-// them named them) and support.
+// The first line of a small regular file (never through a link), "" when there is none.
+std::string first_line_of_small_file(const fs::path &file) {
+    std::error_code ec;
+    const fs::file_status status = fs::symlink_status(file, ec);
+    if (ec || !fs::is_regular_file(status) || fs::file_size(file, ec) > 4096 || ec) return {};
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);
+    return trimmed(line);
+}
+
+// The worktree a registration <git-common-dir>/worktrees/<id> is for: its gitdir file names the
+// worktree's .git file.
+fs::path registered_worktree(const fs::path &admin) {
+    const fs::path git_file(first_line_of_small_file(admin / "gitdir"));
+    return git_file.empty() ? fs::path() : git_file.parent_path();
+}
+
+// The registration of the linked worktree at `tree` in its repository (its .git file says "gitdir:
+// <repository>/.git/worktrees/<id>"), or "" when `tree` is no linked worktree of the run. The .git file
+// is believed only when the registration is inside the run or is one for a worktree inside the run, so
+// that a planted .git file can make sage2tp touch no other repository. An admin directory inside
+// `moved_from` (an embedded baseline that moved along with its candidates) is looked for under `trees`.
+fs::path own_worktree_admin(const fs::path &tree, const fs::path &run_root, const fs::path &trees = {},
+                            const fs::path &moved_from = {}) {
+    const std::string line = first_line_of_small_file(tree / ".git");
+    const std::string prefix = "gitdir: ";
+    if (line.rfind(prefix, 0) != 0) return {};
+    fs::path admin = fs::path(line.substr(prefix.size())).lexically_normal();
+    if (!moved_from.empty()) {
+        const fs::path inside = admin.lexically_relative(moved_from);
+        if (!inside.empty() && *inside.begin() != "..") admin = trees / inside;
+    }
+    if (recorded_inside(admin, run_root)) return admin;
+    if (admin.parent_path().filename() != "worktrees") return {};
+    const fs::path worktree = registered_worktree(admin);
+    return !worktree.empty() && recorded_inside(worktree, run_root) ? admin : fs::path();
+}
+
+// Every tree directory under `trees` (never a link): the baseline, each candidate (whatever the
+// manifest that made them named them) and support.
 std::vector<fs::path> tree_directories(const fs::path &trees) {
     std::vector<fs::path> directories;
     std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(trees, ec))) return directories;
     for (fs::directory_iterator it(trees, ec), end; !ec && it != end; it.increment(ec))
-        if (it->is_directory(ec)) directories.push_back(it->path());
+        if (it->is_directory(ec) && !it->is_symlink(ec)) directories.push_back(it->path());
     std::sort(directories.begin(), directories.end());
     return directories;
 }
 
+// The git directories (common to all their worktrees) of the experiment's repositories and of those
+// the run's trees are worktrees of, as own_worktree_admin believes them.
+std::vector<fs::path> git_directories(const std::vector<fs::path> &trees_directories, const fs::path &run_root,
+                                      const Experiment &experiment) {
+    std::vector<fs::path> directories;
+    auto add = [&](const fs::path &directory) {
+        if (!directory.empty() && std::find(directories.begin(), directories.end(), directory) == directories.end())
+            directories.push_back(directory);
+    };
+    std::error_code ec;
+    for (const std::string &repository : user_repositories(experiment)) {
+        if (!fs::is_directory(repository, ec)) continue;  // a run copied from a host with the repository
+        const ProcessResult r = git({"-C", repository, "rev-parse", "--path-format=absolute", "--git-common-dir"});
+        if (r.exit_code == 0) add(fs::path(trimmed(r.out)).lexically_normal());
+    }
+    for (const fs::path &trees : trees_directories)
+        for (const fs::path &tree : tree_directories(trees)) {
+            const fs::path admin = own_worktree_admin(tree, run_root);
+            if (!admin.empty() && admin.parent_path().filename() == "worktrees") add(admin.parent_path().parent_path());
+        }
+    return directories;
+}
+
+// The registrations in `git_directory` of worktrees inside `run_root` (git keeps them outside the
+// run, in <git directory>/worktrees/<id>).
+std::vector<WorktreeRegistration> registrations_inside(const fs::path &git_directory, const fs::path &run_root) {
+    std::vector<WorktreeRegistration> found;
+    std::error_code ec;
+    const fs::path worktrees = git_directory / "worktrees";
+    if (!fs::is_directory(fs::symlink_status(worktrees, ec))) return found;
+    for (fs::directory_iterator it(worktrees, ec), end; !ec && it != end; it.increment(ec)) {
+        if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
+        const fs::path worktree = registered_worktree(it->path());
+        if (!worktree.empty() && recorded_inside(worktree, run_root)) found.push_back({it->path(), worktree});
+    }
+    std::sort(found.begin(), found.end(), [](const auto &a, const auto &b) { return a.admin < b.admin; });
+    return found;
+}
+
+void remove_registrations_of_missing_worktrees(const std::vector<fs::path> &git_directories, const fs::path &run_root) {
+    std::error_code ec;
+    for (const fs::path &directory : git_directories)
+        for (const WorktreeRegistration &r : registrations_inside(directory, run_root))
+            if (fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found) remove_without_following(r.admin);
+}
+
 }  // namespace
 
-void remove_trees(const fs::path &trees, const Experiment &experiment) {
-    std::vector<std::string> repositories = user_repositories(experiment);
+std::vector<WorktreeRegistration> run_registrations(const fs::path &run_root, const Experiment &experiment) {
+    const fs::path root = fs::absolute(run_root).lexically_normal();
+    const std::vector<fs::path> trees{root / "trees", root / ".prepare-new" / "trees", root / ".prepare-old"};
+    std::vector<WorktreeRegistration> registrations;
+    for (const fs::path &directory : git_directories(trees, root, experiment))
+        if (!recorded_inside(directory, root))  // a repository inside the run goes with it
+            for (WorktreeRegistration &r : registrations_inside(directory, root)) registrations.push_back(std::move(r));
+    return registrations;
+}
+
+void remove_trees(const fs::path &trees, const Experiment &experiment, const fs::path &run_root) {
+    const std::vector<fs::path> directories = git_directories({trees}, run_root, experiment);
+    remove_without_following(trees);
+    // A worktree whose directory is gone stays registered in its repository until its registration
+    // goes too. Only the run's own: a registration is removed when it names a worktree inside the run
+    // that no longer exists, as `git worktree prune` would (locked or not).
+    remove_registrations_of_missing_worktrees(directories, run_root);
+    // The manifest's repositories also keep registrations of runs deleted by hand: prune those.
     std::error_code ec;
-    // Also the repositories the trees on disk are worktrees of: an earlier prepare may have used others.
-    for (const fs::path &tree : tree_directories(trees)) {
-        const fs::path admin = worktree_admin_directory(tree);
-        if (admin.empty()) continue;
-        const std::string git_directory = admin.parent_path().parent_path().string();
-        if (std::find(repositories.begin(), repositories.end(), git_directory) == repositories.end())
-            repositories.push_back(git_directory);
-    }
-    // A worktree whose `git worktree add` was killed stays locked ("initializing") and would survive the
-    // prune: unlock those registered under `trees`.
-    const std::string inside = (fs::absolute(trees).lexically_normal() / "").string();
-    for (const auto &repository : repositories) {
-        if (!fs::is_directory(repository, ec)) continue;
-        std::string path;
-        for (std::string_view line : split_lines(git({"-C", repository, "worktree", "list", "--porcelain"}).out)) {
-            if (line.rfind("worktree ", 0) == 0) path = std::string(line.substr(9));
-            else if (line.rfind("locked", 0) == 0 && path.rfind(inside, 0) == 0)
-                git({"-C", repository, "worktree", "unlock", path});
-        }
-    }
-    fs::remove_all(trees, ec);
-    if (ec) fail(ExitCode::usage, "cannot remove '" + trees.string() + "': " + ec.message());
-    // A worktree whose directory is gone stays registered in its repository until pruned (so does one
-    // of a run deleted by hand).
-    for (const auto &repository : repositories)
+    for (const auto &repository : user_repositories(experiment))
         if (fs::is_directory(repository, ec)) git({"-C", repository, "worktree", "prune"});
 }
 
-void remove_trees(const RunDirectory &run, const Experiment &experiment) { remove_trees(run.trees(), experiment); }
+void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations) {
+    std::error_code ec;
+    for (const WorktreeRegistration &r : registrations)
+        if (fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found) remove_without_following(r.admin);
+}
 
-void relink_trees(const fs::path &trees, const fs::path &moved_from) {
+void relink_trees(const fs::path &trees, const fs::path &moved_from, const fs::path &run_root) {
     // Worktrees are registered by absolute path in both directions. A main repository that moved along
     // (an embedded baseline whose candidate is its worktree) is found under `trees`.
     for (const fs::path &tree : tree_directories(trees)) {
-        fs::path admin = worktree_admin_directory(tree);
+        const fs::path admin = own_worktree_admin(tree, run_root, trees, moved_from);
         if (admin.empty()) continue;
-        const fs::path inside = admin.lexically_relative(moved_from);
-        if (!inside.empty() && *inside.begin() != "..") admin = trees / inside;
         std::error_code ec;
         if (!fs::is_directory(admin, ec)) continue;  // pruned, or a run copied to a host without the repository
         git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair", tree.string()},
@@ -184,11 +264,11 @@ void relink_trees(const fs::path &trees, const fs::path &moved_from) {
     }
 }
 
-void move_trees(const fs::path &from, const fs::path &to) {
+void move_trees(const fs::path &from, const fs::path &to, const fs::path &run_root) {
     std::error_code ec;
     fs::rename(from, to, ec);
     if (ec) fail(ExitCode::usage, "cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
-    relink_trees(to, from);
+    relink_trees(to, from, run_root);
 }
 
 PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &experiment,
@@ -204,7 +284,7 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
         trees.candidates.push_back(tree);
     }
 
-    remove_trees(trees_directory, experiment);
+    remove_trees(trees_directory, experiment, trees_directory);
     fs::create_directories(trees_directory);
     const fs::path baseline = trees_directory / "baseline";
     const SourceSpec &base = experiment.baseline_source;
@@ -257,7 +337,7 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
             if (check.exit_code != 0) {
                 trees.failed_candidate = c.name;
                 trees.patch_error = trimmed(check.err);
-                remove_trees(trees_directory, experiment);  // nothing half-made stays behind
+                remove_trees(trees_directory, experiment, trees_directory);  // nothing half-made stays behind
                 return trees;
             }
             git_or_fail({"apply", patch}, directory, "git apply (candidate " + c.name + ") failed");

@@ -44,19 +44,34 @@ std::string git_version();  // throws Error(missing_tool) when git is not instal
 // The commit id `commit` names in `repository`; Error(usage) when it does not exist.
 std::string resolve_commit(const std::string &repository, const std::string &commit);
 
-// Removes a trees directory (the run's trees/, or prepare's staging copy), then runs `git worktree
-// prune` in each repository its worktrees belonged to (the experiment's, and those the .git files on
-// disk name, whatever the variant names), which drops their registrations, and those left by runs
+// A worktree's registration in the repository it belongs to: <git directory>/worktrees/<id>, whose
+// gitdir file names the worktree.
+struct WorktreeRegistration {
+    std::filesystem::path admin;     // <git directory>/worktrees/<id>
+    std::filesystem::path worktree;  // the worktree it records (inside the run)
+};
+
+// The registrations of worktrees inside the run `run_root` kept outside it: in the repositories of the
+// experiment's git sources and those the run's trees are worktrees of. A tree's .git file is believed
+// only when its registration points back into the run, so a planted one names no other repository.
+std::vector<WorktreeRegistration> run_registrations(const std::filesystem::path &run_root, const Experiment &experiment);
+// Removes those of `registrations` whose worktree no longer exists: exactly the run's own, nothing a
+// `git worktree prune` of the whole repository would also drop.
+void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations);
+
+// Removes a trees directory of the run `run_root` (its trees/, or prepare's staging copy) without
+// following links, and the registrations of its worktrees (as run_registrations finds them); then runs
+// `git worktree prune` in the experiment's own repositories, which drops the registrations of runs
 // deleted by hand.
-void remove_trees(const std::filesystem::path &trees, const Experiment &experiment);
-void remove_trees(const RunDirectory &run, const Experiment &experiment);
+void remove_trees(const std::filesystem::path &trees, const Experiment &experiment, const std::filesystem::path &run_root);
 
 // Renames the trees directory `from` to `to` (which must not exist) and re-links every worktree in it
 // with `git worktree repair`, since git records worktrees by absolute path.
-void move_trees(const std::filesystem::path &from, const std::filesystem::path &to);
+void move_trees(const std::filesystem::path &from, const std::filesystem::path &to, const std::filesystem::path &run_root);
 // The re-linking step of move_trees alone, for trees that were moved from `moved_from` by a process
 // killed before it re-linked them. Harmless on trees whose links are intact.
-void relink_trees(const std::filesystem::path &trees, const std::filesystem::path &moved_from);
+void relink_trees(const std::filesystem::path &trees, const std::filesystem::path &moved_from,
+                  const std::filesystem::path &run_root);
 
 // Makes baseline/, one <name>/ per candidate and, when needed, support/ in `trees` (replacing what
 // is there). A patch that does not apply leaves `trees` removed and the result names the candidate.

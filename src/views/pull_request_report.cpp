@@ -3,10 +3,12 @@
 
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
+#include "figures/cluster_verdicts.h"
 #include "figures/gate_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <vector>
@@ -16,25 +18,41 @@ namespace s2tp {
 namespace {
 
 struct Row {
-    std::string section;  // time | gate
+    std::string section;  // time | gate | cluster
     std::string name;
     std::string status;   // "" for a figure, else PASS / FAIL / ... for a gate condition
     std::string value;
 };
 
-std::vector<Row> time_rows(const std::optional<Checkpoint> &time) {
-    if (!time) return {{"time", "result", "", "not run"}};
+// A figure the checkpoint does not record.
+std::string number_or_missing(const std::optional<double> &value, int decimals) {
+    return value ? fixed(*value, decimals) : "-";
+}
+
+// The checkpoint's state when it is not current (inspect_run's reason: "stale: time has been re-run
+// since"), so that its figures are not read as the run's current ones.
+void add_state_row(std::vector<Row> &rows, const std::string &section, const StageState &state) {
+    if (!state.fresh) rows.push_back({section, "checkpoint", "", state.stale_reason});
+}
+
+std::vector<Row> time_rows(const StageState &state) {
+    if (!state.read.exists) return {{"time", "result", "", "not run"}};
+    if (!state.read.checkpoint) return {{"time", "checkpoint", "", state.stale_reason}};
+    const Checkpoint *time = &*state.read.checkpoint;
     const TimeFigures f = TimeFigures::from_toml(time->figures);
-    std::vector<Row> rows{{"time", "status", "", to_string(time->status)},
+    std::vector<Row> rows;
+    add_state_row(rows, "time", state);
+    for (Row row : std::vector<Row>{{"time", "status", "", to_string(time->status)},
                           {"time", "workload", "", f.workload.value_or("") + ": " + f.shape.value_or("")},
-                          {"time", "device", "", f.device_name.value_or("")}};
+                                    {"time", "device", "", f.device_name.value_or("")}})
+        rows.push_back(std::move(row));
     if (f.baseline && f.baseline->p50) rows.push_back({"time", "baseline p50", "", fixed(*f.baseline->p50, 3) + " ms"});
     for (const CandidateTimeFigures &c : f.candidates) {
         if (!c.ratio || !c.ratio->median) continue;
         if (c.timing && c.timing->p50) rows.push_back({"time", c.name + " p50", "", fixed(*c.timing->p50, 3) + " ms"});
         rows.push_back({"time", c.name + "/baseline", "",
-                        fixed(*c.ratio->median, 4) + " (95% CI " + fixed(c.ratio->ci_low.value_or(0.0), 4) + " .. " +
-                            fixed(c.ratio->ci_high.value_or(0.0), 4) + ")"});
+                        fixed(*c.ratio->median, 4) + " (95% CI " + number_or_missing(c.ratio->ci_low, 4) + " .. " +
+                            number_or_missing(c.ratio->ci_high, 4) + ")"});
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
@@ -43,15 +61,26 @@ std::vector<Row> time_rows(const std::optional<Checkpoint> &time) {
 }
 
 // The overall verdict, then per candidate its verdict and its conditions.
-std::vector<Row> gate_rows(const Checkpoint &gate) {
-    const GateFigures f = GateFigures::from_toml(gate.figures);
-    std::vector<Row> rows{{"gate", "verdict", "", f.summary}};
+std::vector<Row> gate_rows(const StageState &state) {
+    const GateFigures f = GateFigures::from_toml(state.read.checkpoint->figures);
+    std::vector<Row> rows;
+    add_state_row(rows, "gate", state);
+    rows.push_back({"gate", "verdict", "", f.summary});
     for (const auto &[name, c] : f.candidates) {
         rows.push_back({"gate", "candidate " + name, c.result.passed ? "PASS" : "FAIL", c.summary});
         for (const GateCondition &condition : c.result.conditions)
             rows.push_back({"gate", condition.name, gate_status_text(condition.status),
                             condition.figure + (condition.detail.empty() ? "" : " (" + condition.detail + ")")});
     }
+    return rows;
+}
+
+// One row per task of the run's Slurm job array (reports/cluster.toml), Slurm's state as its status.
+std::vector<Row> cluster_rows(const ClusterVerdicts &cluster) {
+    std::vector<Row> rows;
+    for (const ClusterTaskVerdict &t : cluster.tasks)
+        rows.push_back({"cluster", t.arch + " " + t.gpu_kind + " #" + std::to_string(t.repeat) + " (task " + std::to_string(t.task) + ")",
+                        t.slurm_state, t.verdict + (t.detail.empty() ? "" : ": " + t.detail)});
     return rows;
 }
 
@@ -77,46 +106,69 @@ void check_report_format(const std::string &format) {
 
 std::string pull_request_report(const RunDirectory &run, const std::string &format) {
     check_report_format(format);
-    const CheckpointRead gate = read_checkpoint(checkpoint_path(run, Stage::gate));
-    if (!gate.exists)
+    // Through inspect_run, as status and compare read a run: a checkpoint is intact and fresh, or says
+    // why not. A run judged on a Slurm cluster has its verdicts in the tasks' copies, collected into one
+    // table, and needs no gate checkpoint of its own.
+    const std::vector<StageState> states = inspect_run(run);
+    const StageState &gate = states[static_cast<std::size_t>(Stage::gate)];
+    const std::optional<ClusterVerdicts> cluster = read_cluster_verdicts(run);
+    if (!gate.read.exists && !cluster)
         if (auto stop = last_stop(run)) fail(ExitCode::precondition, "no gate verdict: the run " + stop_summary(*stop) + "; " + stop->next_step);
-    if (!gate.checkpoint)
+    if (!gate.read.checkpoint && !cluster)
         fail(ExitCode::precondition, std::string("the gate checkpoint is ") +
-                                         (gate.exists ? "not trusted: " + gate.problem : "missing") +
-                                         "; run 'sage2tp gate' first");
-    const CheckpointRead time = read_checkpoint(checkpoint_path(run, Stage::time));
-    std::vector<Row> rows = time_rows(time.checkpoint);
-    for (Row &row : gate_rows(*gate.checkpoint)) rows.push_back(std::move(row));
+                                         (gate.read.exists ? gate.stale_reason : "missing") +
+                                         "; run 'sage2tp gate' (or 'sage2tp slurm collect') first");
+    std::vector<Row> rows;
+    if (gate.read.checkpoint) {
+        rows = time_rows(states[static_cast<std::size_t>(Stage::time)]);
+        for (Row &row : gate_rows(gate)) rows.push_back(std::move(row));
+    }
+    if (cluster)
+        for (Row &row : cluster_rows(*cluster)) rows.push_back(std::move(row));
 
     std::ostringstream out;
     if (format == "json") {
-        toml::array time_rows_json, gate_rows_json;
-        for (const Row &row : rows) {
-            toml::table entry{{"name", row.name}, {"value", row.value}};
-            if (!row.status.empty()) entry.insert("status", row.status);
-            (row.section == "time" ? time_rows_json : gate_rows_json).push_back(entry);
+        toml::table sections{{"run_dir", run.root().string()}};
+        for (const char *section : {"time", "gate", "cluster"}) {
+            toml::array entries;
+            for (const Row &row : rows) {
+                if (row.section != section) continue;
+                toml::table entry{{"name", row.name}, {"value", row.value}};
+                if (!row.status.empty()) entry.insert("status", row.status);
+                entries.push_back(entry);
+            }
+            if (section != std::string("cluster") || cluster) sections.insert(section, entries);
         }
-        out << toml::json_formatter{toml::table{{"run_dir", run.root().string()}, {"time", time_rows_json},
-                                                {"gate", gate_rows_json}}}
-            << "\n";
+        out << toml::json_formatter{sections} << "\n";
     } else if (format == "csv") {
         out << "section,name,status,value\n";
         for (const Row &row : rows)
             out << row.section << "," << csv_field(row.name) << "," << csv_field(row.status) << "," << csv_field(row.value) << "\n";
     } else if (format == "markdown") {
-        out << "### sage2tp: candidate vs baseline\n\n| time | |\n|---|---|\n";
-        for (const Row &row : rows)
-            if (row.section == "time") out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.value) << " |\n";
-        out << "\n| gate condition | status | figure |\n|---|---|---|\n";
-        for (const Row &row : rows)
-            if (row.section == "gate")
-                out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.status) << " | "
-                    << markdown_cell(row.value) << " |\n";
+        out << "### sage2tp: candidate vs baseline\n";
+        if (gate.read.checkpoint) {
+            out << "\n| time | |\n|---|---|\n";
+            for (const Row &row : rows)
+                if (row.section == "time") out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.value) << " |\n";
+        }
+        for (const auto &[section, heading] : {std::pair<const char *, const char *>{"gate", "gate condition | status | figure"},
+                                               {"cluster", "cluster task | slurm | verdict"}}) {
+            if (std::none_of(rows.begin(), rows.end(), [&](const Row &row) { return row.section == section; })) continue;
+            out << "\n| " << heading << " |\n|---|---|---|\n";
+            for (const Row &row : rows)
+                if (row.section == section)
+                    out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.status) << " | "
+                        << markdown_cell(row.value) << " |\n";
+        }
     } else {
+        // The cluster rows' names are longer than the time and gate rows' 20 columns: theirs fit the longest.
+        std::size_t cluster_width = 20;
+        for (const Row &row : rows)
+            if (row.section == "cluster") cluster_width = std::max(cluster_width, row.name.size() + 2);
         std::string section;
         for (const Row &row : rows) {
             if (row.section != section) out << (section.empty() ? "" : "\n") << (section = row.section) << ":\n";
-            out << "  " << std::left << std::setw(20) << row.name;
+            out << "  " << std::left << std::setw(static_cast<int>(row.section == "cluster" ? cluster_width : 20)) << row.name;
             if (!row.status.empty()) out << std::setw(13) << row.status;
             out << row.value << "\n";
         }

@@ -1,5 +1,7 @@
 #include "views/run_comparison.h"
 
+#include "views/cluster_table.h"
+
 #include "formats/svg_plot.h"
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
@@ -263,14 +265,19 @@ ComparedRun compare_run(const fs::path &root) {
             if (use->state == "missing") use->note = stop_summary(*stop);
     if (run.time.usable()) read_time_figures(time.read.checkpoint->figures, run);
     if (run.gate.usable()) read_gate_verdicts(gate.read.checkpoint->figures, run);
+    run.cluster = read_cluster_verdicts(directory);
     return run;
 }
 
 std::string comparison_table(const std::vector<ComparedRun> &runs, const std::string &format) {
-    if (format == "text") return text_table(runs);
-    if (format == "markdown") return markdown_table(runs);
     if (format == "csv") return csv_table(runs);
-    fail(ExitCode::usage, "--format '" + format + "': expected text, markdown or csv");
+    std::string table;
+    if (format == "text") table = text_table(runs);
+    else if (format == "markdown") table = markdown_table(runs);
+    else fail(ExitCode::usage, "--format '" + format + "': expected text, markdown or csv");
+    for (const ComparedRun &run : runs)
+        if (run.cluster) table += "\n" + run.id + ": " + cluster_table(*run.cluster, format);
+    return table;
 }
 
 toml::table comparison_json(const std::vector<ComparedRun> &runs) {
@@ -300,6 +307,7 @@ toml::table comparison_json(const std::vector<ComparedRun> &runs) {
             candidates.push_back(candidate);
         }
         entry.insert("candidates", candidates);
+        if (run.cluster) entry.insert("cluster", cluster_json(*run.cluster));
         entries.push_back(entry);
     }
     return toml::table{{"runs", entries}};

@@ -14,6 +14,7 @@
 //   write_file_atomically("sage2tp-compare.svg", comparison_svg(runs));
 #pragma once
 
+#include "figures/cluster_verdicts.h"
 #include "pipeline/run_directory.h"
 #include "support/statistics.h"
 
@@ -55,6 +56,9 @@ struct ComparedRun {
     // The time checkpoint's candidates in the manifest's order, then any only the gate names (by name);
     // empty when neither names one.
     std::vector<ComparedCandidate> candidates;
+    // The run's Slurm verdicts (reports/cluster.toml, sage2tp-slurm(1)), shown after the table in text
+    // and markdown and under "cluster" in JSON.
+    std::optional<ClusterVerdicts> cluster;
 };
 
 // The run directories that the words name, in order: a word that is an existing directory is that run

@@ -1,5 +1,6 @@
-// Workload files: load_workload on a file beside the shipped data/; any bytes end as a WorkloadSpec
-// or Error(usage).
+// Workload files and workload sets: load_workload and load_workload_set on a file beside the shipped
+// data/ (so a set's `file = "../x.toml"` may reach a real workload); any bytes end as a WorkloadSpec, a
+// WorkloadSet or Error(usage).
 #include "fuzz_input_file.h"
 #include "model/experiment_manifest.h"
 #include "support/errors.h"
@@ -9,6 +10,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     try {
         s2tp::WorkloadSpec workload = s2tp::load_workload(file);
         s2tp::expected_output_sha256(workload, "sm_90a");
+    } catch (const s2tp::Error &) {
+    }
+    try {
+        const s2tp::WorkloadSet set = s2tp::load_workload_set(file);
+        set.weights();
     } catch (const s2tp::Error &) {
     }
     return 0;

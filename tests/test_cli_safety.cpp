@@ -1,0 +1,300 @@
+// Nothing sage2tp is pointed at may lose a user's files: clean removes only a provable run, entry by
+// entry, with exactly its own worktree registrations, and asks before it does. Fast (git, no nvcc).
+#include "cli_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+class Safety : public CliTest {
+protected:
+    void SetUp() override {
+        CliTest::SetUp();
+        fs::create_directories(dir_ / "repo/kernels");
+        std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 0;\n";
+        commit_ = commit_repository(dir_ / "repo");
+        std::ofstream(dir_ / "c.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n"
+                                           "-int schedule = 0;\n+int schedule = 1;\n";
+        std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\n"
+                                          "commit = \"" << commit_ << "\"\nkernel_sources = [\"kernels/k.cu\"]\n"
+                                          "[candidate]\npatch = \"c.patch\"\n[workload]\nname = \"w\"\nlen_q = 128\n";
+    }
+    // A prepared run at dir_/<name>, its trees worktrees of dir_/repo.
+    fs::path prepare_run(const std::string &name) {
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", name});
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        return dir_ / name;
+    }
+    std::string worktree_list(const fs::path &repo) {
+        return run_process({"git", "-C", repo.string(), "worktree", "list", "--porcelain"}).out;
+    }
+    std::string commit_;
+};
+
+// A directory holding a file to lose, and the file.
+fs::path directory_with_a_file(const fs::path &dir) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "work.txt") << "uncommitted work\n";
+    return dir / "work.txt";
+}
+
+}  // namespace
+
+TEST_F(Safety, CleanRefusesEveryDirectoryThatIsNotARun) {
+    const fs::path plain = directory_with_a_file(dir_ / "plain");
+    const fs::path project = directory_with_a_file(dir_ / "project").parent_path();
+    ASSERT_FALSE(commit_repository(project).empty());
+    std::ofstream(project / "work.txt") << "uncommitted work\n";
+    const fs::path home = directory_with_a_file(dir_ / "home").parent_path();
+    const fs::path inside = directory_with_a_file(dir_ / "plain/sub");
+    // A directory that looks like a run at first sight, with a file of the user's in it.
+    const fs::path lookalike = directory_with_a_file(dir_ / "lookalike");
+    std::ofstream(dir_ / "lookalike/experiment.toml") << "\n";
+    std::ofstream(dir_ / "lookalike/.lock") << "";
+    const fs::path build_word = directory_with_a_file(dir_ / "build");
+    struct Case {
+        std::vector<std::string> args;
+        fs::path cwd;
+        std::string reason;
+    };
+    const std::vector<Case> cases{
+        {{"clean", "."}, dir_ / "plain", "working directory"},
+        {{"clean", ".."}, dir_ / "plain/sub", "holds the working directory"},
+        {{"clean", "--run", home.string()}, dir_, "home directory"},
+        {{"clean", "project"}, dir_, ".git"},
+        {{"clean", "plain"}, dir_, "no .lock"},
+        {{"clean", "--run", "plain"}, dir_, "no .lock"},
+        {{"clean", "build"}, dir_, "no .lock"},
+        {{"clean", "lookalike"}, dir_, "'work.txt', which is no part of a run"},
+    };
+    for (const Case &c : cases) {
+        const ProcessResult r = run_sage2tp(c.args, c.cwd, {{"HOME", home.string()}});
+        EXPECT_EQ(r.exit_code, 4) << c.args.back() << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find(c.reason), std::string::npos) << c.args.back() << ": " << r.err;
+        EXPECT_NE(r.err.find("nothing was removed"), std::string::npos) << r.err;
+    }
+    for (const fs::path &file : {plain, project / "work.txt", home / "work.txt", inside, lookalike, build_word})
+        EXPECT_TRUE(fs::exists(file)) << file;
+    EXPECT_TRUE(fs::exists(project / ".git"));
+}
+
+// Its own test, so that an older binary's test run can leave it out: that binary removes what it can.
+TEST_F(Safety, CleanRefusesTheRootDirectory) {
+    const ProcessResult r = sage2tp({"clean", "--yes", "--run", "/"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+    EXPECT_NE(r.err.find("root directory"), std::string::npos) << r.err;
+}
+
+TEST_F(Safety, CleanOfNoRunExitsFourAsItsPagePromises) {
+    ProcessResult r = sage2tp({"clean", "no-such-run"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+    r = sage2tp({"clean"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+}
+
+TEST_F(Safety, CleanFollowsLatestOnlyInsideTheRunsRoot) {
+    const fs::path plain = directory_with_a_file(dir_ / "plain");
+    std::ofstream(dir_ / "plain/experiment.toml") << "\n";
+    std::ofstream(dir_ / "plain/.lock") << "";
+    fs::remove(dir_ / "plain/work.txt");  // a directory that is a run by its layout, but outside the root
+    fs::create_directories(dir_ / "sage2tp-runs");
+    fs::create_directory_symlink("../plain", dir_ / "sage2tp-runs/latest");
+    const ProcessResult r = sage2tp({"clean", "--yes"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+    EXPECT_TRUE(fs::exists(dir_ / "plain/experiment.toml"));
+}
+
+TEST_F(Safety, CleanWithoutYesRefusesWhereNoOneCanBeAsked) {
+    const fs::path run = prepare_run("run");
+    const ProcessResult r = sage2tp({"clean", "run"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--yes"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(run / "experiment.toml"));
+    EXPECT_NE(worktree_list(dir_ / "repo").find("run/trees/baseline"), std::string::npos);
+}
+
+TEST_F(Safety, CleanDryRunListsWhatWouldGoAndRemovesNothing) {
+    const fs::path run = prepare_run("run");
+    const ProcessResult r = sage2tp({"clean", "-n", "run"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char *entry : {"experiment.toml", "checkpoints", "trees", "inputs", ".lock"})
+        EXPECT_NE(r.out.find("  " + std::string(entry) + "\n"), std::string::npos) << entry << "\n" << r.out;
+    EXPECT_NE(r.out.find("would unregister the worktree " + fs::canonical(run).string() + "/trees/baseline"),
+              std::string::npos) << r.out;
+    EXPECT_TRUE(fs::exists(run / "trees/baseline/kernels/k.cu"));
+    EXPECT_NE(worktree_list(dir_ / "repo").find("run/trees/baseline"), std::string::npos);
+}
+
+TEST_F(Safety, CleanRemovesExactlyTheRunAndItsOwnRegistrations) {
+    const fs::path run = prepare_run("run");
+    // The user's own worktree, gone from disk but still registered (git keeps it until pruned), and
+    // another run's registration: neither is the run's to drop.
+    git(dir_ / "repo", {"worktree", "add", "-q", "--detach", (dir_ / "mine").string()});
+    fs::remove_all(dir_ / "mine");
+    // A planted .git file naming a repository that is not the run's.
+    fs::create_directories(dir_ / "other/kernels");
+    std::ofstream(dir_ / "other/kernels/k.cu") << "x\n";
+    ASSERT_FALSE(commit_repository(dir_ / "other").empty());
+    git(dir_ / "other", {"worktree", "add", "-q", "--detach", (dir_ / "theirs").string()});
+    fs::remove_all(dir_ / "theirs");
+    fs::create_directories(run / "trees/planted");
+    std::ofstream(run / "trees/planted/.git") << "gitdir: " << (dir_ / "other/.git/worktrees/theirs").string() << "\n";
+    const std::string sibling = (dir_ / "sibling.txt").string();
+    std::ofstream(sibling) << "keep\n";
+
+    const ProcessResult r = sage2tp({"clean", "--yes", "run"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("removed " + (fs::canonical(dir_) / "run").string()), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(run));
+    const std::string repo_worktrees = worktree_list(dir_ / "repo");
+    EXPECT_EQ(repo_worktrees.find("run/trees"), std::string::npos) << repo_worktrees;
+    EXPECT_NE(repo_worktrees.find("mine"), std::string::npos) << "the user's own registration was pruned:\n" << repo_worktrees;
+    EXPECT_TRUE(fs::exists(dir_ / "other/.git/worktrees/theirs")) << "a planted .git file made clean prune another repository";
+    EXPECT_TRUE(fs::exists(sibling));
+    EXPECT_TRUE(fs::exists(dir_ / "repo/kernels/k.cu"));
+}
+
+TEST_F(Safety, CleanThroughALinkRemovesTheRunItNamesAndSaysWhich) {
+    const fs::path run = prepare_run("run");
+    fs::create_directory_symlink("run", dir_ / "alias");
+    const ProcessResult r = sage2tp({"clean", "--yes", "alias"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("removed " + (fs::canonical(dir_) / "run").string()), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(run));
+    EXPECT_EQ(worktree_list(dir_ / "repo").find("run/trees"), std::string::npos);
+}
+
+namespace {
+
+// Every file under `dir` with its content (a link as "-> target"): what must not change.
+std::map<std::string, std::string> snapshot(const fs::path &dir) {
+    std::map<std::string, std::string> files;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().lexically_relative(dir).string();
+        if (it->is_symlink(ec)) files[name] = "-> " + fs::read_symlink(it->path(), ec).string();
+        else if (it->is_regular_file(ec)) files[name] = slurp(it->path());
+        else files[name] = "<directory>";
+    }
+    return files;
+}
+
+// A place outside the run holding what each layout entry would: trees, patches, tensors, cubins,
+// checkpoints, a manifest.
+void make_victim(const fs::path &victim) {
+    for (const char *file : {"trees/baseline/kernels/k.cu", "baseline/kernels/k.cu", "candidate.patch", "workload/q.bin",
+                             "baseline/k.sm_90a.cubin", "k.sm_90a.cubin", "01-prepare.toml", "experiment.toml", "x.log"}) {
+        fs::create_directories((victim / file).parent_path());
+        std::ofstream(victim / file) << "precious " << file << "\n";
+    }
+    std::ofstream(victim.string() + ".file") << "precious file\n";
+}
+
+}  // namespace
+
+// The link fuzzer over the run layout: a link at each entry (as a run copied with rsync -a may carry)
+// pointing outside the run, then every command that writes or deletes in a run. Nothing outside changes.
+TEST_F(Safety, PlantedLinksInARunMakeNoWriteOrDeleteOutsideIt) {
+    const std::vector<std::pair<std::string, bool>> entries{  // entry, whether it is a directory
+        {"experiment.toml", false}, {"pins.toml", false},        {"checkpoints", true},      {"checkpoints/01-prepare.toml", false},
+        {"trees", true},            {"trees/baseline", true},     {"trees/candidate", true},  {"builds", true},
+        {"builds/baseline", true},  {"builds/candidate", true},   {"logs", true},             {"reports", true},
+        {"inputs", true},           {"inputs/candidate.patch", false}, {".prepare-new", true}, {".prepare-new/trees", true},
+        {".prepare-old", true},     {".lock", false}};
+    const std::vector<std::vector<std::string>> commands{
+        {"prepare", "--run", "run"},          {"prepare", "--force", "--run", "run"}, {"build", "--run", "run", "--nvcc", "/bin/false"},
+        {"status", "--run", "run"},           {"compare", "run", "--svg", "c.svg"},    {"clean", "--yes", "run"}};
+    int covered = 0, changed = 0;
+    for (const auto &[entry, directory] : entries) {
+        fs::remove_all(dir_ / "run");
+        fs::remove_all(dir_ / "victim");
+        fs::remove(dir_ / "victim.file");
+        run_process({"git", "-C", (dir_ / "repo").string(), "worktree", "prune"});
+        prepare_run("run");
+        make_victim(dir_ / "victim");
+        const std::map<std::string, std::string> before = snapshot(dir_ / "victim");
+        const std::string before_file = slurp(dir_ / "victim.file");
+        const fs::path at = dir_ / "run" / entry;
+        fs::create_directories(at.parent_path());
+        fs::remove_all(at);
+        if (directory) fs::create_directory_symlink(dir_ / "victim", at);
+        else fs::create_symlink(dir_ / "victim.file", at);
+        for (const std::vector<std::string> &command : commands) {
+            const ProcessResult r = sage2tp(command);
+            EXPECT_LT(r.exit_code, 5) << entry << ": " << command[0] << ": " << r.out << r.err;
+        }
+        ++covered;
+        const bool same = snapshot(dir_ / "victim") == before && slurp(dir_ / "victim.file") == before_file;
+        EXPECT_TRUE(same) << "a link at " << entry << " made sage2tp write or delete outside the run";
+        changed += same ? 0 : 1;
+    }
+    std::cout << "planted links: " << covered << " layout entries covered, " << changed
+              << " with writes or deletes outside the run\n";
+    EXPECT_EQ(covered, static_cast<int>(entries.size()));
+}
+
+TEST_F(Safety, CompilerFlagsWithShellCharactersAreRefusedAtPrepareWithTheirLine) {
+    for (const std::string flag : {"-DX=$(touch pwned)", "-DX=`touch pwned`", "-DX=\\\"a\\\"", "-DX=a;b", "-DX=a b"}) {
+        std::ofstream(dir_ / "f.toml") << slurp(dir_ / "m.toml") << "[build]\narch = \"sm_90a\"\nextra_flags = [\"-O3\", \""
+                                       << flag << "\"]\n";
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "flags"});
+        EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find("f.toml:"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("[build] extra_flags"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(dir_ / "flags")) << flag;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "pwned"));
+}
+
+TEST_F(Safety, CompareRefusesAnSvgPathThatIsNotARegularFile) {
+    prepare_run("run");
+    ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0644), 0);
+    fs::create_directories(dir_ / "dir");
+    for (const char *target : {"fifo", "dir"}) {
+        const ProcessResult r = sage2tp({"compare", "run", "--svg", target});
+        EXPECT_EQ(r.exit_code, 2) << target << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find("will not write"), std::string::npos) << r.err;
+    }
+    EXPECT_TRUE(fs::is_fifo(dir_ / "fifo"));
+    EXPECT_TRUE(fs::is_directory(dir_ / "dir"));
+}
+
+TEST_F(Safety, HostileFilesInManifestAndCheckpointSlotsAreClearErrorsNeverAHang) {
+    ASSERT_EQ(::mkfifo((dir_ / "fifo.toml").c_str(), 0644), 0);
+    fs::create_directories(dir_ / "dir.toml");
+    ProcessOptions bounded;
+    bounded.working_directory = dir_;
+    bounded.timeout = std::chrono::seconds(20);
+    for (const std::string manifest : {"fifo.toml", "/dev/zero", "dir.toml"}) {
+        const ProcessResult r = run_process({sage2tp_binary(), "prepare", "--manifest", manifest, "--run", "h"}, bounded);
+        EXPECT_FALSE(r.timed_out) << manifest;
+        EXPECT_EQ(r.exit_code, 2) << manifest << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find(manifest), std::string::npos) << r.err;
+    }
+    const fs::path run = prepare_run("run");
+    const fs::path slot = run / "checkpoints/01-prepare.toml";
+    for (const std::string kind : {"directory", "fifo"}) {
+        fs::remove_all(slot);
+        if (kind == "directory") fs::create_directories(slot);
+        else ASSERT_EQ(::mkfifo(slot.c_str(), 0644), 0);
+        for (const std::vector<std::string> command :
+             {std::vector<std::string>{"status", "--run", "run"}, {"compare", "run", "--svg", "c.svg"}, {"build", "--run", "run"}}) {
+            std::vector<std::string> argv{sage2tp_binary()};
+            argv.insert(argv.end(), command.begin(), command.end());
+            const ProcessResult r = run_process(argv, bounded);
+            EXPECT_FALSE(r.timed_out) << kind << ": " << command[0];
+            EXPECT_NE(r.exit_code, 5) << kind << ": " << command[0] << ": " << r.out << r.err;
+            EXPECT_EQ(r.err.find("basic_filebuf"), std::string::npos) << r.err;
+        }
+    }
+}

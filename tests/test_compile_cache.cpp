@@ -1,0 +1,261 @@
+// The compile cache (tools/compile_cache.h): what it keys on, what it refuses to hand out, and that
+// fillers never see each other's half-written entries. nvcc is not needed: a compile here is an
+// argument vector, a source and a dependency file, as the build stage hands them over.
+#include "support/errors.h"
+#include "support/file_io.h"
+#include "tools/compile_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using namespace s2tp;
+
+namespace {
+
+class CompileCacheTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir = fs::temp_directory_path() / ("s2tp-cache-" + std::to_string(::getpid()) + "-" +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir);
+        work = dir / "run";
+        fs::create_directories(work / "trees" / "baseline");
+        write("trees/baseline/k.cu", "#include \"k.h\"\n__global__ void k() {}\n");
+        write("trees/baseline/k.h", "#define N 4\n");
+        write("k.d", "builds/baseline/k.cubin : trees/baseline/k.cu \\\n    trees/baseline/k.h\n");
+    }
+    void TearDown() override { fs::remove_all(dir); }
+
+    void write(const std::string &relative, const std::string &text) const { write_file_atomically(work / relative, text); }
+
+    CacheableCompile compile(const std::string &out = "builds/baseline/k.cubin") const {
+        return {{"/usr/local/cuda/bin/nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-MD", "-MF", "k.d", "-o", out,
+                 "trees/baseline/k.cu"},
+                work,
+                "trees/baseline/k.cu",
+                "release 13.0, V13.0.88"};
+    }
+
+    fs::path dir, work;
+};
+
+std::size_t entry_count(const fs::path &root) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(root / "v1" / "entries", ec), end; !ec && it != end; it.increment(ec)) ++n;
+    return n;
+}
+
+fs::path only_entry(const fs::path &root) { return fs::directory_iterator(root / "v1" / "entries")->path(); }
+
+}  // namespace
+
+TEST(DependencyFiles, ReadsNvccsRuleWithContinuationsAndEscapedSpaces) {
+    EXPECT_EQ(dependency_files("k.o : k.cu \\\n    /usr/include/a.h \\\n    dir\\ with\\ space/b.h\n"),
+              (std::vector<std::string>{"k.cu", "/usr/include/a.h", "dir with space/b.h"}));
+    EXPECT_EQ(dependency_files("out.cubin: x.cu y.h"), (std::vector<std::string>{"x.cu", "y.h"}));
+}
+
+TEST_F(CompileCacheTest, HitsOnlyWhileEveryFileTheCompileReadIsUnchanged) {
+    CompileCache cache(dir / "cache", 1 << 20);
+    std::vector<std::string> corrupt;
+    EXPECT_FALSE(cache.lookup(compile(), corrupt));
+    cache.store(compile(), work / "k.d", {"CUBIN", "ptxas info : Used 8 registers"});
+
+    auto hit = cache.lookup(compile(), corrupt);
+    ASSERT_TRUE(hit);
+    EXPECT_EQ(hit->cubin, "CUBIN");
+    EXPECT_EQ(hit->output, "ptxas info : Used 8 registers");
+    // Output paths and nvcc's location are not inputs: a staging directory or another toolkit path hits.
+    CacheableCompile moved = compile(".build-new/baseline/k.cubin");
+    moved.argv[0] = "/opt/cuda-13.0/bin/nvcc";
+    EXPECT_TRUE(cache.lookup(moved, corrupt));
+
+    // A header the compile read changes: a miss, not damage.
+    write("trees/baseline/k.h", "#define N 8\n");
+    EXPECT_FALSE(cache.lookup(compile(), corrupt));
+    write("trees/baseline/k.h", "#define N 4\n");
+    EXPECT_TRUE(cache.lookup(compile(), corrupt));
+
+    // The arch, a flag and nvcc's version are each in the key.
+    CacheableCompile other_arch = compile();
+    other_arch.argv[2] = "-gencode=arch=compute_89,code=sm_89";
+    EXPECT_FALSE(cache.lookup(other_arch, corrupt));
+    CacheableCompile other_compiler = compile();
+    other_compiler.compiler_version = "release 12.8, V12.8.93";
+    EXPECT_FALSE(cache.lookup(other_compiler, corrupt));
+    // The source's own bytes.
+    write("trees/baseline/k.cu", "#include \"k.h\"\n__global__ void k2() {}\n");
+    EXPECT_FALSE(cache.lookup(compile(), corrupt));
+    EXPECT_TRUE(corrupt.empty());
+}
+
+TEST_F(CompileCacheTest, TheSameTreeInAnotherRunDirectoryHits) {
+    CompileCache cache(dir / "cache", 1 << 20);
+    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    fs::copy(work, dir / "second-run", fs::copy_options::recursive);
+    CacheableCompile second = compile();
+    second.working_directory = dir / "second-run";
+    std::vector<std::string> corrupt;
+    EXPECT_TRUE(cache.lookup(second, corrupt));
+}
+
+TEST_F(CompileCacheTest, ACorruptOrTruncatedEntryIsReportedOnceRemovedAndStoredAgain) {
+    CompileCache cache(dir / "cache", 1 << 20);
+    for (const char *damage : {"flip", "truncate", "delete digests"}) {
+        SCOPED_TRACE(damage);
+        cache.store(compile(), work / "k.d", {std::string(4096, 'c'), "log"});
+        const fs::path entry = only_entry(dir / "cache");
+        if (std::string(damage) == "flip") {
+            std::fstream f(entry / "cubin", std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(100);
+            f.put('X');
+        } else if (std::string(damage) == "truncate") {
+            fs::resize_file(entry / "cubin", 1000);
+        } else {
+            fs::remove(entry / "digests");
+        }
+        std::vector<std::string> corrupt;
+        EXPECT_FALSE(cache.lookup(compile(), corrupt));
+        ASSERT_EQ(corrupt.size(), 1u);
+        EXPECT_NE(corrupt[0].find(entry.string()), std::string::npos) << corrupt[0];
+        // Reported once: the entry is gone, so the next look-up is a plain miss.
+        EXPECT_FALSE(cache.lookup(compile(), corrupt));
+        EXPECT_EQ(corrupt.size(), 1u);
+        EXPECT_EQ(entry_count(dir / "cache"), 0u);
+    }
+    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    std::vector<std::string> corrupt;
+    EXPECT_TRUE(cache.lookup(compile(), corrupt));
+}
+
+TEST_F(CompileCacheTest, ConcurrentFillersNeverShowAHalfWrittenEntry) {
+    CompileCache cache(dir / "cache", 1ull << 30);
+    const std::string cubin(4 << 20, 'q');  // large enough that a write takes many system calls
+    std::atomic<bool> stop{false};
+    std::atomic<int> hits{0}, wrong{0};
+    std::vector<std::string> corrupt;
+    std::thread reader([&] {
+        std::vector<std::string> seen;
+        while (!stop) {
+            if (auto hit = cache.lookup(compile(), seen)) {
+                ++hits;
+                if (hit->cubin != cubin || hit->output != "log") ++wrong;
+            }
+        }
+        corrupt = seen;
+    });
+    std::vector<std::thread> fillers;
+    for (int i = 0; i < 4; ++i)
+        fillers.emplace_back([&] {
+            for (int round = 0; round < 5; ++round) cache.store(compile(), work / "k.d", {cubin, "log"});
+        });
+    for (auto &t : fillers) t.join();
+    stop = true;
+    reader.join();
+    EXPECT_EQ(wrong, 0);
+    EXPECT_TRUE(corrupt.empty()) << corrupt.front();
+    EXPECT_EQ(entry_count(dir / "cache"), 1u);
+    EXPECT_TRUE(fs::is_empty(dir / "cache" / "v1" / "tmp"));
+    std::vector<std::string> none;
+    EXPECT_TRUE(cache.lookup(compile(), none));
+}
+
+TEST_F(CompileCacheTest, ConcurrentProcessesFillingAtOnceLeaveOneWholeEntry) {
+    CompileCache cache(dir / "cache", 1ull << 30);
+    const std::string cubin(2 << 20, 'p');
+    std::vector<pid_t> children;
+    for (int i = 0; i < 3; ++i) {
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            try {
+                for (int round = 0; round < 5; ++round) {
+                    cache.store(compile(), work / "k.d", {cubin, "log"});
+                    std::vector<std::string> corrupt;
+                    auto hit = cache.lookup(compile(), corrupt);
+                    if (!corrupt.empty() || (hit && hit->cubin != cubin)) ::_exit(1);
+                }
+            } catch (...) {
+                ::_exit(2);
+            }
+            ::_exit(0);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "filler exited " << WEXITSTATUS(status);
+    }
+    EXPECT_EQ(entry_count(dir / "cache"), 1u);
+}
+
+TEST_F(CompileCacheTest, TrimsTheLeastRecentlyUsedEntriesToItsSizeLimit) {
+    CompileCache cache(dir / "cache", 10000);
+    for (int i = 0; i < 4; ++i) {
+        write("trees/baseline/k.h", "#define N " + std::to_string(i) + "\n");
+        cache.store(compile(), work / "k.d", {std::string(3000, 'a' + i), "log"});
+    }
+    EXPECT_EQ(entry_count(dir / "cache"), 2u);
+    std::vector<std::string> corrupt;
+    EXPECT_TRUE(cache.lookup(compile(), corrupt));  // the newest stays
+    write("trees/baseline/k.h", "#define N 0\n");
+    EXPECT_FALSE(cache.lookup(compile(), corrupt));  // the oldest went
+}
+
+TEST_F(CompileCacheTest, AFullDiskFailsWithExitTwoAndKeepsWhatWasStored) {
+    const fs::path small = dir / "small";
+    fs::create_directories(small);
+    if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=64k") != 0)
+        GTEST_SKIP() << "mounting a 64 KiB tmpfs needs root (CAP_SYS_ADMIN): " << std::strerror(errno);
+    CompileCache cache(small / "cache", 1ull << 30);
+    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    write("trees/baseline/k.h", "#define N 9\n");
+    try {
+        cache.store(compile(), work / "k.d", {std::string(256 << 10, 'z'), "log"});
+        ADD_FAILURE() << "storing 256 KiB on a 64 KiB file system succeeded";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("SAGE2TP_CACHE=off"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::is_empty(small / "cache" / "v1" / "tmp"));
+    write("trees/baseline/k.h", "#define N 4\n");
+    std::vector<std::string> corrupt;
+    auto kept = cache.lookup(compile(), corrupt);
+    EXPECT_TRUE(kept && kept->cubin == "CUBIN");
+    ::umount(small.c_str());
+}
+
+TEST(CompileCacheSettings, OffOrADirectoryOrTheXdgCacheAndASizeLimit) {
+    ::setenv("SAGE2TP_CACHE", "off", 1);
+    EXPECT_FALSE(compile_cache_settings().root);
+    EXPECT_EQ(compile_cache_settings().off_reason, "SAGE2TP_CACHE=off");
+    ::setenv("SAGE2TP_CACHE", "/somewhere/cache", 1);
+    EXPECT_EQ(compile_cache_settings().root, fs::path("/somewhere/cache"));
+    ::unsetenv("SAGE2TP_CACHE");
+    ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+    EXPECT_EQ(compile_cache_settings().root, fs::path("/xdg/sage2tp"));
+    ::setenv("SAGE2TP_CACHE_SIZE", "500M", 1);
+    EXPECT_EQ(compile_cache_settings().max_bytes, 500ull << 20);
+    for (const char *bad : {"lots", "-1", "5T", "0"}) {
+        ::setenv("SAGE2TP_CACHE_SIZE", bad, 1);
+        try {
+            compile_cache_settings();
+            ADD_FAILURE() << bad << " was accepted";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage);
+            EXPECT_NE(std::string(e.what()).find("SAGE2TP_CACHE_SIZE"), std::string::npos);
+        }
+    }
+    ::unsetenv("SAGE2TP_CACHE_SIZE");
+}
