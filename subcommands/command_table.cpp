@@ -25,7 +25,7 @@ const std::vector<CommandEntry> &command_table() {
         {"report", report_command, "time and gate results for a pull request (text, markdown, csv, json)",
          std::nullopt, false},
         {"phases", phases_command, "phase-timed builds of every variant; where each warp's cycles go", std::nullopt, false},
-        {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv) and SVG",
+        {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv), SVG with --svg",
          std::nullopt, false},
         {"slurm", slurm_command, "the GPU stages as one Slurm job array per arch and GPU kind; 'slurm collect'",
          std::nullopt, false},
@@ -54,10 +54,6 @@ const CommandEntry *find_command(const std::string &name) {
         if (entry.name == name) return &entry;
     return nullptr;
 }
-
-}  // namespace s2tp
-
-namespace s2tp {
 
 std::string command_suggestion(const std::string &word) {
     std::vector<std::string> names;

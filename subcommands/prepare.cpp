@@ -50,12 +50,14 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     request.manifest = cl.has("manifest") ? find_manifest(cl.result()["manifest"].as<std::string>())
                        : reuse            ? fs::path(prepared->manifest)
                                           : default_manifest();
-    // A run copied from another host: its experiment.toml and trees are the record now.
-    if (reuse && !fs::exists(request.manifest)) {
-        const ExitCode kept = keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter());
+    // A run copied from another host: its experiment.toml and trees are the record now, and it is the
+    // run prepared (which `sage2tp run` pins).
+    const auto keep_copied = [&](const std::string &absent) {
+        const ExitCode kept = keep_copied_run(*existing, absent, cl.reporter());
         if (kept == ExitCode::ok) prepared_run = fs::absolute(*existing).lexically_normal();
         return static_cast<int>(kept);
-    }
+    };
+    if (reuse && !fs::exists(request.manifest)) return keep_copied("the manifest " + prepared->manifest);
     if (reuse) request.overrides = prepared->overrides;
     if (cl.has("repository")) request.overrides.repository = fs::absolute(cl.result()["repository"].as<std::string>()).lexically_normal().string();
     if (cl.has("commit")) request.overrides.commit = cl.result()["commit"].as<std::string>();
@@ -72,7 +74,7 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     // The same for its repository, at another path (or nowhere) on this host.
     if (reuse && !cl.has("repository") && !cl.has("force"))
         if (const auto absent = absent_repository(request.experiment))
-            return static_cast<int>(keep_copied_run(*existing, "the repository " + *absent, cl.reporter()));
+            return keep_copied("the repository " + *absent);
     // A commit of one's own with the manifest's patch on top is rarely what a branch experiment means.
     for (const CandidateSpec &candidate : request.experiment.candidates)
         if (!candidate.patch.empty() && !candidate.source.same_checkout(request.experiment.baseline_source))

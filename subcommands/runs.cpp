@@ -2,6 +2,7 @@
 // latest, the run id, its experiment, where it stands and when its last stage finished. Read-only.
 #include "subcommands.h"
 
+#include "formats/toml_schema.h"
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 #include "views/run_overview.h"
@@ -29,8 +30,8 @@ RunLine describe_run(const fs::path &root) {
     line.state = "not prepared";
     line.finished_utc = "-";
     try {
-        line.experiment = toml::parse_file(run.manifest().string())["experiment"]["name"].value_or(std::string("?"));
-    } catch (const toml::parse_error &) {
+        line.experiment = parse_toml_file(run.manifest().string())["experiment"]["name"].value_or(std::string("?"));
+    } catch (const Error &) {  // unreadable or not TOML: the list still shows the run
         line.experiment = "?";
     }
     const RunOverview overview = overview_run(run, "");

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -218,6 +219,53 @@ TEST_F(Build, NoGpuStopGivesTheNextStepEverywhere) {
     r = run_sage2tp({"compare", run.string(), "--format", "csv"}, dir_, no_gpu);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("missing: stopped at sanitize: no GPU"), std::string::npos) << r.out;
+
+    // A stage that moves the run on makes the stop history; the next GPU stage records its own.
+    ASSERT_TRUE(fs::is_regular_file(run / "last-stop.toml"));
+    r = run_sage2tp({"sanitize", "--run", run.string(), "--skip"}, dir_, no_gpu);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(run / "last-stop.toml"));
+    r = run_sage2tp({"parity", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    r = run_sage2tp({"status", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_NE(r.out.find("next: stopped at parity: no GPU; "), std::string::npos) << r.out;
+    // The record is part of the run: clean removes a run that holds one.
+    r = run_sage2tp({"clean", "--yes", "--run", run.string()}, dir_);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run));
+}
+
+// Issue 26: piped (a CI log), build prints a progress line at least every 30 s while a compile runs, and
+// the line fits 80 columns. An nvcc wrapper stands in for the compiles: the first takes 32 s, and every
+// one fails (the stage's verdict does not matter here, only what it printed while it waited).
+TEST_F(Build, PipedBuildPrintsProgressEveryThirtySeconds) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "progress", "-q"}).exit_code, 0);
+    const std::optional<fs::path> real_nvcc = find_program("nvcc") ? find_program("nvcc") : find_program("/usr/local/cuda/bin/nvcc");
+    ASSERT_TRUE(real_nvcc) << "no nvcc";
+    const fs::path slow = dir_ / "slow-nvcc";
+    {
+        std::ofstream script(slow);
+        script << "#!/bin/sh\n"
+               << "[ \"$1\" = -cubin ] || exec '" << real_nvcc->string() << "' \"$@\"\n"
+               << "mkdir '" << (dir_ / "slowed").string() << "' 2>/dev/null && sleep 32\n"
+               << "echo 'slow-nvcc: no compile here' >&2; exit 1\n";
+    }
+    fs::permissions(slow, fs::perms::owner_all, fs::perm_options::add);
+    fs::remove_all(dir_ / "slowed");
+    const ProcessResult r = run_sage2tp({"build", "--run", "progress", "--arch", "sm_89", "--nvcc", slow.string()}, dir_,
+                                        {{"SAGE2TP_CACHE", "off"}});
+    ASSERT_TRUE(fs::exists(dir_ / "slowed")) << "no compile reached the wrapper:\n" << r.out << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    int progress_lines = 0;
+    while (std::getline(lines, line)) {
+        if (line.find(" elapsed, ETA ") == std::string::npos) continue;
+        ++progress_lines;
+        EXPECT_LE(line.size(), 79u) << line;
+        EXPECT_NE(line.find(".cu for "), std::string::npos) << "the line names what runs: " << line;
+        EXPECT_EQ(line.find('\r'), std::string::npos) << "a rewritten terminal line in a pipe: " << line;
+    }
+    EXPECT_EQ(progress_lines, 1) << "32 s in a pipe: one line at 30 s, not one a second, not none:\n" << r.out << r.err;
 }
 
 TEST_F(Build, UsageAndMissingToolErrors) {

@@ -7,6 +7,7 @@
 #include "formats/tensor_io.h"
 #include "model/experiment_manifest.h"
 #include "model/input_generator.h"
+#include "lock_holder.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
@@ -16,6 +17,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <sstream>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -780,4 +782,57 @@ TEST_F(Cli, ManifestByNameRunsFromAnyDirectoryAndTheRunsList) {
     EXPECT_EQ(r.out.find("latest"), std::string::npos) << r.out;
     r = sage2tp({"runs", "--json"});
     EXPECT_NE(r.out.find("\"state\" : \"prepare passed\""), std::string::npos) << r.out;
+}
+
+// Issue 26: the STATUS column is as wide as its widest cell, so that "running (pid N)" leaves every
+// later column where the header puts it.
+TEST_F(Cli, StatusColumnHoldsARunningPid) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "busy", "-q"}).exit_code, 0);
+    ProcessResult r;
+    pid_t holder = 0;
+    {
+        const LockHolder other(dir_ / "busy");
+        holder = other.pid();
+        r = sage2tp({"status", "--run", "busy"});
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line, header, prepare, build;
+    while (std::getline(lines, line)) {
+        if (line.rfind("STAGE", 0) == 0) header = line;
+        if (line.rfind("prepare ", 0) == 0) prepare = line;
+        if (line.rfind("build ", 0) == 0) build = line;
+    }
+    const std::string running = "running (pid " + std::to_string(holder) + ")";
+    ASSERT_NE(build.find(running), std::string::npos) << r.out;
+    const std::size_t finished = header.find("FINISHED (UTC)");
+    ASSERT_NE(finished, std::string::npos) << r.out;
+    EXPECT_EQ(prepare.find("20"), finished) << r.out;  // the prepare checkpoint's time, under its header
+    EXPECT_EQ(build.find(" -", build.find(running)) + 1, finished) << r.out;
+    EXPECT_EQ(header.find("FRESH"), prepare.find("yes")) << r.out;
+}
+
+// Issue 26: an unknown --format is a usage error whatever the run (the check comes before the run
+// lookup); --output FILE takes the report instead of stdout, and refuses what is not a regular file.
+TEST_F(Cli, ReportChecksItsFormatFirstAndWritesToOutput) {
+    ProcessResult r = sage2tp({"report", "--format", "bogus", "--run", (dir_ / "nonexistent").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--format 'bogus': expected text, markdown, csv or json"), std::string::npos) << r.err;
+    r = sage2tp({"report", "--output", "", "--run", (dir_ / "nonexistent").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// Issue 26: --arch auto on a host without a GPU names the target for each GPU family; a target one slip
+// from a valid one is named.
+TEST_F(Cli, ArchAutoWithoutAGpuNamesTheTargetsByGpu) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "arch", "-q"}).exit_code, 0);
+    ProcessResult r = run_sage2tp({"build", "--run", "arch", "--arch", "auto"}, dir_, {{"CUDA_VISIBLE_DEVICES", ""}});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("--arch auto needs a GPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pass --arch for the GPU the run will use: sm_89 (RTX 40xx"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_90a (H100, H200, GH200)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_121a (DGX Spark (GB10))"), std::string::npos) << r.err;
+    r = sage2tp({"build", "--run", "arch", "--arch", "sm_90"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("did you mean 'sm_90a'?"), std::string::npos) << r.err;
 }

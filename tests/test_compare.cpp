@@ -414,5 +414,22 @@ TEST_F(CompareCli, UsageErrorsExitTwoAndMissingRunsFour) {
     EXPECT_NE(r.out.find("sage2tp compare"), std::string::npos);
 }
 
+// Issue 26: report takes --output FILE as compare does: the report there, nothing on stdout, and a path
+// that is not a regular file refused with nothing written.
+TEST_F(CompareCli, ReportWritesToOutput) {
+    const std::string run = (runs_ / "tp-two").string();
+    const ProcessResult printed = sage2tp({"report", "--format", "csv", "--run", run});
+    ASSERT_EQ(printed.exit_code, 0) << printed.err;
+    ASSERT_FALSE(printed.out.empty());
+    ProcessResult r = sage2tp({"report", "--format", "csv", "--run", run, "--output", "report.csv"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(slurp(dir_ / "report.csv"), printed.out);
+    fs::create_directories(dir_ / "a-directory");
+    r = sage2tp({"report", "--run", run, "--output", "a-directory"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("will not write 'a-directory': it exists and is a directory"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace s2tp

@@ -55,6 +55,16 @@ std::set<std::string> page_options(const std::string &page, bool synopsis_only) 
     return options;
 }
 
+// The words after `sage2tp CMD` in the page's SYNOPSIS lines (".Nm sage2tp slurm collect").
+std::vector<std::string> synopsis_subcommands(const std::string &page, const std::string &command) {
+    std::vector<std::string> words;
+    const std::size_t begin = page.find(".Sh SYNOPSIS");
+    const std::string synopsis = page.substr(begin, page.find(".Sh ", begin + 1) - begin);
+    const std::regex line("\\.Nm sage2tp " + command + " ([a-z][a-z-]*)");
+    for (std::sregex_iterator it(synopsis.begin(), synopsis.end(), line), end; it != end; ++it) words.push_back((*it)[1]);
+    return words;
+}
+
 class ManPages : public CliTest {};
 
 }  // namespace
@@ -80,7 +90,13 @@ TEST_F(ManPages, EveryPageLintsAndMatchesHelp) {
         EXPECT_NE(help.out.find("see sage2tp-" + command + "(1)"), std::string::npos) << help.out;
         const std::string page = slurp(man_dir / ("sage2tp-" + command + ".1"));
         ASSERT_FALSE(page.empty()) << "no page man/sage2tp-" << command << ".1";
-        const std::set<std::string> options = help_options(help.out);
+        std::set<std::string> options = help_options(help.out);
+        // A command with words of its own (`sage2tp slurm collect`) has their options as well.
+        for (const std::string &word : synopsis_subcommands(page, command)) {
+            const ProcessResult sub = sage2tp({command, word, "--help"});
+            ASSERT_EQ(sub.exit_code, 0) << command << " " << word << ": " << sub.err;
+            options.merge(help_options(sub.out));
+        }
         for (const std::string &option : page_options(page, true))
             EXPECT_TRUE(options.count(option)) << "sage2tp-" << command << "(1) SYNOPSIS names --" << option
                                                << ", which 'sage2tp help " << command << "' does not list";

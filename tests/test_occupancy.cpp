@@ -338,6 +338,19 @@ TEST(ArchLimits, TableHasTheSixSupportedRows) {
     }
 }
 
+// Issue 26: every row names the GPUs its target is for (what --arch auto without a GPU and the no-GPU
+// stop list), and only the row the A/A band was measured on claims a basis for it.
+TEST(ArchLimits, EveryTargetNamesItsGpusAndTheAaBandItsBasis) {
+    EXPECT_EQ(targets_by_gpu(table()),
+              "sm_89 (RTX 40xx, RTX 6000 Ada, L4, L40, L40S), sm_90a (H100, H200, GH200), sm_100a (B200, GB200), "
+              "sm_103a (B300, GB300), sm_120a (RTX 50xx, RTX PRO 6000 Blackwell), sm_121a (DGX Spark (GB10))");
+    for (const auto &[row, limits] : table()) {
+        EXPECT_FALSE(limits.gpus.empty()) << row;
+        if (row == "sm_90") EXPECT_NE(limits.aa_band_basis.find("measured on an H200"), std::string::npos) << limits.aa_band_basis;
+        else EXPECT_EQ(limits.aa_band_basis, "") << row << " claims a basis nobody measured";
+    }
+}
+
 TEST(ArchLimits, ResolveAcceptsOnlyTheBuildTargets) {
     EXPECT_EQ(resolve_arch(table(), "sm_89").row, "sm_89");
     EXPECT_EQ(resolve_arch(table(), "sm_90a").row, "sm_90");
