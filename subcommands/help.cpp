@@ -1,4 +1,4 @@
-// sage2tp help [CMD]: the command list, or one command's own --help.
+// sage2tp help [CMD]: the command list, or one command's own --help and its manual page.
 #include "command_table.h"
 
 #include "support/errors.h"
@@ -29,10 +29,21 @@ int help_command(const Args &args) {
         return 0;
     }
     const CommandEntry *entry = words.size() == 1 ? find_command(words[0]) : nullptr;
-    if (!entry || entry->name == "help")
+    if (!entry)
         fail(ExitCode::usage, "help takes one command name, got '" + words[0] + (words.size() > 1 ? " ...'" : "'") +
-                                  " (see 'sage2tp help')");
-    return entry->run(json ? Args{"--help", "--json"} : Args{"--help"});
+                                  (words.size() == 1 ? command_suggestion(words[0]) : "") + " (see 'sage2tp help')");
+    if (entry->name == "help") {
+        const std::string usage = "usage: sage2tp help [CMD]\n\n"
+                                  "Without CMD, the list of commands; with it, CMD's options (as 'sage2tp CMD --help') and its\n"
+                                  "manual page.\n\nsee sage2tp(1)\n";
+        if (json) std::cout << toml::json_formatter{toml::table{{"command", "help"}, {"help", usage}}} << std::endl;
+        else std::cout << usage;
+        return 0;
+    }
+    if (json) return entry->run({"--help", "--json"});
+    const int status = entry->run({"--help"});
+    if (!entry->internal) std::cout << "see sage2tp-" << entry->name << "(1)" << std::endl;
+    return status;
 }
 
 }  // namespace s2tp

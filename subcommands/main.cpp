@@ -69,7 +69,9 @@ int main(int argc, char **argv) {
                 break;
             }
         int status = report_error("", s2tp::ExitCode::usage,
-                                  unknown.empty() ? "no command given" : "unknown command or option '" + unknown + "'", json);
+                                  unknown.empty() ? "no command given"
+                                                 : "unknown command or option '" + unknown + "'" + s2tp::command_suggestion(unknown),
+                                  json);
         std::cerr << "\n";
         s2tp::print_usage(std::cerr);
         return status;

@@ -18,13 +18,16 @@ int prepare_command(const Args &args) {
 int prepare_command(const Args &args, fs::path &prepared_run) {
     CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
     cl.add_options()
-        ("manifest", "experiment manifest (default: the installed temporal-pair.toml)", cxxopts::value<std::string>(), "FILE")
+        ("manifest", "experiment manifest: a file, or a shipped manifest's name such as upstream-vs-embedded "
+                     "(default: the shipped temporal-pair)", cxxopts::value<std::string>(), "FILE|NAME")
         ("repository", "the git repository of the manifest's git sources (e.g. your SageAttention checkout)",
          cxxopts::value<std::string>(), "DIR")
         ("commit", "the baseline's commit (a candidate without its own commit follows it); default: the manifest's",
          cxxopts::value<std::string>(), "REV")
         ("candidate-commit", "a candidate's commit, for a branch experiment: REV for a manifest's only candidate, "
          "NAME=REV (repeatable) for several", cxxopts::value<std::vector<std::string>>(), "[NAME=]REV")
+        ("patch", "the patch of the manifest's only candidate, in place of the manifest's", cxxopts::value<std::string>(), "FILE")
+        ("no-patch", "the manifest's only candidate without its patch (with --candidate-commit: that commit alone)")
         ("new", "start a new run directory even when a latest run exists")
         ("force", "run even when the checkpoint is up to date");
     if (!cl.parse()) return 0;
@@ -57,15 +60,17 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     // prepare` alone redoes the same experiment.
     const bool reuse = !cl.has("manifest") && prepared;
     PrepareRequest request;
-    request.manifest = cl.has("manifest") ? fs::path(cl.result()["manifest"].as<std::string>())
+    request.manifest = cl.has("manifest") ? find_manifest(cl.result()["manifest"].as<std::string>())
                        : reuse            ? fs::path(prepared->manifest)
                                           : default_manifest();
-    // A run copied from another host: its experiment.toml and trees are the record now.
-    if (reuse && !fs::exists(request.manifest)) {
-        const ExitCode kept = keep_copied_run(*existing, "the manifest " + prepared->manifest, cl.reporter());
+    // A run copied from another host: its experiment.toml and trees are the record now, and it is the
+    // run prepared (which `sage2tp run` pins).
+    const auto keep_copied = [&](const std::string &absent) {
+        const ExitCode kept = keep_copied_run(*existing, absent, cl.reporter());
         if (kept == ExitCode::ok) prepared_run = fs::absolute(*existing).lexically_normal();
         return static_cast<int>(kept);
-    }
+    };
+    if (reuse && !fs::exists(request.manifest)) return keep_copied("the manifest " + prepared->manifest);
     if (reuse) request.overrides = prepared->overrides;
     if (cl.has("repository")) request.overrides.repository = fs::absolute(cl.result()["repository"].as<std::string>()).lexically_normal().string();
     if (cl.has("commit")) request.overrides.commit = cl.result()["commit"].as<std::string>();
@@ -75,11 +80,19 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
         for (const std::string &value : cl.result()["candidate-commit"].as<std::vector<std::string>>())
             add_candidate_commit_override(request.overrides, value);
     }
+    if (cl.has("patch") && cl.has("no-patch")) fail(ExitCode::usage, "--patch and --no-patch contradict each other; give one");
+    if (cl.has("patch")) request.overrides.candidate_patch = fs::absolute(cl.result()["patch"].as<std::string>()).lexically_normal().string();
+    if (cl.has("no-patch")) request.overrides.candidate_patch = "";
     request.experiment = load_experiment(request.manifest, request.overrides);
     // The same for its repository, at another path (or nowhere) on this host.
     if (reuse && !cl.has("repository") && !cl.has("force"))
         if (const auto absent = absent_repository(request.experiment))
-            return static_cast<int>(keep_copied_run(*existing, "the repository " + *absent, cl.reporter()));
+            return keep_copied("the repository " + *absent);
+    // A commit of one's own with the manifest's patch on top is rarely what a branch experiment means.
+    for (const CandidateSpec &candidate : request.experiment.candidates)
+        if (!candidate.patch.empty() && !candidate.source.same_checkout(request.experiment.baseline_source))
+            cl.reporter().warn("candidate '" + candidate.name + "' is commit " + candidate.source.commit + " with the patch " +
+                               candidate.patch + " applied on top; pass --no-patch for the commit alone, or --patch FILE");
     request.force = cl.has("force");
     request.embedded_kernels = [] { return embedded_kernels(); };
 

@@ -87,11 +87,14 @@ int time_command(const Args &args) {
         device = require_gpu("time", device_index);
     } catch (const Error &e) {
         // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
-        if (e.code() != ExitCode::missing_tool || cl.has("force") || pin || ncu) throw;
-        StageWork keep{Stage::time, {}, {}, [&](const Checkpoint &c) { return verify_time_outputs(c, run, expected_sha, kernels.arch); },
-                       print_time};
-        if (auto kept = keep_intact_checkpoint(context, keep, "no GPU here to time on again", reporter))
-            return static_cast<int>(*kept);
+        if (e.code() != ExitCode::missing_tool) throw;
+        if (!cl.has("force") && !pin && !ncu) {
+            StageWork keep{Stage::time, {}, {}, [&](const Checkpoint &c) { return verify_time_outputs(c, run, expected_sha, kernels.arch); },
+                           print_time};
+            if (auto kept = keep_intact_checkpoint(context, keep, "no GPU here to time on again", reporter))
+                return static_cast<int>(*kept);
+        }
+        stop_if_no_gpu(Stage::time, run, kernels.arch);
         throw;
     }
     require_kernels_for_device("time", kernels, *device);

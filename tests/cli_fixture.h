@@ -52,9 +52,9 @@ inline ProcessResult run_sage2tp(std::vector<std::string> args, const std::files
 
 // sage2tp started in `working_directory` without waiting, its output thrown away; in a process group of
 // its own when `own_group`, as a shell's job is, so that a signal to the group is what Ctrl-C at a
-// terminal sends. The caller waits for it (waitpid).
+// terminal sends; `environment` is added to the inherited one. The caller waits for it (waitpid).
 inline pid_t start_sage2tp(const std::vector<std::string> &args, const std::filesystem::path &working_directory,
-                           bool own_group = false) {
+                           bool own_group = false, const std::map<std::string, std::string> &environment = {}) {
     std::vector<std::string> words{sage2tp_binary()};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char *> argv;
@@ -63,6 +63,7 @@ inline pid_t start_sage2tp(const std::vector<std::string> &args, const std::file
     const pid_t pid = ::fork();
     if (pid == 0) {
         if (own_group) ::setpgid(0, 0);
+        for (const auto &[name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
         const int null = ::open("/dev/null", O_WRONLY);
         ::dup2(null, STDOUT_FILENO);
         ::dup2(null, STDERR_FILENO);

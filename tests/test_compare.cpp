@@ -336,21 +336,37 @@ protected:
     ProcessResult sage2tp(const std::vector<std::string> &args) { return run_sage2tp(args, dir_); }
 };
 
-TEST_F(CompareCli, PrintsTheTableAndWritesTheSvgInTheWorkingDirectory) {
+// Issue 26: stdout carries the table alone, safe to redirect; the SVG only with --svg, its line on stderr.
+TEST_F(CompareCli, PrintsTheTableAloneAndWritesAnSvgOnlyWhenAsked) {
     ProcessResult r = sage2tp({"compare", "tp-two", "tp-untimed"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, comparison_table(both(), "text") + "svg: sage2tp-compare.svg\n");
-    EXPECT_EQ(slurp(dir_ / "sage2tp-compare.svg"), comparison_svg(both()));
+    EXPECT_EQ(r.out, comparison_table(both(), "text"));
+    EXPECT_FALSE(fs::exists(dir_ / "sage2tp-compare.svg")) << "an SVG nobody asked for";
+
+    r = sage2tp({"compare", "--format", "csv", "--svg", "c.svg", "tp-two", "tp-untimed"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, comparison_table(both(), "csv"));
+    EXPECT_NE(r.err.find("svg: c.svg"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(dir_ / "c.svg"), comparison_svg(both()));
 
     std::ofstream(dir_ / "file") << "not a directory";
     r = sage2tp({"compare", "--svg", "file/c.svg", "tp-two"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("file"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << "nothing is printed when the SVG cannot be written";
+    fs::create_directories(dir_ / "a-directory");
+    r = sage2tp({"compare", "--svg", "a-directory", "tp-two"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("will not write 'a-directory': it exists and is a directory"), std::string::npos) << r.err;
     r = sage2tp({"compare", "--format", "csv", "--svg", "out/c.svg", "-q", "tp-two", "tp-untimed"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, comparison_table(both(), "csv"));
     EXPECT_TRUE(fs::is_regular_file(dir_ / "out/c.svg"));
+
+    r = sage2tp({"compare", "--format", "csv", "--output", "table.csv", "tp-two", "tp-untimed"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(slurp(dir_ / "table.csv"), comparison_table(both(), "csv"));
 
     r = sage2tp({"compare", "--json", "--format", "markdown", "tp-two"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -366,6 +382,16 @@ TEST_F(CompareCli, ReportUnderJsonPrintsOneObject) {
     EXPECT_EQ(top_level_json_values(r.out), 1u) << r.out;
     EXPECT_NE(r.out.find("\"command\" : \"report\""), std::string::npos) << r.out;
     EXPECT_EQ(r.out, sage2tp({"report", "--format", "json", "--run", run}).out);
+}
+
+// Issue 26: a glob over the runs root names latest too; it is the run it points to, listed once.
+TEST_F(CompareCli, LatestIsNotARunOfItsOwn) {
+    fs::create_directory_symlink("tp-two", runs_ / "latest");
+    const ProcessResult r = sage2tp({"compare", "--format", "csv", (runs_ / "latest").string(), (runs_ / "tp-two").string(),
+                                     (runs_ / "tp-untimed").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("latest"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out, comparison_table(both(), "csv"));
 }
 
 TEST_F(CompareCli, WithoutARunItComparesTheLatestRun) {
@@ -396,6 +422,23 @@ TEST_F(CompareCli, UsageErrorsExitTwoAndMissingRunsFour) {
     r = sage2tp({"compare", "--help"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("sage2tp compare"), std::string::npos);
+}
+
+// Issue 26: report takes --output FILE as compare does: the report there, nothing on stdout, and a path
+// that is not a regular file refused with nothing written.
+TEST_F(CompareCli, ReportWritesToOutput) {
+    const std::string run = (runs_ / "tp-two").string();
+    const ProcessResult printed = sage2tp({"report", "--format", "csv", "--run", run});
+    ASSERT_EQ(printed.exit_code, 0) << printed.err;
+    ASSERT_FALSE(printed.out.empty());
+    ProcessResult r = sage2tp({"report", "--format", "csv", "--run", run, "--output", "report.csv"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(slurp(dir_ / "report.csv"), printed.out);
+    fs::create_directories(dir_ / "a-directory");
+    r = sage2tp({"report", "--run", run, "--output", "a-directory"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("will not write 'a-directory': it exists and is a directory"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -174,14 +174,17 @@ GateCondition check_candidate_p50(const GateEvidence &e, const GateThresholds &t
     const std::string limit = fixed(t.max_candidate_p50_ms, 2) + " ms";
     const std::string p50 = "p50 " + fixed(*e.candidate_p50_ms, 3) + " ms";
     if (*e.candidate_p50_ms >= t.max_candidate_p50_ms)
-        return make(name, GateStatus::fail, p50 + " >= " + limit);
+        return make(name, GateStatus::fail, p50 + " >= " + limit,
+                    t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms
+                        ? "the default bound, measured on the DGX Spark (sm_121a); set [gate] max_candidate_p50_ms for your GPU"
+                        : "");
     return make(name, GateStatus::pass, p50 + " < " + limit);
 }
 
 GateCondition check_relative_speed(const GateEvidence &e, const GateThresholds &t) {
     const char *name = "relative-speed";
     if (!t.ratio_upper_bound)
-        return make(name, GateStatus::not_checked, "off", "no ratio bound configured; does not block", false);
+        return make(name, GateStatus::not_checked, "off", "max_ratio_upper = \"off\" in the manifest; does not block", false);
     if (auto not_evidence = timing_unusable(name, e, true)) return *not_evidence;
     if (!e.candidate_vs_baseline) return make(name, GateStatus::not_checked, "no ratio interval recorded");
     const RatioInterval &ci = *e.candidate_vs_baseline;
@@ -299,6 +302,16 @@ std::string format_gate_report(const GateResult &result) {
     if (!failed.empty()) report += "failed: " + failed;
     if (!missing.empty()) report += std::string(failed.empty() ? "" : "; ") + "required but not checked: " + missing;
     return report + ")\n";
+}
+
+std::string thresholds_text(const GateThresholds &t) {
+    return "candidate p50 < " + compact(t.max_candidate_p50_ms, 3) + " ms" +
+           (t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms ? " (the DGX Spark's default)" : "") + ", " +
+           (t.ratio_upper_bound ? "ratio interval < " + compact(*t.ratio_upper_bound, 4) +
+                                      (*t.ratio_upper_bound == 1.0 ? " (faster)" : "")
+                                : std::string("relative speed off")) +
+           ", spill growth <= " + std::to_string(t.max_spill_growth_bytes) + " B, sanitizer " +
+           (t.require_sanitizer ? "required" : "not required");
 }
 
 }  // namespace s2tp

@@ -7,7 +7,7 @@
 // CHECKED. Missing or stale evidence is never a pass: a stale checkpoint describes inputs that no
 // longer exist, so the conditions it feeds report NOT CHECKED and the freshness condition FAILs.
 // Required: freshness, build, parity, output-sha, candidate-p50, shared-memory, warps-per-scheduler,
-// spills, and relative-speed when a ratio bound is set. The sanitizer is required only with
+// spills, and relative-speed unless the bound is turned off (it is 1.0, "faster", by default). The sanitizer is required only with
 // require_sanitizer; otherwise a skipped sanitizer shows NOT CHECKED and does not block.
 #pragma once
 
@@ -78,10 +78,19 @@ struct GateEvidence {
     std::string baseline_max_spill_entry;
 };
 
+// The relative-speed bound when a manifest names none: a change is worth shipping only when the whole
+// interval of its candidate/baseline ratio lies below 1, i.e. when it is faster. Only an explicit
+// `max_ratio_upper = "off"` turns the condition off.
+inline constexpr double kDefaultRatioUpperBound = 1.0;
+// The absolute bound on the candidate's p50 when a manifest names none: the original experiment's,
+// measured on the DGX Spark (GB10, sm_121a). It means nothing on another GPU, so a failure against it
+// says where it comes from.
+inline constexpr double kDefaultMaxCandidateP50Ms = 220.0;
+
 struct GateThresholds {
-    double max_candidate_p50_ms = 220.0;      // the candidate's p50 must be below this
+    double max_candidate_p50_ms = kDefaultMaxCandidateP50Ms;  // the candidate's p50 must be below this
     std::int64_t max_spill_growth_bytes = 0;  // candidate spill bytes minus baseline's, at most this
-    std::optional<double> ratio_upper_bound;  // relative speed gate: ratio CI must lie entirely below
+    std::optional<double> ratio_upper_bound = kDefaultRatioUpperBound;  // ratio CI must lie entirely below; nullopt: off
     bool require_sanitizer = false;
 };
 
@@ -105,6 +114,10 @@ struct GateResult {
 };
 
 GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds);
+
+// The thresholds in one line, as status shows them: "candidate p50 < 220 ms (the DGX Spark's default),
+// ratio interval < 1 (faster), spill growth <= 0 B, sanitizer not required".
+std::string thresholds_text(const GateThresholds &thresholds);
 
 // One line per condition ("STATUS  name  figure (detail)"), then a "verdict:" line that names the
 // conditions that failed or were required but not checked.

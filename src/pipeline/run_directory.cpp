@@ -190,6 +190,20 @@ void check_run_id(const std::string &id) {
     if (id == "latest") fail(ExitCode::usage, "invalid run id 'latest': the name is taken by the link to the latest run");
 }
 
+fs::path default_runs_root() {
+    if (const char *root = std::getenv("SAGE2TP_ROOT"); root && *root) return root;
+    const fs::path name = "sage2tp-runs";
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec);
+    if (ec) return name;
+    if (fs::is_directory(cwd / name, ec)) return name;
+    for (fs::path at = cwd.parent_path(); !at.empty(); at = at.parent_path()) {
+        if (fs::is_directory(at / name, ec)) return at / name;
+        if (at == at.root_path()) break;
+    }
+    return name;
+}
+
 RunSelection select_run_word(RunSelection selection, const std::string &word) {
     std::error_code ec;
     if (fs::is_directory(word, ec)) selection.run_dir = word;
@@ -296,7 +310,7 @@ void mark_latest(const RunSelection &selection, const fs::path &run) {
 }
 
 const std::vector<std::string> &run_layout_entries() {
-    static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "checkpoints",  "trees",
+    static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "last-stop.toml", "checkpoints",  "trees",
                                                   "builds",          "logs",         "reports",      "inputs",
                                                   ".prepare-new",    ".prepare-old", ".build-new",   ".build-old",
                                                   ".lock"};

@@ -2,6 +2,7 @@
 //
 //   <run>/experiment.toml          the manifest as resolved at prepare time
 //   <run>/pins.toml                output SHA-256 pins made by time --pin
+//   <run>/last-stop.toml           why the last stage attempt stopped without a checkpoint (no GPU)
 //   <run>/checkpoints/NN-<stage>.toml
 //   <run>/trees/{baseline,<each candidate>,support}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
@@ -40,6 +41,7 @@ public:
     const std::filesystem::path &root() const { return root_; }
     std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
     std::filesystem::path pins() const { return root_ / "pins.toml"; }  // time --pin's output SHA-256 pins
+    std::filesystem::path last_stop() const { return root_ / "last-stop.toml"; }  // see StageStop
     std::filesystem::path checkpoints() const { return root_ / "checkpoints"; }
     std::filesystem::path trees() const { return root_ / "trees"; }
     std::filesystem::path tree(const std::string &variant) const { return trees() / variant; }
@@ -90,6 +92,10 @@ struct RunSelection {
     std::optional<std::string> run_id;
     std::filesystem::path runs_root = "sage2tp-runs";
 };
+// Where runs live when --root is not given: $SAGE2TP_ROOT when set; else the nearest directory named
+// sage2tp-runs in the working directory or one above it (as git finds its repository), absolute when
+// it is above; else "sage2tp-runs", where prepare makes it.
+std::filesystem::path default_runs_root();
 // The selection a command's [RUN] word makes: the run directory at that path when there is one, else
 // the run of that id under the selection's root.
 RunSelection select_run_word(RunSelection selection, const std::string &word);

@@ -35,6 +35,23 @@ struct StageState {
     std::string stale_reason;  // why it is not fresh (or not trusted); empty when fresh
 };
 
+// Why the last attempt at a stage ended without a checkpoint, for a cause that running the same command
+// again on this host does not fix (no GPU here). Kept in <run>/last-stop.toml, so that status, report and
+// compare can say why the run stands where it does; execute_stage removes it when any stage writes its
+// checkpoint.
+struct StageStop {
+    Stage stage;
+    std::string cause;      // a few words: "no GPU"
+    std::string message;    // the error the command printed, next step included
+    std::string next_step;  // what to do instead, one sentence
+    std::string utc;
+};
+void record_stop(const RunDirectory &run, const StageStop &stop);
+// "stopped at sanitize: no GPU": how status, report and compare name a recorded stop.
+std::string stop_summary(const StageStop &stop);
+// The recorded stop, if any (nullopt too when the file cannot be read: it is advice, not a record).
+std::optional<StageStop> last_stop(const RunDirectory &run);
+
 // Reads every checkpoint of the run and works out freshness along the chain.
 std::vector<StageState> inspect_run(const RunDirectory &run);
 

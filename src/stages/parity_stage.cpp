@@ -69,8 +69,8 @@ int run_parity_stage(StageContext &context, const ParityRequest &request, const 
     };
     work.run = [&] {
         StageResult result;
-        const DeviceFacts device = require_gpu("parity", request.device_index);
         const BuiltKernels kernels = built_kernels(context);
+        const DeviceFacts device = require_gpu(Stage::parity, request.device_index, context.run(), kernels.arch);
         require_kernels_for_device("parity", kernels, device);
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));

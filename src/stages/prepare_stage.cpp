@@ -164,6 +164,7 @@ toml::table PrepareFigures::to_toml() const {
     if (overrides.repository) recorded_overrides.insert("repository", *overrides.repository);
     if (overrides.commit) recorded_overrides.insert("commit", *overrides.commit);
     if (overrides.candidate_commit) recorded_overrides.insert("candidate_commit", *overrides.candidate_commit);
+    if (overrides.candidate_patch) recorded_overrides.insert("candidate_patch", *overrides.candidate_patch);
     if (!overrides.candidate_commits.empty()) {
         toml::table named;
         for (const auto &[name, commit] : overrides.candidate_commits) named.insert(name, commit);
@@ -201,6 +202,7 @@ PrepareFigures PrepareFigures::from_toml(const toml::table &figures) {
         f.overrides.repository = (*o)["repository"].value<std::string>();
         f.overrides.commit = (*o)["commit"].value<std::string>();
         f.overrides.candidate_commit = (*o)["candidate_commit"].value<std::string>();
+        f.overrides.candidate_patch = (*o)["candidate_patch"].value<std::string>();
         if (const toml::table *named = (*o)["candidate_commits"].as_table())
             for (const auto &[name, commit] : *named)
                 f.overrides.candidate_commits[std::string(name.str())] = commit.value_or(std::string());

@@ -103,8 +103,9 @@ int run_sanitize_stage(StageContext &context, const SanitizeRequest &request, co
             return result;
         }
 
-        const DeviceFacts device = require_gpu("sanitize", request.device_index);
-        require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
+        const BuiltKernels kernels = built_kernels(context);  // every cubin as recorded
+        const DeviceFacts device = require_gpu(Stage::sanitize, request.device_index, context.run(), kernels.arch);
+        require_kernels_for_device("sanitize", kernels, device);
         const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
         if (!sanitizer)
             fail(ExitCode::missing_tool, std::string("sanitize needs compute-sanitizer, which is not installed (looked in ") +

@@ -4,6 +4,8 @@
 #include "gpu/launch_timer.h"
 #include "model/workload_cost.h"
 #include "tools/ncu_profile.h"
+#include "model/arch_limits.h"
+#include "support/data_paths.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "gpu/gpu_input_generator.h"
@@ -611,6 +613,10 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
     f.device_name = in.device.name;
     f.arch = in.kernels.arch;
     f.repeats = static_cast<std::int64_t>(in.repeats);
+    if (!in.expected_sha256 && !in.pin)
+        reporter.progress("time: the workload pins no output SHA-256 for " + in.kernels.arch +
+                          " ([workload.expected_sha256]); each candidate's output is compared with the baseline's "
+                          "instead ('sage2tp time --pin' pins the baseline's)");
 
     // The measurements: in this process for one, in fresh processes for several. A repeat whose first
     // outputs fail the checks did not time anything, and the later ones are not started.
@@ -742,7 +748,15 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         f.sm_clock_max_mhz = stats.clock_max_mhz;
         const RatioInterval &aa = stats.control_vs_baseline();
         const std::optional<std::string> noisy = too_noisy_reason(aa, aa_tolerance(in.settings.target_half_width));
-        if (noisy) result.reasons.push_back(*noisy);
+        if (noisy) {
+            // The band was set from an H200's A/A figures: say what it rests on for this arch.
+            const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
+            const std::string &basis = resolve_arch(table, in.kernels.arch).aa_band_basis;
+            result.reasons.push_back(*noisy + "; the band is a tenth of [time] target_half_width, " +
+                                     (basis.empty() ? "set from an H200's A/A control and not measured on " + in.kernels.arch
+                                                    : basis) +
+                                     "; on a desktop GPU that drives a display, see sage2tp-time(1) for what to set");
+        }
         const toml::table figures = f.to_toml();
         for (const char *key : {"baseline", "baseline_control", "aa", "candidates", "sm_clock_mhz"})
             report.insert(std::string("stats_") + key, *figures[key].as_table());

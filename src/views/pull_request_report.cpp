@@ -99,15 +99,21 @@ std::string markdown_cell(const std::string &text) {
     return cell;
 }
 
-std::string pull_request_report(const RunDirectory &run, const std::string &format) {
+void check_report_format(const std::string &format) {
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")
         fail(ExitCode::usage, "--format '" + format + "': expected text, markdown, csv or json");
+}
+
+std::string pull_request_report(const RunDirectory &run, const std::string &format) {
+    check_report_format(format);
     // Through inspect_run, as status and compare read a run: a checkpoint is intact and fresh, or says
     // why not. A run judged on a Slurm cluster has its verdicts in the tasks' copies, collected into one
     // table, and needs no gate checkpoint of its own.
     const std::vector<StageState> states = inspect_run(run);
     const StageState &gate = states[static_cast<std::size_t>(Stage::gate)];
     const std::optional<ClusterVerdicts> cluster = read_cluster_verdicts(run);
+    if (!gate.read.exists && !cluster)
+        if (auto stop = last_stop(run)) fail(ExitCode::precondition, "no gate verdict: the run " + stop_summary(*stop) + "; " + stop->next_step);
     if (!gate.read.checkpoint && !cluster)
         fail(ExitCode::precondition, std::string("the gate checkpoint is ") +
                                          (gate.read.exists ? gate.stale_reason : "missing") +

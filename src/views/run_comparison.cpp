@@ -219,7 +219,8 @@ std::vector<fs::path> select_compared_runs(const std::vector<std::string> &words
         one.runs_root = selection.runs_root;
         std::error_code ec;
         if (!word.empty() && fs::is_directory(word, ec)) {
-            one.run_dir = word;
+            // <root>/latest (as a shell glob over the runs root gives it) is a link to a run, not a run.
+            one.run_dir = fs::is_symlink(word, ec) ? fs::canonical(word, ec) : fs::path(word);
         } else {
             try {
                 check_run_id(word);
@@ -239,7 +240,10 @@ std::vector<fs::path> select_compared_runs(const std::vector<std::string> &words
         std::error_code ec;
         if (!fs::is_regular_file(root / "experiment.toml", ec))
             fail(ExitCode::precondition, "'" + root.string() + "' is not a run directory: it has no experiment.toml");
-        roots.push_back(root);
+        // A run named twice (by its id and through latest) is one run, shown once.
+        bool seen = false;
+        for (const fs::path &earlier : roots) seen = seen || fs::equivalent(earlier, root, ec);
+        if (!seen) roots.push_back(root);
     }
     return roots;
 }
@@ -255,6 +259,10 @@ ComparedRun compare_run(const fs::path &root) {
     run.id = run.root.filename().string();
     run.time = checkpoint_use(time);
     run.gate = checkpoint_use(gate);
+    // A run that stopped before these stages says where and why, not only that their checkpoints are missing.
+    if (auto stop = last_stop(directory))
+        for (CheckpointUse *use : {&run.time, &run.gate})
+            if (use->state == "missing") use->note = stop_summary(*stop);
     if (run.time.usable()) read_time_figures(time.read.checkpoint->figures, run);
     if (run.gate.usable()) read_gate_verdicts(gate.read.checkpoint->figures, run);
     run.cluster = read_cluster_verdicts(directory);
