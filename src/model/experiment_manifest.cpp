@@ -387,8 +387,13 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         e.max_candidate_p50_ms = r.number_or(p50.key, e.max_candidate_p50_ms, p50.low, p50.high);
         e.max_spill_growth_bytes = r.integer_or(spill.key, e.max_spill_growth_bytes, static_cast<std::int64_t>(spill.low),
                                                 static_cast<std::int64_t>(spill.high));
-        if (gate->contains(ratio.key)) e.max_ratio_upper = r.number_or(ratio.key, 1.0, ratio.low, ratio.high);
-        else r.accept(ratio.key);
+        // The ratio bounds have no default: each is off unless the manifest sets it.
+        for (auto [range, bound] : {std::pair{&ratio, &e.max_ratio_upper},
+                                    {&gate_max_geomean_ratio_upper_range, &e.max_geomean_ratio_upper},
+                                    {&gate_max_worst_ratio_upper_range, &e.max_worst_ratio_upper}}) {
+            if (gate->contains(range->key)) *bound = r.number_or(range->key, 1.0, range->low, range->high);
+            else r.accept(range->key);
+        }
         e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
         r.finish();
     }
@@ -601,6 +606,8 @@ std::string experiment_to_toml(const Experiment &e) {
                      {"max_spill_growth_bytes", e.max_spill_growth_bytes},
                      {"require_sanitizer", e.require_sanitizer}};
     if (e.max_ratio_upper) gate.insert("max_ratio_upper", *e.max_ratio_upper);
+    if (e.max_geomean_ratio_upper) gate.insert("max_geomean_ratio_upper", *e.max_geomean_ratio_upper);
+    if (e.max_worst_ratio_upper) gate.insert("max_worst_ratio_upper", *e.max_worst_ratio_upper);
     doc.insert("gate", gate);
     std::ostringstream out;
     out << "# Resolved by sage2tp prepare; later stages read this copy, not the original manifest.\n" << doc << "\n";
