@@ -72,22 +72,29 @@ int time_command(const Args &args) {
     if (cl.has("workload-set") && workload_file)
         fail(ExitCode::usage, "--workload-set and --workload each name what to time; give one of them");
 
-    StageContext context(Stage::time, require_existing_run(cl.selection()));
-    RunDirectory &run = context.run();
-    // A set (--workload-set, else the manifest's unless --workload names one shape) is timed shape by shape.
-    std::optional<WorkloadSet> set;
-    if (cl.has("workload-set"))
-        set = load_workload_set(workload_set_file(cl.result()["workload-set"].as<std::string>(), fs::current_path()));
-    else if (!workload_file)
-        set = context.experiment().workload_set;
-    if (set) {
+    // A set (--workload-set, else the manifest's unless --workload names one shape) is timed shape by
+    // shape. One named on the command line is read, and the options it refuses checked, before the run.
+    const auto refuse_one_workload_options = [&](const WorkloadSet &set) {
         if (pin)
             fail(ExitCode::usage, "time --pin records one workload's pin in the run's pins file; the shapes of the set '" +
-                                      set->name + "' are pinned in their set entries' [workload.expected_sha256]");
+                                      set.name + "' are pinned in their set entries' [workload.expected_sha256]");
         if (cl.has("ncu"))
-            fail(ExitCode::usage, "time --ncu profiles one workload; over the set '" + set->name +
+            fail(ExitCode::usage, "time --ncu profiles one workload; over the set '" + set.name +
                                       "', profile one of its shapes with --workload FILE --ncu");
         if (ncu) reporter.warn("time: RUN_NCU=1 does not apply to a workload set; profile one shape with --workload FILE --ncu");
+    };
+    std::optional<WorkloadSet> set;
+    if (cl.has("workload-set")) {
+        set = load_workload_set(workload_set_file(cl.result()["workload-set"].as<std::string>(), fs::current_path()));
+        refuse_one_workload_options(*set);
+    }
+    StageContext context(Stage::time, require_existing_run(cl.selection()));
+    RunDirectory &run = context.run();
+    if (!set && !workload_file && context.experiment().workload_set) {
+        set = context.experiment().workload_set;
+        refuse_one_workload_options(*set);
+    }
+    if (set) {
         const std::optional<std::size_t> repeats =
             repeat_flag ? std::optional<std::size_t>(static_cast<std::size_t>(*repeat_flag)) : std::nullopt;
         return static_cast<int>(time_set_command(

@@ -521,7 +521,7 @@ TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
 
 // time --workload-set: a set by name or file for a run of one workload; it names one thing to time, so
 // not with --workload; a set that does not load is exit 2 naming the file, line and key; --pin and
-// --ncu are one workload's; a good set goes on to the stage's own preconditions (here: no build).
+// --ncu are one workload's; a good set goes on to the stage's own preconditions (here: no parity).
 TEST_F(Cli, TimeWorkloadSetIsParsedAndCheckedBeforeTheStage) {
     ProcessResult r = sage2tp({"time", "--workload-set", "wan21-14b", "--workload", "w.toml"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -548,7 +548,7 @@ TEST_F(Cli, TimeWorkloadSetIsParsedAndCheckedBeforeTheStage) {
 
     r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b"});
     EXPECT_EQ(r.exit_code, 4) << r.err;
-    EXPECT_NE(r.err.find("build"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("time needs the parity checkpoint"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(dir_ / "run/checkpoints/05-time.toml"));
 }
 

@@ -1,6 +1,7 @@
 // A workload set's time figures (figures/set_time_figures.h) and the set stage's plan
 // (stages/time_set.h): combination on hand-made rounds, the checkpoint's round trip, the text, the
 // budget plan and the memory refusal. None of it needs a GPU.
+#include "build_config.h"
 #include "figures/set_time_figures.h"
 #include "stages/time_set.h"
 
@@ -177,6 +178,16 @@ TEST(TimeSetPlan, AShapeThatDoesNotFitIsRefusedWithItsNumbers) {
     ASSERT_EQ(refusals.size(), 1u);
     EXPECT_NE(refusals[0].find("self"), std::string::npos) << refusals[0];
     EXPECT_NE(refusals[0].find("GB"), std::string::npos) << refusals[0];
+}
+
+// The set the GPU suite times (gpu_pipeline_workload-set) loads, weighted, and fits in a small budget.
+TEST(TimeSetPlan, TheGpuSuitesSmallSetLoads) {
+    const WorkloadSet set = load_workload_set(std::filesystem::path(S2TP_SOURCE_ROOT) / "tests/manifests/small-set.toml");
+    ASSERT_EQ(set.workloads.size(), 2u);
+    EXPECT_TRUE(set.weighted());
+    EXPECT_EQ(set.weights(), (std::vector<double>{3.0, 1.0}));
+    const std::vector<ShapePlan> plans = plan_shapes(set, 4, 20.0);
+    EXPECT_GT(plans[1].budget_seconds, 2.0);
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ ComparedCandidate &candidate_named(ComparedRun &run, const std::string &name, co
     return run.candidates.back();
 }
 
+// The shape of a set's combined row.
+constexpr const char *combined_row = "geomean";
+
 // A set's time figures: per candidate one row per shape, then the combined (geometric-mean) row.
 void read_set_time_figures(const toml::table &figures, ComparedRun &run) {
     const SetTimeFigures f = SetTimeFigures::from_toml(figures);
@@ -59,7 +62,7 @@ void read_set_time_figures(const toml::table &figures, ComparedRun &run) {
                 row.ratio = interval_of(c->ratio);
             }
         }
-        candidate_named(run, combined.name, "geomean").ratio = interval_of(combined.geomean);
+        candidate_named(run, combined.name, combined_row).ratio = interval_of(combined.geomean);
     }
 }
 
@@ -359,7 +362,7 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
                        ", " + gate;
         else
             row.note = "no interval: time " + run.time.state + ", " + gate;
-        if (c) ++candidates;
+        if (c && (c->shape.empty() || c->shape == combined_row)) ++candidates;  // a set's shape rows are one candidate's
         plot.rows.push_back(row);
     });
     const auto joined = [](const std::set<std::string> &names) {
