@@ -10,7 +10,7 @@
 //                                        accuracy figures of both variants against the float64 reference
 //   gpu_pipeline_check default           the embedded default: prepare, build --arch sm_90a, sanitize and
 //                                        parity all exit 0
-//   gpu_pipeline_check workload-set      the embedded default timed over tests/manifests/small-set.toml
+//   gpu_pipeline_check workload-set      the embedded default timed over tests/data/small-set.toml
 //                                        (time --workload-set): one interval per shape, the weighted
 //                                        geometric mean and the worst shape; gate decides per shape and
 //                                        for the set
@@ -294,7 +294,7 @@ int main(int argc, char **argv) {
         else if (mode == "missing-barrier")
             missing_barrier(pipeline, fs::path(data_dir) / "tests/manifests/missing-barrier.toml", expect);
         else if (mode == "workload-set")
-            workload_set(pipeline, fs::path(data_dir) / "tests/manifests/small-set.toml", expect);
+            workload_set(pipeline, fs::path(data_dir) / "tests/data/small-set.toml", expect);
         else if (mode == "stage-times")
             stage_times(pipeline, expect);
         else

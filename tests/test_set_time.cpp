@@ -182,7 +182,7 @@ TEST(TimeSetPlan, AShapeThatDoesNotFitIsRefusedWithItsNumbers) {
 
 // The set the GPU suite times (gpu_pipeline_workload-set) loads, weighted, and fits in a small budget.
 TEST(TimeSetPlan, TheGpuSuitesSmallSetLoads) {
-    const WorkloadSet set = load_workload_set(std::filesystem::path(S2TP_SOURCE_ROOT) / "tests/manifests/small-set.toml");
+    const WorkloadSet set = load_workload_set(std::filesystem::path(S2TP_SOURCE_ROOT) / "tests/data/small-set.toml");
     ASSERT_EQ(set.workloads.size(), 2u);
     EXPECT_TRUE(set.weighted());
     EXPECT_EQ(set.weights(), (std::vector<double>{3.0, 1.0}));
