@@ -25,6 +25,8 @@ int exec_command(const Args &args) {
         ("variant", "baseline or a candidate's name", cxxopts::value<std::string>(), "V")
         ("sanitize-shape", "index into the sanitizer shape list", cxxopts::value<int>(), "I")
         ("workload", "the run's real workload instead of a sanitizer shape")
+        ("workload-file", "with --workload: the workload of this file (time --workload FILE) instead of the run's",
+         cxxopts::value<std::string>(), "FILE")
         ("seed", "generator seed (default: 1 for sanitizer shapes, the workload's own for --workload)",
          cxxopts::value<std::uint64_t>(), "N")
         ("seq-len", "with --workload: len_q = len_kv = N instead of the workload's (a generated workload only)",
@@ -36,6 +38,8 @@ int exec_command(const Args &args) {
     const std::string variant = cl.result()["variant"].as<std::string>();
     if (cl.has("sanitize-shape") == cl.has("workload"))
         fail(ExitCode::usage, "exec needs exactly one of --sanitize-shape I and --workload");
+    if (cl.has("workload-file") && !cl.has("workload"))
+        fail(ExitCode::usage, "exec --workload-file needs --workload");
 
     // Not locked: exec runs under sanitize and time, whose process holds the run.
     const RunDirectory run(require_existing_run(cl.selection()));
@@ -44,7 +48,8 @@ int exec_command(const Args &args) {
     AttentionProblem problem;
     std::optional<WorkloadSpec> workload;
     if (cl.has("workload")) {
-        workload = experiment.workload;
+        workload = cl.has("workload-file") ? load_workload(cl.result()["workload-file"].as<std::string>())
+                                           : experiment.workload;
         if (cl.has("seed")) {
             if (workload->q_file)
                 fail(ExitCode::usage, "--seed does not apply: the workload '" + workload->name + "' reads tensor files");

@@ -4,6 +4,7 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "stages/time_set.h"
 #include "stages/time_stage.h"
 #include "support/errors.h"
 #include "support/number_format.h"
@@ -29,6 +30,8 @@ int time_command(const Args &args) {
                    "repeats)", cxxopts::value<double>(), "N")
         ("workload", "time on the workload of this file (a [workload] table, as in data/workloads/) instead of "
                      "the manifest's", cxxopts::value<std::string>(), "FILE")
+        ("workload-set", "time over every shape of this workload set (a shipped set's name, or a set file) "
+                         "instead of the manifest's workload", cxxopts::value<std::string>(), "NAME|FILE")
         ("pin", "record the baseline's output SHA-256 in the run's manifest as the expected one for this arch "
                 "(times again, like --force)")
         ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)")
@@ -69,12 +72,37 @@ int time_command(const Args &args) {
     const std::optional<fs::path> workload_file =
         cl.has("workload") ? std::optional<fs::path>(fs::absolute(cl.result()["workload"].as<std::string>())) : std::nullopt;
 
+    if (cl.has("workload-set") && workload_file)
+        fail(ExitCode::usage, "--workload-set and --workload each name what to time; give one of them");
+
+    // A set (--workload-set, else the manifest's unless --workload names one shape) is timed shape by
+    // shape. One named on the command line is read, and the options it refuses checked, before the run.
+    const auto refuse_one_workload_options = [&](const WorkloadSet &set) {
+        if (pin)
+            fail(ExitCode::usage, "time --pin records one workload's pin in the run's pins file; the shapes of the set '" +
+                                      set.name + "' are pinned in their set entries' [workload.expected_sha256]");
+        if (cl.has("ncu"))
+            fail(ExitCode::usage, "time --ncu profiles one workload; over the set '" + set.name +
+                                      "', profile one of its shapes with --workload FILE --ncu");
+        if (ncu) reporter.warn("time: RUN_NCU=1 does not apply to a workload set; profile one shape with --workload FILE --ncu");
+    };
+    std::optional<WorkloadSet> set;
+    if (cl.has("workload-set")) {
+        set = load_workload_set(workload_set_file(cl.result()["workload-set"].as<std::string>(), fs::current_path()));
+        refuse_one_workload_options(*set);
+    }
     StageContext context(Stage::time, require_existing_run(cl.selection()));
     RunDirectory &run = context.run();
-    // Timing one shape of a set and judging the change by it is what sets exist to prevent.
-    if (context.experiment().workload_set && !workload_file)
-        fail(ExitCode::usage, "time: the run's workload is the set '" + context.experiment().workload_set->name +
-                                  "', and timing over a set is not built yet; time one of its shapes with --workload FILE");
+    if (!set && !workload_file && context.experiment().workload_set) {
+        set = context.experiment().workload_set;
+        refuse_one_workload_options(*set);
+    }
+    if (set) {
+        const std::optional<std::size_t> repeats =
+            repeat_flag ? std::optional<std::size_t>(static_cast<std::size_t>(*repeat_flag)) : std::nullopt;
+        return static_cast<int>(time_set_command(
+            context, TimeSetRequest{std::move(*set), overrides, repeats, cl.has("force"), device_index}, reporter));
+    }
     const ResolvedTimeInputs resolved =
         resolve_time_inputs(run, context.states(), context.experiment(), overrides, workload_file);
     const Experiment &experiment = resolved.experiment;

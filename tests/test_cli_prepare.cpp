@@ -521,6 +521,39 @@ TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
     EXPECT_NE(r.err.find("build"), std::string::npos) << r.err;
 }
 
+// time --workload-set: a set by name or file for a run of one workload; it names one thing to time, so
+// not with --workload; a set that does not load is exit 2 naming the file, line and key; --pin and
+// --ncu are one workload's; a good set goes on to the stage's own preconditions (here: no parity).
+TEST_F(Cli, TimeWorkloadSetIsParsedAndCheckedBeforeTheStage) {
+    ProcessResult r = sage2tp({"time", "--workload-set", "wan21-14b", "--workload", "w.toml"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--workload-set and --workload each name what to time"), std::string::npos) << r.err;
+
+    ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
+    r = sage2tp({"time", "--run", "run", "--workload-set", "no-such-set"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("wan21-14b"), std::string::npos) << "the shipped sets are named: " << r.err;
+
+    std::ofstream(dir_ / "dup.toml") << "[set]\nname = \"dup\"\n[[workload]]\nname = \"a\"\nsource = \"s\"\nlen_q = 128\n"
+                                        "[[workload]]\nname = \"a\"\nsource = \"s\"\nlen_q = 256\n";
+    r = sage2tp({"time", "--run", "run", "--workload-set", (dir_ / "dup.toml").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("dup.toml:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'a'"), std::string::npos) << r.err;
+
+    r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b", "--pin"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("the shapes of the set 'wan21-14b' are pinned in their set entries"), std::string::npos) << r.err;
+    r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b", "--ncu"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("profile one of its shapes with --workload FILE --ncu"), std::string::npos) << r.err;
+
+    r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("time needs the parity checkpoint"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "run/checkpoints/05-time.toml"));
+}
+
 // The bash completion offers every command (from the binary's own `sage2tp help`) and each command's
 // options (from `sage2tp help CMD`).
 TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {

@@ -8,6 +8,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "figures/gate_figures.h"
 #include "views/run_comparison.h"
+#include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 
@@ -294,6 +295,60 @@ TEST_F(CompareTest, SvgHasAnIntervalPerTimedCandidateAndSaysWhyTheOthersHaveNone
     EXPECT_NE(svg.find("#2a9d3a"), std::string::npos);  // the faster candidate
     EXPECT_NE(svg.find("#c8302c"), std::string::npos);  // the slower one
     EXPECT_EQ(svg, comparison_svg(both())) << "the same runs must give the same bytes";
+}
+
+// A run timed over a workload set: per candidate one row per shape (the set's name and the shape in the
+// workload column, the shape's p50 and interval), then the geometric-mean row; every row carries the
+// candidate's verdict; the JSON names the shape; the SVG has every shape's interval.
+TEST_F(CompareTest, ASetRunHasARowPerShapeAndTheCombinedRow) {
+    SetTimeFigures f;
+    f.workload_set = "video-dits";
+    f.arch = "sm_90a";
+    f.device_name = "NVIDIA H200";
+    for (const auto &[name, median] : {std::pair{"hunyuan-544p", 1.1200}, {"cogvideox-5b", 0.9700}}) {
+        ShapeTimeFigures s;
+        s.name = name;
+        CandidateTimeFigures &c = s.figures.candidate_or_add("temporal-pair");
+        c.timing = arm(median * 40);
+        c.ratio = ratio(median, median - 0.01, median + 0.01);
+        f.shapes.push_back(s);
+    }
+    SetCandidateFigures combined;
+    combined.name = "temporal-pair";
+    combined.geomean = ratio(1.0423, 1.0350, 1.0500);
+    combined.worst_shape = "hunyuan-544p";
+    f.candidates.push_back(combined);
+    HandWrittenRun set(runs_ / "tp-set");
+    set.write_chain_to_parity();
+    set.write(Stage::time, StageStatus::passed, f.to_toml());
+    const GateFigures gate = two_candidate_gate();
+    set.write(Stage::gate, StageStatus::failed, gate.to_toml(), gate.reasons());
+
+    const ComparedRun run = compare_run(runs_ / "tp-set");
+    EXPECT_EQ(run.workload, "video-dits");
+    ASSERT_EQ(run.candidates.size(), 4u);  // three rows of temporal-pair, and second-v-buffer from the gate
+    EXPECT_EQ(run.candidates[0].shape, "hunyuan-544p");
+    EXPECT_EQ(run.candidates[1].shape, "cogvideox-5b");
+    EXPECT_EQ(run.candidates[2].shape, "geomean");
+    ASSERT_TRUE(run.candidates[2].ratio);
+    EXPECT_EQ(run.candidates[2].ratio->median, 1.0423);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(run.candidates[i].verdict, "FAIL") << i;
+
+    const std::string text = comparison_table({run}, "text");
+    EXPECT_NE(text.find("video-dits hunyuan-544p"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.1200 [1.1100, 1.1300]"), std::string::npos) << text;
+    EXPECT_NE(text.find("video-dits geomean"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.0423 [1.0350, 1.0500]"), std::string::npos) << text;
+    const std::string csv = comparison_table({run}, "csv");
+    EXPECT_NE(csv.find(",video-dits cogvideox-5b,sm_90a,"), std::string::npos) << csv;
+    std::ostringstream json;
+    json << toml::json_formatter{comparison_json({run})};
+    EXPECT_NE(json.str().find("\"shape\" : \"geomean\""), std::string::npos) << json.str();
+    const std::string svg = comparison_svg({run});
+    EXPECT_NE(svg.find("sage2tp compare: 1 run, 2 candidates"), std::string::npos) << svg;
+    EXPECT_NE(svg.find("tp-set hunyuan-544p"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">0.9700 [0.9600, 0.9800]</text>"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">1.0423 [1.0350, 1.0500]</text>"), std::string::npos) << svg;
 }
 
 TEST_F(CompareTest, RunsAreSelectedByDirectoryOrRunId) {

@@ -473,3 +473,24 @@ TEST_F(ManifestErrors, PatchOverrides) {
         EXPECT_NE(std::string(e.what()).find("missing.patch': no such file"), std::string::npos) << e.what();
     }
 }
+
+// The set bounds of [gate]: off unless set, read back through the resolved copy, and a bad value names
+// file, line and key.
+TEST_F(ManifestErrors, SetRatioBoundsAreReadCheckedAndKept) {
+    std::ofstream(dir_ / "m.toml") << valid() << "[gate]\nmax_geomean_ratio_upper = 1.0\nmax_worst_ratio_upper = 1.02\n";
+    const Experiment e = load_experiment(dir_ / "m.toml");
+    EXPECT_EQ(e.max_geomean_ratio_upper, 1.0);
+    EXPECT_EQ(e.max_worst_ratio_upper, 1.02);
+    std::ofstream(dir_ / "resolved.toml") << experiment_to_toml(e);
+    const Experiment again = load_experiment(dir_ / "resolved.toml");
+    EXPECT_EQ(again.max_geomean_ratio_upper, 1.0);
+    EXPECT_EQ(again.max_worst_ratio_upper, 1.02);
+    EXPECT_FALSE(load_experiment(source_root / "data/experiments/temporal-pair.toml").max_geomean_ratio_upper);
+
+    const std::string low = error_for("len_q = 256\n", "len_q = 256\n[gate]\nmax_geomean_ratio_upper = 0.001\n");
+    EXPECT_NE(low.find("m.toml:14:"), std::string::npos) << low;
+    EXPECT_NE(low.find("max_geomean_ratio_upper"), std::string::npos) << low;
+    const std::string typed = error_for("len_q = 256\n", "len_q = 256\n[gate]\nmax_worst_ratio_upper = \"1.02\"\n");
+    EXPECT_NE(typed.find("m.toml:14:"), std::string::npos) << typed;
+    EXPECT_NE(typed.find("'max_worst_ratio_upper' must be"), std::string::npos) << typed;
+}

@@ -1,7 +1,10 @@
 // What status says about a run: the next command, a failed stage's first reason and log, a stage being
 // run by another process (a real flock held by a forked child), and finding the run from inside it.
+#include "figures/gate_figures.h"
+#include "figures/set_time_figures.h"
 #include "lock_holder.h"
 #include "pipeline/run_directory.h"
+#include "stages/gate_evidence.h"
 #include "views/pull_request_report.h"
 #include "views/run_overview.h"
 #include "support/errors.h"
@@ -217,4 +220,105 @@ TEST_F(RunOverviewTest, ReportMarksAStaleGateAndAMissingIntervalEnd) {
 }
 
 }  // namespace
+
+namespace {
+
+// A set's time figures as the time stage writes them: two shapes, the temporal pair slower on the second.
+s2tp::SetTimeFigures two_shape_set_figures() {
+    using namespace s2tp;
+    SetTimeFigures f;
+    f.workload_set = "wan21-14b";
+    f.device_name = "NVIDIA H200";
+    f.arch = "sm_90a";
+    f.summary = "wan21-14b: candidate/baseline geomean 1.0100 [1.0050, 1.0150], worst t2v-720p 1.0300";
+    for (const auto &[name, median] : {std::pair{"t2v-480p", 0.9900}, {"t2v-720p", 1.0300}}) {
+        ShapeTimeFigures s;
+        s.name = name;
+        s.passed = true;
+        s.figures.workload = name;
+        s.figures.baseline_sha256 = std::string(64, 'b');
+        CandidateTimeFigures &c = s.figures.candidate_or_add("candidate");
+        c.sha256 = std::string(64, 'b');
+        c.timing = ArmTimeFigures{};
+        c.timing->p50 = 50.0;
+        c.timing->n = 40;
+        c.ratio = RatioFigures{};
+        c.ratio->median = median;
+        c.ratio->ci_low = median - 0.002;
+        c.ratio->ci_high = median + 0.002;
+        f.shapes.push_back(s);
+    }
+    SetCandidateFigures c;
+    c.name = "candidate";
+    c.geomean = RatioFigures{};
+    c.geomean->median = 1.0100;
+    c.geomean->ci_low = 1.0050;
+    c.geomean->ci_high = 1.0150;
+    c.worst_shape = "t2v-720p";
+    c.worst = f.shapes[1].figures.candidates[0].ratio;
+    f.candidates.push_back(c);
+    return f;
+}
+
+}  // namespace
+
+// Over a set: the gate reads every shape from the time checkpoint (gate_evidence), decides per shape and
+// for the set, and report shows one time row per shape, the combined rows and the per-shape conditions.
+TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows) {
+    RunDirectory run(root);
+    Checkpoint time;
+    time.stage = "time";
+    time.status = StageStatus::passed;
+    time.figures = two_shape_set_figures().to_toml();
+    time.previous_digest = write_chain_to_parity();
+    write_checkpoint(checkpoint_path(run, Stage::time), time);
+
+    const GateEvidence evidence = gather_gate_evidence(inspect_run(run), {"candidate"}).at("candidate");
+    EXPECT_EQ(evidence.workload_set, "wan21-14b");
+    ASSERT_EQ(evidence.set_shapes.size(), 2u);
+    EXPECT_EQ(evidence.set_shapes[1].shape, "t2v-720p");
+    ASSERT_TRUE(evidence.set_shapes[1].candidate_vs_baseline);
+    EXPECT_EQ(evidence.set_shapes[1].candidate_vs_baseline->hi, 1.0320);
+    EXPECT_EQ(evidence.set_shapes[1].candidate_vs_baseline->n, 40u);
+    EXPECT_EQ(evidence.set_shapes[0].expected_real_output_sha256, std::string(64, 'b'));
+    ASSERT_TRUE(evidence.geomean_vs_baseline);
+    EXPECT_EQ(evidence.geomean_vs_baseline->n, 80u);
+    EXPECT_EQ(evidence.worst_shape, "t2v-720p");
+
+    GateThresholds thresholds;
+    thresholds.ratio_upper_bound = 1.0;
+    thresholds.geomean_ratio_upper_bound = 1.0;
+    thresholds.worst_ratio_upper_bound = 1.02;
+    const GateResult result = evaluate_gate(evidence, thresholds);
+    const GateFigures figures = GateFigures::of({{"candidate", result}}, thresholds);
+    Checkpoint gate;
+    gate.stage = "gate";
+    gate.status = figures.passed ? StageStatus::passed : StageStatus::failed;
+    gate.figures = figures.to_toml();
+    gate.reasons = figures.reasons();
+    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
+    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+    EXPECT_FALSE(figures.passed);
+
+    const std::string text = pull_request_report(run, "text");
+    EXPECT_NE(text.find("workload set        wan21-14b: 2 shapes"), std::string::npos) << text;
+    EXPECT_NE(text.find("t2v-480p candidate/baseline"), std::string::npos) << text;
+    EXPECT_NE(text.find("0.9900 (95% CI 0.9880 .. 0.9920)"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.0100 (95% CI 1.0050 .. 1.0150)"), std::string::npos) << text;
+    EXPECT_NE(text.find("t2v-720p 1.0300 (95% CI 1.0280 .. 1.0320)"), std::string::npos) << text;
+    const std::string csv = pull_request_report(run, "csv");
+    EXPECT_NE(csv.find("time,geomean candidate/baseline,,1.0100 (95% CI 1.0050 .. 1.0150)\n"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,relative-speed t2v-480p,PASS,"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,relative-speed t2v-720p,FAIL,"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,geomean-speed,FAIL,\"geomean over 2 shapes 1.0100 [1.0050, 1.0150] reaches >= 1.0000"),
+              std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,worst-shape-speed,FAIL,\"reaching >= 1.0200: t2v-720p 1.0300 [1.0280, 1.0320]"),
+              std::string::npos) << csv;
+    const std::string markdown = pull_request_report(run, "markdown");
+    EXPECT_NE(markdown.find("| worst shape candidate | t2v-720p 1.0300 (95% CI 1.0280 .. 1.0320) |"), std::string::npos)
+        << markdown;
+    const std::string json = pull_request_report(run, "json");
+    EXPECT_NE(json.find("\"name\" : \"output-sha t2v-720p\""), std::string::npos) << json;
+}
+
 }  // namespace s2tp

@@ -437,6 +437,12 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         } else {
             e.max_ratio_upper = r.number_or(ratio.key, kDefaultRatioUpperBound, ratio.low, ratio.high);
         }
+        // The set bounds have no default: each is off unless the manifest sets it.
+        for (auto [range, bound] : {std::pair{&gate_max_geomean_ratio_upper_range, &e.max_geomean_ratio_upper},
+                                    {&gate_max_worst_ratio_upper_range, &e.max_worst_ratio_upper}}) {
+            if (gate->contains(range->key)) *bound = r.number_or(range->key, 1.0, range->low, range->high);
+            else r.accept(range->key);
+        }
         e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
         r.finish();
     }
@@ -643,6 +649,8 @@ std::string experiment_to_toml(const Experiment &e) {
                      {"require_sanitizer", e.require_sanitizer}};
     if (e.max_ratio_upper) gate.insert("max_ratio_upper", *e.max_ratio_upper);
     else gate.insert("max_ratio_upper", "off");
+    if (e.max_geomean_ratio_upper) gate.insert("max_geomean_ratio_upper", *e.max_geomean_ratio_upper);
+    if (e.max_worst_ratio_upper) gate.insert("max_worst_ratio_upper", *e.max_worst_ratio_upper);
     doc.insert("gate", gate);
     std::ostringstream out;
     out << "# Resolved by sage2tp prepare; later stages read this copy, not the original manifest.\n" << doc << "\n";

@@ -140,6 +140,8 @@ struct Experiment {
     std::int64_t max_spill_growth_bytes = 0;
     // Relative speed gate: ratio CI entirely below this; nullopt when the manifest says "off".
     std::optional<double> max_ratio_upper = kDefaultRatioUpperBound;
+    // Over a workload set: the geometric-mean ratio's interval, and every shape's, entirely below these.
+    std::optional<double> max_geomean_ratio_upper, max_worst_ratio_upper;
     bool require_sanitizer = false;
 };
 
@@ -177,6 +179,10 @@ inline constexpr SettingRange gate_max_candidate_p50_ms_range{"[gate]", "max_can
 inline constexpr SettingRange gate_max_spill_growth_bytes_range{"[gate]", "max_spill_growth_bytes",
                                                                 "max-spill-growth-bytes", 0, 1 << 30, true};
 inline constexpr SettingRange gate_max_ratio_upper_range{"[gate]", "max_ratio_upper", "max-ratio", 0.01, 100, false};
+inline constexpr SettingRange gate_max_geomean_ratio_upper_range{"[gate]", "max_geomean_ratio_upper", "max-geomean-ratio",
+                                                                 0.01, 100, false};
+inline constexpr SettingRange gate_max_worst_ratio_upper_range{"[gate]", "max_worst_ratio_upper", "max-worst-ratio",
+                                                               0.01, 100, false};
 
 // A command-line value for `range`: Error(usage) naming the flag, its range and the manifest key when it
 // is outside the range (or not whole, for a count); else the value.

@@ -596,14 +596,17 @@ std::string find_entry_name(const BuiltAttention &built, const AttentionProblem 
 
 }  // namespace
 
-StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) {
+StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) { return time_workload(in, reporter).result; }
+
+TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter) {
     const AttentionProblem &problem = in.workload.problem;
     const std::vector<std::string> candidates = candidate_names(in.kernels);
     const std::vector<std::string> arms = arm_names(candidates);
     check_arm_count(arms.size());
     if (in.repeats < 1) fail(ExitCode::internal, "time: repeats must be at least 1");
 
-    StageResult result;
+    TimedWorkload timed;
+    StageResult &result = timed.result;
     result.tools.insert("gpu", in.device.name);
     result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
     TimeFigures f;
@@ -659,7 +662,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         f.outputs_match = false;
         f.summary = in.workload.name + ": outputs do not match; not timed";
         result.figures = f.to_toml();
-        return result;
+        return timed;
     }
 
     // Every repeat must have produced the reference's bytes, before timing (a fresh process with fresh
@@ -778,7 +781,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         plot.baseline_vs_baseline = aa;
         plot.aa_tolerance = aa_tolerance(in.settings.target_half_width);
         if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], aa});  // an A/A run
-        const fs::path svg = in.run.reports() / "time.svg";
+        const fs::path svg = in.run.reports() / (in.report_name + ".svg");
         fs::create_directories(in.run.reports());
         write_file_atomically(svg, render_time_plot_svg(plot));
         result.artifacts.insert("time_svg", artifact(in.run, svg));
@@ -799,7 +802,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
     }
     report.insert("sha256", toml::table{{"baseline", base_sha}, {"match", stable}});
 
-    const fs::path json = in.run.reports() / "time.json";
+    const fs::path json = in.run.reports() / (in.report_name + ".json");
     fs::create_directories(in.run.reports());
     std::ostringstream json_text;
     json_text << toml::json_formatter{report} << "\n";
@@ -811,7 +814,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         for (const BuiltAttention &candidate : in.kernels.candidates)
             variants.push_back({candidate.variant, find_entry_name(candidate, problem)});
         NcuProfiles profiles =
-            profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index}, reporter);
+            profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index, in.workload_file}, reporter);
         if (profiles.version) result.tools.insert("ncu", *profiles.version);
         for (auto &&[name, node] : profiles.artifacts) result.artifacts.insert(name, node);
         f.ncu = profiles.figures;
@@ -826,7 +829,8 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
 
     result.figures = f.to_toml();
     result.status = result.reasons.empty() ? StageStatus::passed : StageStatus::failed;
-    return result;
+    timed.runs = std::move(runs);
+    return timed;
 }
 
 }  // namespace s2tp

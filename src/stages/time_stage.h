@@ -142,6 +142,9 @@ struct TimeStageInputs {
     std::int64_t ncu_seq_len = 0;
     int device_index = 0;
     TimeAccuracy accuracy;
+    // The stem of the reports under run.reports(): "time" for the run's workload, "time-SHAPE" for one
+    // shape of a set (stages/time_set.h), whose own reports/time.json combines them.
+    std::string report_name = "time";
 };
 
 // The manifest's [time] settings with the command line's overrides applied.
@@ -208,6 +211,14 @@ TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repea
 // The whole stage: measurements, checks, figures (TimeFigures), reports/time.json and time.svg, the
 // pin, ncu. Writes under run.reports() and, with pin, the run's pins file.
 StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
+
+// The same for one workload, with the measurements its figures came from (empty when the first outputs
+// failed their checks): a set's combined interval resamples them (stages/time_set.h).
+struct TimedWorkload {
+    StageResult result;
+    std::vector<TimingRun> runs;  // one per repeat
+};
+TimedWorkload time_workload(const TimeStageInputs &inputs, const Reporter &reporter);
 
 // The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,
 // no checkpoint), runs measure_arms with the parent's settings and writes it to the request's

@@ -71,6 +71,10 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
                                       current_executable().string(), "exec", "--run", run.root().string(),
                                       "--variant", variant, "--workload", "--device",
                                       std::to_string(request.device_index)};
+        if (request.workload_file) {
+            argv.push_back("--workload-file");
+            argv.push_back(request.workload_file->string());
+        }
         if (request.seq_len > 0) {
             argv.push_back("--seq-len");
             argv.push_back(std::to_string(request.seq_len));

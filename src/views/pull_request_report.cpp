@@ -5,6 +5,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "figures/cluster_verdicts.h"
 #include "figures/gate_figures.h"
+#include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 
@@ -35,10 +36,42 @@ void add_state_row(std::vector<Row> &rows, const std::string &section, const Sta
     if (!state.fresh) rows.push_back({section, "checkpoint", "", state.stale_reason});
 }
 
+std::string ratio_value(const RatioFigures &r) {
+    return number_or_missing(r.median, 4) + " (95% CI " + number_or_missing(r.ci_low, 4) + " .. " +
+           number_or_missing(r.ci_high, 4) + ")";
+}
+
+// Over a workload set: per candidate, one row per shape and the combined rows (the geometric mean and
+// the worst shape); each shape's reasons.
+std::vector<Row> set_time_rows(const StageState &state, const Checkpoint &time) {
+    const SetTimeFigures f = SetTimeFigures::from_toml(time.figures);
+    std::vector<Row> rows;
+    add_state_row(rows, "time", state);
+    rows.push_back({"time", "status", "", to_string(time.status)});
+    rows.push_back({"time", "workload set", "", f.workload_set.value_or("") + ": " + std::to_string(f.shapes.size()) +
+                                                    " shapes" + (f.weighted.value_or(false) ? ", weighted" : "")});
+    rows.push_back({"time", "device", "", f.device_name.value_or("")});
+    for (const SetCandidateFigures &c : f.candidates) {
+        for (const ShapeTimeFigures &s : f.shapes) {
+            const CandidateTimeFigures *timed = s.figures.candidate(c.name);
+            rows.push_back({"time", s.name + " " + c.name + "/baseline", "",
+                            timed && timed->ratio ? ratio_value(*timed->ratio) : "-"});
+        }
+        rows.push_back({"time", "geomean " + c.name + "/baseline", "", c.geomean ? ratio_value(*c.geomean) : "-"});
+        rows.push_back({"time", "worst shape " + c.name, "",
+                        c.worst_shape && c.worst ? *c.worst_shape + " " + ratio_value(*c.worst) : "-"});
+        if (c.geomean && c.geomean->median)
+            rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.geomean->median) + " over the set"});
+    }
+    for (const auto &reason : time.reasons) rows.push_back({"time", "reason", "", reason});
+    return rows;
+}
+
 std::vector<Row> time_rows(const StageState &state) {
     if (!state.read.exists) return {{"time", "result", "", "not run"}};
     if (!state.read.checkpoint) return {{"time", "checkpoint", "", state.stale_reason}};
     const Checkpoint *time = &*state.read.checkpoint;
+    if (SetTimeFigures::holds_set(time->figures)) return set_time_rows(state, *time);
     const TimeFigures f = TimeFigures::from_toml(time->figures);
     std::vector<Row> rows;
     add_state_row(rows, "time", state);
@@ -50,9 +83,7 @@ std::vector<Row> time_rows(const StageState &state) {
     for (const CandidateTimeFigures &c : f.candidates) {
         if (!c.ratio || !c.ratio->median) continue;
         if (c.timing && c.timing->p50) rows.push_back({"time", c.name + " p50", "", fixed(*c.timing->p50, 3) + " ms"});
-        rows.push_back({"time", c.name + "/baseline", "",
-                        fixed(*c.ratio->median, 4) + " (95% CI " + number_or_missing(c.ratio->ci_low, 4) + " .. " +
-                            number_or_missing(c.ratio->ci_high, 4) + ")"});
+        rows.push_back({"time", c.name + "/baseline", "", ratio_value(*c.ratio)});
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
