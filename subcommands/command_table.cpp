@@ -1,5 +1,7 @@
 #include "command_table.h"
 
+#include "support/did_you_mean.h"
+
 namespace s2tp {
 namespace {
 
@@ -19,10 +21,11 @@ const std::vector<CommandEntry> &command_table() {
         stage_command(Stage::gate, gate_command, "turn every checkpoint into one verdict"),
         {"run", run_command, "all stages in order, resuming, stopping at the first failure", std::nullopt, false},
         {"status", status_command, "table of the run's checkpoints, and what to run next", std::nullopt, false},
+        {"runs", runs_command, "the runs under --root, the latest marked '*', with where each stands", std::nullopt, false},
         {"report", report_command, "time and gate results for a pull request (text, markdown, csv, json)",
          std::nullopt, false},
         {"phases", phases_command, "phase-timed builds of every variant; where each warp's cycles go", std::nullopt, false},
-        {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv) and SVG",
+        {"compare", compare_command, "runs and their candidates side by side: table (text, markdown, csv), SVG with --svg",
          std::nullopt, false},
         {"slurm", slurm_command, "the GPU stages as one Slurm job array per arch and GPU kind; 'slurm collect'",
          std::nullopt, false},
@@ -50,6 +53,13 @@ const CommandEntry *find_command(const std::string &name) {
     for (const auto &entry : command_table())
         if (entry.name == name) return &entry;
     return nullptr;
+}
+
+std::string command_suggestion(const std::string &word) {
+    std::vector<std::string> names;
+    for (const auto &entry : command_table())
+        if (!entry.internal) names.push_back(entry.name);
+    return did_you_mean(word, names);
 }
 
 }  // namespace s2tp

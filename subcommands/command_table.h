@@ -25,6 +25,8 @@ struct CommandEntry {
 // Stage commands in stage order first, then the helpers.
 const std::vector<CommandEntry> &command_table();
 const CommandEntry *find_command(const std::string &name);
+// "; did you mean 'build'?" when `word` is one typing slip from a command's name (not an internal one).
+std::string command_suggestion(const std::string &word);
 
 // "usage: sage2tp ...", every command that is not internal with its summary, the global options and
 // the exit codes.

@@ -34,7 +34,7 @@ int exec_command(const Args &args) {
     AttentionProblem problem;
     std::optional<WorkloadSpec> workload;
     if (!request.sanitize_shape) {
-        workload = experiment.workload;
+        workload = request.workload_file ? load_workload(*request.workload_file) : experiment.workload;
         if (request.seed) {
             if (workload->q_file)
                 fail(ExitCode::usage, "--seed does not apply: the workload '" + workload->name + "' reads tensor files");

@@ -26,6 +26,12 @@ int gate_command(const Args &args) {
         ("max-ratio", "relative speed gate: the candidate/baseline ratio interval must lie entirely below this "
                       "(default: the manifest's max_ratio_upper, else off)",
          cxxopts::value<double>(), "RATIO")
+        ("max-geomean-ratio", "over a workload set: the geometric-mean ratio interval must lie entirely below this "
+                              "(default: the manifest's max_geomean_ratio_upper, else off)",
+         cxxopts::value<double>(), "RATIO")
+        ("max-worst-ratio", "over a workload set: every shape's ratio interval must lie entirely below this "
+                            "(default: the manifest's max_worst_ratio_upper, else off)",
+         cxxopts::value<double>(), "RATIO")
         ("require-sanitizer", "a skipped sanitizer fails the gate (=false to allow it; default: the manifest's)",
          cxxopts::value<bool>(), "BOOL");
     add_option(cl, force_option("evaluate"));
@@ -41,6 +47,8 @@ int gate_command(const Args &args) {
     if (const auto spill = flag(gate_max_spill_growth_bytes_range))
         overrides.max_spill_growth_bytes = static_cast<std::int64_t>(*spill);
     overrides.max_ratio_upper = flag(gate_max_ratio_upper_range);
+    overrides.max_geomean_ratio_upper = flag(gate_max_geomean_ratio_upper_range);
+    overrides.max_worst_ratio_upper = flag(gate_max_worst_ratio_upper_range);
     if (cl.has("require-sanitizer")) overrides.require_sanitizer = cl.result()["require-sanitizer"].as<bool>();
 
     std::optional<StageContext> opened;

@@ -5,6 +5,9 @@
 #include "command_table.h"
 #include "support/process_runner.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -56,10 +59,9 @@ int main(int argc, char **argv) {
             std::cout << "sage2tp " << s2tp::sage2tp_version() << std::endl;
             return 0;
         }
-        if (rest.size() == 1 && (rest[0] == "--help" || rest[0] == "-h")) {
-            s2tp::print_usage(std::cout);
-            return 0;
-        }
+        if (std::count_if(rest.begin(), rest.end(), [](const std::string &word) { return word != "--json"; }) == 1 &&
+            (std::find(rest.begin(), rest.end(), "--help") != rest.end() || std::find(rest.begin(), rest.end(), "-h") != rest.end()))
+            return s2tp::find_command("help")->run(json ? s2tp::Args{"--json"} : s2tp::Args{});
         std::string unknown;
         for (const auto &word : rest)
             if (word != "--json") {
@@ -67,7 +69,9 @@ int main(int argc, char **argv) {
                 break;
             }
         int status = report_error("", s2tp::ExitCode::usage,
-                                  unknown.empty() ? "no command given" : "unknown command or option '" + unknown + "'", json);
+                                  unknown.empty() ? "no command given"
+                                                 : "unknown command or option '" + unknown + "'" + s2tp::command_suggestion(unknown),
+                                  json);
         std::cerr << "\n";
         s2tp::print_usage(std::cerr);
         return status;
@@ -85,5 +89,13 @@ int main(int argc, char **argv) {
         return report_error(command, s2tp::ExitCode::internal, std::string("internal error: ") + e.what(), json);
     }
     if (int signo = s2tp::interrupt_signal()) return 128 + signo;
+    // What a command prints is its result: output that a full disk or a closed pipe refused is a failed
+    // command, as git treats it, not a success.
+    errno = 0;
+    std::cout.flush();
+    if (status == 0 && !std::cout)
+        return report_error(command, s2tp::ExitCode::usage,
+                            std::string("could not write standard output") + (errno ? ": " + std::string(std::strerror(errno)) : ""),
+                            false);
     return status;
 }

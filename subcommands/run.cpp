@@ -9,6 +9,7 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "views/run_overview.h"
 
 #include <iostream>
 
@@ -103,7 +104,15 @@ int run_command(const Args &args) {
             }
         }
     }
-    cl.reporter().emit_json(toml::table{{"command", "run"}, {"exit_code", code}, {"stages", stages}});
+    toml::table result{{"command", "run"}, {"exit_code", code}, {"stages", stages}};
+    // What to do next, as status says it: after a stop for want of a GPU, how to go on elsewhere.
+    if (const std::optional<std::filesystem::path> root = existing_run(selection); root && code != 0) {
+        const RunDirectory run(*root);
+        const std::string next = overview_run(run, "--run " + run.root().string()).next;
+        result.insert("next", next);
+        if (!cl.reporter().json()) std::cerr << "next: " << next << std::endl;
+    }
+    cl.reporter().emit_json(result);
     return code;
 }
 

@@ -33,7 +33,8 @@ CommonOption under_run(const StageOption &option) {
 
 const std::vector<StageOption> &stage_options() {
     static const std::vector<StageOption> options{
-        {{"manifest", "experiment manifest (default: the installed temporal-pair.toml)", Kind::text, "FILE"},
+        {{"manifest", "experiment manifest: a file, or a shipped manifest's name such as upstream-vs-embedded "
+                     "(default: the shipped temporal-pair)", Kind::text, "FILE|NAME"},
          {Stage::prepare}, ""},
         {{"repository", "the git repository of the manifest's git sources (e.g. your SageAttention checkout)",
           Kind::text, "DIR"},

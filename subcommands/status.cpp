@@ -5,7 +5,10 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "stages/gate_stage.h"
 #include "views/run_overview.h"
+
+#include <algorithm>
 
 #include <iomanip>
 #include <sstream>
@@ -40,10 +43,13 @@ int status_command(const Args &args) {
 
     toml::array stages;
     std::ostringstream table;
-    table << std::left << std::setw(10) << "STAGE" << std::setw(11) << "STATUS" << std::setw(22) << "FINISHED (UTC)"
+    // As wide as its widest cell ("running (pid 123456)"), so that every column stays aligned.
+    int status_width = 11;
+    for (const StageOverview &line : overview.stages) status_width = std::max(status_width, static_cast<int>(line.status.size()) + 2);
+    table << std::left << std::setw(10) << "STAGE" << std::setw(status_width) << "STATUS" << std::setw(22) << "FINISHED (UTC)"
           << std::setw(7) << "FRESH" << "FIGURES\n";
     for (const StageOverview &line : overview.stages) {
-        table << std::setw(10) << stage_name(line.stage) << std::setw(11) << line.status << std::setw(22)
+        table << std::setw(10) << stage_name(line.stage) << std::setw(status_width) << line.status << std::setw(22)
               << line.finished_utc << std::setw(7) << line.fresh << line.summary << "\n";
         if (line.status == "failed") {
             if (!line.first_reason.empty()) table << "  reason: " << line.first_reason << "\n";
@@ -56,9 +62,20 @@ int status_command(const Args &args) {
         if (!line.stale_reason.empty()) entry.insert("stale_reason", line.stale_reason);
         stages.push_back(entry);
     }
+    // The gate's thresholds, from the run's manifest: what "worth shipping" will mean for this run.
+    std::string gate;
+    try {
+        gate = thresholds_text(gate_thresholds(load_experiment(run.manifest()), {}));
+    } catch (const Error &) {
+        // A run whose manifest cannot be read shows its stages all the same; the stage tells why.
+    }
     cl.reporter().say("run " + run.root().string());
-    cl.reporter().say(table.str() + "next: " + overview.next);
+    cl.reporter().say(table.str() + (gate.empty() ? "" : "gate: " + gate + "\n") + "next: " + overview.next);
     toml::table result{{"command", "status"}, {"run_dir", run.root().string()}, {"stages", stages}, {"next", overview.next}};
+    if (!gate.empty()) result.insert("gate_thresholds", gate);
+    if (overview.stop)
+        result.insert("last_stop", toml::table{{"stage", stage_name(overview.stop->stage)}, {"cause", overview.stop->cause},
+                                               {"utc", overview.stop->utc}, {"message", overview.stop->message}});
     if (overview.running_pid) result.insert("running_pid", *overview.running_pid);
     cl.reporter().emit_json(result);
     return 0;

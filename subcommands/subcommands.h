@@ -2,6 +2,7 @@
 // of calls into src/. `args` are the words after the program name, without the subcommand.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,9 @@ namespace s2tp {
 using Args = std::vector<std::string>;
 
 int prepare_command(const Args &args);
+// prepare, also setting `prepared_run` to the run directory it prepared when it passes: `sage2tp run` pins
+// the run there, so that a prepare in another shell (which moves `latest`) cannot redirect its later stages.
+int prepare_command(const Args &args, std::filesystem::path &prepared_run);
 int build_command(const Args &args);
 int sanitize_command(const Args &args);
 int parity_command(const Args &args);
@@ -17,6 +21,7 @@ int time_command(const Args &args);
 int gate_command(const Args &args);
 int run_command(const Args &args);
 int status_command(const Args &args);
+int runs_command(const Args &args);
 int report_command(const Args &args);
 int compare_command(const Args &args);
 int help_command(const Args &args);

@@ -1,9 +1,11 @@
 // sage2tp time: options and wiring of the time stage (stages/time_stage.h): the baseline, its A/A
-// control and every candidate on the run's real workload, interleaved, in one process per repeat.
+// control and every candidate on the run's real workload, interleaved, in one process per repeat; over
+// a workload set, every shape so (stages/time_set.h).
 #include "stage_options.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "stages/time_set.h"
 #include "stages/time_stage.h"
 #include "support/errors.h"
 #include "support/number_format.h"
@@ -25,6 +27,8 @@ int time_command(const Args &args) {
                    "repeats)", cxxopts::value<double>(), "N")
         ("workload", "time on the workload of this file (a [workload] table, as in data/workloads/) instead of "
                      "the manifest's", cxxopts::value<std::string>(), "FILE")
+        ("workload-set", "time over every shape of this workload set (a shipped set's name, or a set file) "
+                         "instead of the manifest's workload", cxxopts::value<std::string>(), "NAME|FILE")
         ("pin", "record the baseline's output SHA-256 in the run's manifest as the expected one for this arch "
                 "(times again, like --force)")
         ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)")
@@ -36,7 +40,10 @@ int time_command(const Args &args) {
     // A repeat's child reads the run its parent holds (no lock, no checkpoint), with the values its
     // parent derived: nothing in its request was typed by a user, so no user range applies to it.
     if (cl.has("repeat-child")) {
-        run_repeat_child(RepeatChildRequest::from_args(cl, require_existing_run(cl.selection())), reporter);
+        const RepeatChildRequest request = RepeatChildRequest::from_args(cl, require_existing_run(cl.selection()));
+        run_repeat_child(request, reporter);
+        reporter.emit_json(toml::table{{"command", "time"}, {"status", "measured"},
+                                       {"measurement_file", request.measurement_file.string()}});
         return 0;
     }
     if (cl.has("order-seed"))
@@ -61,11 +68,36 @@ int time_command(const Args &args) {
     if (const auto repeats = flag(time_repeats_range)) request.repeats = static_cast<std::size_t>(*repeats);
     if (cl.has("workload")) request.workload_file = fs::absolute(cl.result()["workload"].as<std::string>());
 
+    if (cl.has("workload-set") && request.workload_file)
+        fail(ExitCode::usage, "--workload-set and --workload each name what to time; give one of them");
+
+    // A set (--workload-set, else the manifest's unless --workload names one shape) is timed shape by
+    // shape. One named on the command line is read, and the options it refuses checked, before the run.
+    const auto refuse_one_workload_options = [&](const WorkloadSet &set) {
+        if (request.pin)
+            fail(ExitCode::usage, "time --pin records one workload's pin in the run's pins file; the shapes of the set '" +
+                                      set.name + "' are pinned in their set entries' [workload.expected_sha256]");
+        if (cl.has("ncu"))
+            fail(ExitCode::usage, "time --ncu profiles one workload; over the set '" + set.name +
+                                      "', profile one of its shapes with --workload FILE --ncu");
+        if (request.ncu)
+            reporter.warn("time: RUN_NCU=1 does not apply to a workload set; profile one shape with --workload FILE --ncu");
+    };
+    std::optional<WorkloadSet> set;
+    if (cl.has("workload-set")) {
+        set = load_workload_set(workload_set_file(cl.result()["workload-set"].as<std::string>(), fs::current_path()));
+        refuse_one_workload_options(*set);
+    }
     StageContext context(Stage::time, require_existing_run(cl.selection()));
-    // Timing one shape of a set and judging the change by it is what sets exist to prevent.
-    if (context.experiment().workload_set && !request.workload_file)
-        fail(ExitCode::usage, "time: the run's workload is the set '" + context.experiment().workload_set->name +
-                                  "', and timing over a set is not built yet; time one of its shapes with --workload FILE");
+    if (!set && !request.workload_file && context.experiment().workload_set) {
+        set = context.experiment().workload_set;
+        refuse_one_workload_options(*set);
+    }
+    if (set) {
+        const TimeSetRequest set_request{std::move(*set), request.overrides, request.repeats, request.force,
+                                         request.device_index};
+        return static_cast<int>(run_stage(context, time_set_stage_work(context, set_request, reporter), reporter));
+    }
     return static_cast<int>(run_stage(context, time_stage_work(context, request, reporter), reporter));
 }
 

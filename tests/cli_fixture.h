@@ -52,9 +52,9 @@ inline ProcessResult run_sage2tp(std::vector<std::string> args, const std::files
 
 // sage2tp started in `working_directory` without waiting, its output thrown away; in a process group of
 // its own when `own_group`, as a shell's job is, so that a signal to the group is what Ctrl-C at a
-// terminal sends. The caller waits for it (waitpid).
+// terminal sends; `environment` is added to the inherited one. The caller waits for it (waitpid).
 inline pid_t start_sage2tp(const std::vector<std::string> &args, const std::filesystem::path &working_directory,
-                           bool own_group = false) {
+                           bool own_group = false, const std::map<std::string, std::string> &environment = {}) {
     std::vector<std::string> words{sage2tp_binary()};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char *> argv;
@@ -63,6 +63,7 @@ inline pid_t start_sage2tp(const std::vector<std::string> &args, const std::file
     const pid_t pid = ::fork();
     if (pid == 0) {
         if (own_group) ::setpgid(0, 0);
+        for (const auto &[name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
         const int null = ::open("/dev/null", O_WRONLY);
         ::dup2(null, STDOUT_FILENO);
         ::dup2(null, STDERR_FILENO);
@@ -85,6 +86,33 @@ inline ProcessResult run_git(const std::filesystem::path &repo, std::vector<std:
 
 // The whole file, "" when it cannot be read. With plain read(2), so that it also reads /proc files of
 // processes that may exit meanwhile: libstdc++'s filebuf throws when a read fails (ESRCH).
+// How many JSON values stand at the top level of `text`, with anything other than whitespace between
+// them counted as one more (so "{..}\nsvg: x" is 2): under --json, stdout must hold exactly one object.
+inline std::size_t top_level_json_values(const std::string &text) {
+    std::size_t values = 0, depth = 0;
+    bool in_string = false, escaped = false, in_stray = false;
+    for (char c : text) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (depth == 0 && !(c == '{' || c == '[')) {
+            const bool blank = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+            if (!blank && !in_stray) ++values;
+            in_stray = !blank;
+            continue;
+        }
+        in_stray = false;
+        if (c == '"') in_string = true;
+        else if (c == '{' || c == '[') {
+            if (depth++ == 0) ++values;
+        } else if (c == '}' || c == ']') --depth;
+    }
+    return values;
+}
+
 inline std::string slurp(const std::filesystem::path &file) {
     std::string text;
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);

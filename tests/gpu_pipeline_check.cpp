@@ -10,6 +10,10 @@
 //                                        accuracy figures of both variants against the float64 reference
 //   gpu_pipeline_check default           the embedded default: prepare, build --arch sm_90a, sanitize and
 //                                        parity all exit 0
+//   gpu_pipeline_check workload-set      the embedded default timed over tests/data/small-set.toml
+//                                        (time --workload-set): one interval per shape, the weighted
+//                                        geometric mean and the worst shape; gate decides per shape and
+//                                        for the set
 //   gpu_pipeline_check stage-times       (benchmark) the embedded default through every stage, each
 //                                        stage's wall time printed, and the time to a verdict after build
 //
@@ -200,6 +204,36 @@ void default_experiment(const Pipeline &pipeline, Expectations &expect) {
                  "parity records 0 differing shapes");
 }
 
+void workload_set(const Pipeline &pipeline, const fs::path &set, Expectations &expect) {
+    if (!prepare_and_build(pipeline, {}, expect)) return;
+    expect.check(pipeline.stage("sanitize", {"--skip"}).exit_code == 0, "sanitize --skip exits 0");
+    expect.check(pipeline.stage("parity", {}).exit_code == 0, "parity exits 0");
+    const ProcessResult time = pipeline.stage("time", {"--workload-set", set.string(), "--budget", "20"});
+    expect.check(time.exit_code == 0, "time --workload-set exits 0");
+    expect.check(contains(time.out + time.err, "[1/2] self-4k") && contains(time.out + time.err, "[2/2] cross-hd64"),
+                 "time reports progress per shape");
+    const Checkpoint c = pipeline.checkpoint("05-time.toml");
+    expect.check(c.figures["workload_set"].value_or(std::string()) == "small-set", "figures.workload_set names the set");
+    for (const char *shape : {"self-4k", "cross-hd64"}) {
+        const auto ratio = c.figures["shapes"][shape]["figures"]["candidates"]["candidate"]["ratio"];
+        expect.check(ratio["ci_low"].value<double>() && ratio["ci_high"].value<double>(),
+                     std::string("shape ") + shape + " has the candidate's ratio interval");
+    }
+    const auto combined = c.figures["combined"]["candidate"];
+    const std::optional<double> low = combined["geomean"]["ci_low"].value<double>();
+    const std::optional<double> median = combined["geomean"]["median"].value<double>();
+    const std::optional<double> high = combined["geomean"]["ci_high"].value<double>();
+    expect.check(low && median && high && *low <= *median && *median <= *high,
+                 "combined.candidate.geomean holds an interval around its median");
+    expect.check(!combined["worst_shape"].value_or(std::string()).empty(), "combined.candidate.worst_shape is named");
+    const ProcessResult gate = pipeline.stage("gate", {"--max-geomean-ratio", "100", "--max-worst-ratio", "100"});
+    const std::string verdict = gate.out + gate.err;
+    expect.check(contains(verdict, "relative-speed self-4k") && contains(verdict, "output-sha cross-hd64"),
+                 "gate decides the real-workload conditions per shape");
+    expect.check(contains(verdict, "geomean-speed") && contains(verdict, "worst-shape-speed"),
+                 "gate decides the set conditions");
+}
+
 // Every stage of the default experiment, each one's wall time, and the sum after build: the time to a
 // verdict once the cubins exist.
 void stage_times(const Pipeline &pipeline, Expectations &expect) {
@@ -225,8 +259,9 @@ void stage_times(const Pipeline &pipeline, Expectations &expect) {
 int main(int argc, char **argv) {
     const std::string mode = argc == 2 ? argv[1] : "";
     if (mode != "broken-rounding" && mode != "missing-barrier" && mode != "long-sequence-fault" && mode != "default" &&
-        mode != "stage-times") {
-        std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|long-sequence-fault|default|stage-times\n";
+        mode != "stage-times" && mode != "workload-set") {
+        std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|long-sequence-fault|default|stage-times|"
+                     "workload-set\n";
         return kExitUsage;
     }
     const char *binary = std::getenv("SAGE2TP_BIN");
@@ -240,7 +275,8 @@ int main(int argc, char **argv) {
         std::cout << "SKIP: no usable GPU: " << probe.reason << std::endl;
         return kExitSkip;
     }
-    if (mode != "broken-rounding" && mode != "long-sequence-fault" && !find_cuda_tool("compute-sanitizer")) {
+    if (mode != "broken-rounding" && mode != "long-sequence-fault" && mode != "workload-set" &&
+        !find_cuda_tool("compute-sanitizer")) {
         std::cout << "SKIP: compute-sanitizer is not installed" << std::endl;
         return kExitSkip;
     }
@@ -257,6 +293,8 @@ int main(int argc, char **argv) {
             long_sequence_fault(pipeline, fs::path(data_dir) / "tests/manifests/long-sequence-fault.toml", expect);
         else if (mode == "missing-barrier")
             missing_barrier(pipeline, fs::path(data_dir) / "tests/manifests/missing-barrier.toml", expect);
+        else if (mode == "workload-set")
+            workload_set(pipeline, fs::path(data_dir) / "tests/data/small-set.toml", expect);
         else if (mode == "stage-times")
             stage_times(pipeline, expect);
         else

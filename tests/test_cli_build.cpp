@@ -14,8 +14,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,18 +159,9 @@ TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
     fs::permissions(hook / "bin/nvcc", fs::perms::owner_all, fs::perm_options::add);
 
     // The first shell: `sage2tp run` with the hook on CUDA_HOME, not waited for.
-    const pid_t first = ::fork();
+    const pid_t first = start_sage2tp({"run", "--root", root.string(), "--skip-sanitize"}, dir_, false,
+                                      {{"CUDA_HOME", hook.string()}});
     ASSERT_GE(first, 0);
-    if (first == 0) {
-        ::setenv("CUDA_HOME", hook.c_str(), 1);
-        const int null = ::open("/dev/null", O_WRONLY);
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
-        if (::chdir(dir_.c_str()) != 0) ::_exit(126);
-        ::execl(sage2tp_binary().c_str(), sage2tp_binary().c_str(), "run", "--root", root.c_str(), "--skip-sanitize",
-                static_cast<char *>(nullptr));
-        ::_exit(127);
-    }
     // Whatever fails below, the first shell is let go, not left waiting for ever.
     struct LetGo {
         fs::path go;
@@ -193,6 +184,88 @@ TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
     EXPECT_TRUE(fs::exists(root / "first/checkpoints/03-sanitize.toml"));
     EXPECT_FALSE(fs::exists(second_run / "checkpoints/02-build.toml"));
     EXPECT_FALSE(fs::exists(second_run / "checkpoints/03-sanitize.toml"));
+}
+
+// Without a GPU (none is made visible, on any host), the stage stops with the next step in its error,
+// and status, run --json, report and compare all say where and why the run stopped (issue 26).
+TEST_F(Build, NoGpuStopGivesTheNextStepEverywhere) {
+    const fs::path built = dir_ / "default";
+    if (!fs::exists(built / "checkpoints/02-build.toml"))
+        ASSERT_EQ(sage2tp({"prepare", "--run", "default", "-q"}).exit_code, 0);
+    ASSERT_EQ(sage2tp({"build", "--run", "default", "--arch", "sm_121a"}).exit_code, 0);
+    const fs::path run = dir_ / "no-gpu";
+    fs::remove_all(run);
+    fs::copy(built, run, fs::copy_options::recursive);
+    const std::map<std::string, std::string> no_gpu{{"CUDA_VISIBLE_DEVICES", ""}};
+    const std::string next_step = "copy " + run.string() + " to a host with that GPU and run 'sage2tp run --run DIR' there";
+
+    ProcessResult r = run_sage2tp({"run", "--run", run.string(), "--json"}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("sanitize needs an NVIDIA GPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(next_step), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_90a (H100, H200, GH200)"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("\"next\" : \"stopped at sanitize: no GPU; to go on"), std::string::npos) << r.out;
+
+    r = run_sage2tp({"status", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("next: stopped at sanitize: no GPU; "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(next_step), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("next: sage2tp run"), std::string::npos) << "status recommends the command that just failed:\n" << r.out;
+    EXPECT_NE(r.out.find("gate: candidate p50 < 220 ms"), std::string::npos) << r.out;
+
+    r = run_sage2tp({"report", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("stopped at sanitize: no GPU"), std::string::npos) << r.err;
+    r = run_sage2tp({"compare", run.string(), "--format", "csv"}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("missing: stopped at sanitize: no GPU"), std::string::npos) << r.out;
+
+    // A stage that moves the run on makes the stop history; the next GPU stage records its own.
+    ASSERT_TRUE(fs::is_regular_file(run / "last-stop.toml"));
+    r = run_sage2tp({"sanitize", "--run", run.string(), "--skip"}, dir_, no_gpu);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(run / "last-stop.toml"));
+    r = run_sage2tp({"parity", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    r = run_sage2tp({"status", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_NE(r.out.find("next: stopped at parity: no GPU; "), std::string::npos) << r.out;
+    // The record is part of the run: clean removes a run that holds one.
+    r = run_sage2tp({"clean", "--yes", "--run", run.string()}, dir_);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run));
+}
+
+// Issue 26: piped (a CI log), build prints a progress line at least every 30 s while a compile runs, and
+// the line fits 80 columns. An nvcc wrapper stands in for the compiles: the first takes 32 s, and every
+// one fails (the stage's verdict does not matter here, only what it printed while it waited).
+TEST_F(Build, PipedBuildPrintsProgressEveryThirtySeconds) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "progress", "-q"}).exit_code, 0);
+    const std::optional<fs::path> real_nvcc = find_program("nvcc") ? find_program("nvcc") : find_program("/usr/local/cuda/bin/nvcc");
+    ASSERT_TRUE(real_nvcc) << "no nvcc";
+    const fs::path slow = dir_ / "slow-nvcc";
+    {
+        std::ofstream script(slow);
+        script << "#!/bin/sh\n"
+               << "[ \"$1\" = -cubin ] || exec '" << real_nvcc->string() << "' \"$@\"\n"
+               << "mkdir '" << (dir_ / "slowed").string() << "' 2>/dev/null && sleep 32\n"
+               << "echo 'slow-nvcc: no compile here' >&2; exit 1\n";
+    }
+    fs::permissions(slow, fs::perms::owner_all, fs::perm_options::add);
+    fs::remove_all(dir_ / "slowed");
+    const ProcessResult r = run_sage2tp({"build", "--run", "progress", "--arch", "sm_89", "--nvcc", slow.string()}, dir_,
+                                        {{"SAGE2TP_CACHE", "off"}});
+    ASSERT_TRUE(fs::exists(dir_ / "slowed")) << "no compile reached the wrapper:\n" << r.out << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    int progress_lines = 0;
+    while (std::getline(lines, line)) {
+        if (line.find(" elapsed, ETA ") == std::string::npos) continue;
+        ++progress_lines;
+        EXPECT_LE(line.size(), 79u) << line;
+        EXPECT_NE(line.find(".cu for "), std::string::npos) << "the line names what runs: " << line;
+        EXPECT_EQ(line.find('\r'), std::string::npos) << "a rewritten terminal line in a pipe: " << line;
+    }
+    EXPECT_EQ(progress_lines, 1) << "32 s in a pipe: one line at 30 s, not one a second, not none:\n" << r.out << r.err;
 }
 
 TEST_F(Build, UsageAndMissingToolErrors) {

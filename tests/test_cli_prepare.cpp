@@ -7,6 +7,7 @@
 #include "formats/tensor_io.h"
 #include "model/experiment_manifest.h"
 #include "model/input_generator.h"
+#include "lock_holder.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
@@ -16,6 +17,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <sstream>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -522,6 +524,39 @@ TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
     }
 }
 
+// time --workload-set: a set by name or file for a run of one workload; it names one thing to time, so
+// not with --workload; a set that does not load is exit 2 naming the file, line and key; --pin and
+// --ncu are one workload's; a good set goes on to the stage's own preconditions (here: no parity).
+TEST_F(Cli, TimeWorkloadSetIsParsedAndCheckedBeforeTheStage) {
+    ProcessResult r = sage2tp({"time", "--workload-set", "wan21-14b", "--workload", "w.toml"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--workload-set and --workload each name what to time"), std::string::npos) << r.err;
+
+    ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
+    r = sage2tp({"time", "--run", "run", "--workload-set", "no-such-set"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("wan21-14b"), std::string::npos) << "the shipped sets are named: " << r.err;
+
+    std::ofstream(dir_ / "dup.toml") << "[set]\nname = \"dup\"\n[[workload]]\nname = \"a\"\nsource = \"s\"\nlen_q = 128\n"
+                                        "[[workload]]\nname = \"a\"\nsource = \"s\"\nlen_q = 256\n";
+    r = sage2tp({"time", "--run", "run", "--workload-set", (dir_ / "dup.toml").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("dup.toml:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'a'"), std::string::npos) << r.err;
+
+    r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b", "--pin"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("the shapes of the set 'wan21-14b' are pinned in their set entries"), std::string::npos) << r.err;
+    r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b", "--ncu"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("profile one of its shapes with --workload FILE --ncu"), std::string::npos) << r.err;
+
+    r = sage2tp({"time", "--run", "run", "--workload-set", "wan21-14b"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("time needs the parity checkpoint"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "run/checkpoints/05-time.toml"));
+}
+
 // The bash completion offers every command (from the binary's own `sage2tp help`) and each command's
 // options (from `sage2tp help CMD`).
 TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
@@ -729,4 +764,111 @@ TEST_F(Cli, CandidateCommitTakesNameEqualsRevForSeveralCandidates) {
     r = sage2tp({"prepare", "--run", "run"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << r.out;
+}
+
+// Issue 26: --candidate-commit with a manifest's patch says that the patch goes on top of the commit;
+// --no-patch takes the commit alone, --patch FILE another patch.
+TEST_F(Cli, CandidateCommitWithAPatchWarnsAndNoPatchTakesTheCommitAlone) {
+    const std::string first = make_repository(dir_ / "repo");
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 2;\n";
+    git(dir_ / "repo", {"commit", "-q", "-a", "-m", "schedule 2"});
+    write_manifest("kind = \"git\"\ncommit = \"" + first + "\"\n", good_patch());
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--repository", "repo", "--candidate-commit", "HEAD"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the patch does not apply to the second commit
+    EXPECT_NE(r.err.find("warning: candidate 'candidate' is commit HEAD with the patch "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pass --no-patch for the commit alone"), std::string::npos) << r.err;
+
+    r = sage2tp({"prepare", "--new", "--manifest", "m.toml", "--repository", "repo", "--candidate-commit", "HEAD", "--no-patch"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.err.find("warning: candidate"), std::string::npos) << r.err;
+    const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 2"), std::string::npos);
+    EXPECT_EQ(prepare_checkpoint(run).figures["candidates"]["candidate"]["patch"].value_or(std::string("x")), "");
+
+    std::ofstream(dir_ / "other.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n"
+                                           "-int schedule = 0;\n+int schedule = 3;\n";
+    r = sage2tp({"prepare", "--new", "--manifest", "m.toml", "--repository", "repo", "--patch", "other.patch"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(slurp(fs::canonical(dir_ / "sage2tp-runs/latest") / "trees/candidate/kernels/k.cu").find("schedule = 3"),
+              std::string::npos);
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--patch", "other.patch", "--no-patch"});
+    EXPECT_EQ(r.exit_code, 2);
+}
+
+// Issue 26: shipped manifests by name; runs found from a subdirectory as git finds its repository, or
+// through SAGE2TP_ROOT; `sage2tp runs` lists them with where each stands.
+TEST_F(Cli, ManifestByNameRunsFromAnyDirectoryAndTheRunsList) {
+    ProcessResult r = sage2tp({"prepare", "--manifest", "no-such-manifest"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--manifest 'no-such-manifest': no such file, and no shipped manifest of that name"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("temporal-pair, upstream-vs-embedded"), std::string::npos) << r.err;
+
+    r = sage2tp({"prepare", "--manifest", "temporal-pair", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string first = fs::path(r.out.substr(0, r.out.find('\n'))).filename().string();
+    fs::create_directories(dir_ / "deep/er");
+    r = run_sage2tp({"status"}, dir_ / "deep/er");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(first), std::string::npos) << r.out;
+    r = run_sage2tp({"runs"}, fs::temp_directory_path(), {{"SAGE2TP_ROOT", (dir_ / "sage2tp-runs").string()}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("* " + first), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("temporal-pair  prepare passed"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("latest"), std::string::npos) << r.out;
+    r = sage2tp({"runs", "--json"});
+    EXPECT_NE(r.out.find("\"state\" : \"prepare passed\""), std::string::npos) << r.out;
+}
+
+// Issue 26: the STATUS column is as wide as its widest cell, so that "running (pid N)" leaves every
+// later column where the header puts it.
+TEST_F(Cli, StatusColumnHoldsARunningPid) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "busy", "-q"}).exit_code, 0);
+    ProcessResult r;
+    pid_t holder = 0;
+    {
+        const LockHolder other(dir_ / "busy");
+        holder = other.pid();
+        r = sage2tp({"status", "--run", "busy"});
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line, header, prepare, build;
+    while (std::getline(lines, line)) {
+        if (line.rfind("STAGE", 0) == 0) header = line;
+        if (line.rfind("prepare ", 0) == 0) prepare = line;
+        if (line.rfind("build ", 0) == 0) build = line;
+    }
+    const std::string running = "running (pid " + std::to_string(holder) + ")";
+    ASSERT_NE(build.find(running), std::string::npos) << r.out;
+    const std::size_t finished = header.find("FINISHED (UTC)");
+    ASSERT_NE(finished, std::string::npos) << r.out;
+    EXPECT_EQ(prepare.find("20"), finished) << r.out;  // the prepare checkpoint's time, under its header
+    EXPECT_EQ(build.find(" -", build.find(running)) + 1, finished) << r.out;
+    EXPECT_EQ(header.find("FRESH"), prepare.find("yes")) << r.out;
+}
+
+// Issue 26: an unknown --format is a usage error whatever the run (the check comes before the run
+// lookup); --output FILE takes the report instead of stdout, and refuses what is not a regular file.
+TEST_F(Cli, ReportChecksItsFormatFirstAndWritesToOutput) {
+    ProcessResult r = sage2tp({"report", "--format", "bogus", "--run", (dir_ / "nonexistent").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--format 'bogus': expected text, markdown, csv or json"), std::string::npos) << r.err;
+    r = sage2tp({"report", "--output", "", "--run", (dir_ / "nonexistent").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// Issue 26: --arch auto on a host without a GPU names the target for each GPU family; a target one slip
+// from a valid one is named.
+TEST_F(Cli, ArchAutoWithoutAGpuNamesTheTargetsByGpu) {
+    ASSERT_EQ(sage2tp({"prepare", "--run", "arch", "-q"}).exit_code, 0);
+    ProcessResult r = run_sage2tp({"build", "--run", "arch", "--arch", "auto"}, dir_, {{"CUDA_VISIBLE_DEVICES", ""}});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("--arch auto needs a GPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pass --arch for the GPU the run will use: sm_89 (RTX 40xx"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_90a (H100, H200, GH200)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sm_121a (DGX Spark (GB10))"), std::string::npos) << r.err;
+    r = sage2tp({"build", "--run", "arch", "--arch", "sm_90"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("did you mean 'sm_90a'?"), std::string::npos) << r.err;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <fstream>
@@ -296,5 +297,155 @@ TEST_F(Safety, HostileFilesInManifestAndCheckpointSlotsAreClearErrorsNeverAHang)
             EXPECT_NE(r.exit_code, 5) << kind << ": " << command[0] << ": " << r.out << r.err;
             EXPECT_EQ(r.err.find("basic_filebuf"), std::string::npos) << r.err;
         }
+    }
+}
+
+TEST_F(Safety, PrepareRefusesANonEmptyDirectoryThatIsNotARun) {
+    for (const char *file : {"proj/trees/keep.txt", "proj/inputs/mine.patch", "proj/experiment.toml", "proj/work.txt"}) {
+        fs::create_directories((dir_ / file).parent_path());
+        std::ofstream(dir_ / file) << "mine\n";
+    }
+    const std::map<std::string, std::string> before = snapshot(dir_ / "proj");
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "proj"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("not a run"), std::string::npos) << r.err;
+    EXPECT_EQ(snapshot(dir_ / "proj"), before);
+}
+
+TEST_F(Safety, PrepareFollowsLatestOnlyInsideTheRunsRoot) {
+    fs::create_directories(dir_ / "sage2tp-runs");
+    fs::create_directory_symlink("..", dir_ / "sage2tp-runs/latest");
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "experiment.toml")) << "prepare made the project directory a run";
+    EXPECT_FALSE(fs::exists(dir_ / "trees"));
+}
+
+TEST_F(Safety, PrepareOfARunWhoseCheckpointCannotBeReadNeedsTheManifest) {
+    const fs::path run = prepare_run("run");
+    const std::string recorded = slurp(run / "experiment.toml");
+    std::ofstream(run / "checkpoints/01-prepare.toml") << "garbage";
+    const ProcessResult r = sage2tp({"prepare", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--manifest"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(run / "experiment.toml"), recorded) << "prepare re-prepared the run from another manifest";
+}
+
+TEST_F(Safety, APrepareThatCannotWriteItsCheckpointChangesNothing) {
+    const fs::path run = prepare_run("run");
+    fs::remove_all(run / "checkpoints");
+    std::ofstream(run / "checkpoints") << "a file where the checkpoints go\n";
+    std::ofstream(dir_ / "c2.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n"
+                                        "-int schedule = 0;\n+int schedule = 2;\n";
+    std::string manifest = slurp(dir_ / "m.toml");
+    manifest.replace(manifest.find("c.patch"), 7, "c2.patch");
+    std::ofstream(dir_ / "m2.toml") << manifest;
+    const std::map<std::string, std::string> before = snapshot(run);
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "m2.toml", "--run", "run", "--force"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    // Everything as it was, but the pid the lock file records.
+    std::map<std::string, std::string> after = snapshot(run), expected = before;
+    after.erase(".lock");
+    expected.erase(".lock");
+    EXPECT_EQ(after, expected);
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 1"), std::string::npos);
+}
+
+TEST_F(Safety, UnderJsonStandardOutputHoldsExactlyOneObject) {
+    const std::vector<std::vector<std::string>> commands{
+        {"help", "--json"},          {"help", "build", "--json"},        {"build", "--help", "--json"},
+        {"--help", "--json"},        {"report", "--json", "--run", "none"}, {"status", "--json", "--run", "none"},
+    };
+    for (const std::vector<std::string> &command : commands) {
+        const ProcessResult r = sage2tp(command);
+        EXPECT_EQ(top_level_json_values(r.out), 1u) << command[0] << " " << command[1] << ":\n" << r.out;
+        EXPECT_EQ(r.out.find_first_not_of(" \n"), r.out.find('{')) << r.out;
+    }
+    EXPECT_NE(sage2tp({"help", "--json"}).out.find("\"name\" : \"prepare\""), std::string::npos);
+    EXPECT_NE(sage2tp({"build", "--help", "--json"}).out.find("--arch"), std::string::npos);
+    const ProcessResult r = sage2tp({"report", "--json", "--format", "csv", "--run", "none"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(top_level_json_values(r.out), 1u) << r.out;
+    EXPECT_NE(r.err.find("--format csv"), std::string::npos) << r.err;
+}
+
+TEST_F(Safety, PrepareRefusesAnArchAndAPinThatBuildAndTimeCouldNeverUse) {
+    std::string manifest = slurp(dir_ / "m.toml");
+    std::ofstream(dir_ / "arch.toml") << manifest << "[build]\narch = \"sm_75\"\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "arch.toml", "--run", "arch"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("arch.toml:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("unsupported arch 'sm_75'"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "arch"));
+    // 64 characters, but not a SHA-256 as sha256_hex writes it: no output could ever match it.
+    std::ofstream(dir_ / "pin.toml") << manifest << "[workload.expected_sha256]\nsm_90a = \"" << std::string(64, 'g') << "\"\n";
+    r = sage2tp({"prepare", "--manifest", "pin.toml", "--run", "pin"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("pin.toml:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("64 lower-case hex digits"), std::string::npos) << r.err;
+}
+
+TEST_F(Safety, ARunThatCannotBeReadIsAnErrorNeverAnEmptyTable) {
+    const fs::path run = prepare_run("run");
+    fs::remove_all(run / "checkpoints");
+    std::ofstream(run / "checkpoints") << "a file\n";
+    ProcessResult r = sage2tp({"status", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+    EXPECT_NE(r.err.find("is not a directory"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("STAGE"), std::string::npos) << r.out;
+    // A regular file named as the run: not "does not exist".
+    std::ofstream(dir_ / "notes.txt") << "mine\n";
+    r = sage2tp({"status", "--run", "notes.txt"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_EQ(r.err.find("does not exist"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is not a directory"), std::string::npos) << r.err;
+}
+
+TEST_F(Safety, OutputThatCannotBeWrittenIsAFailure) {
+    prepare_run("run");
+    ProcessOptions in_dir;
+    in_dir.working_directory = dir_;
+    const ProcessResult r = run_process({"bash", "-c", "exec \"$0\" status --run run > /dev/full", sage2tp_binary()}, in_dir);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("could not write standard output"), std::string::npos) << r.err;
+}
+
+TEST_F(Safety, CompareInsideARunWritesNothingIntoIt) {
+    const fs::path run = prepare_run("run");
+    const std::map<std::string, std::string> before = snapshot(run);
+    const ProcessResult r = run_sage2tp({"compare", "--svg", "ratios.svg"}, run);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("inside the run"), std::string::npos) << r.err;
+    std::map<std::string, std::string> after = snapshot(run), expected = before;
+    after.erase(".lock");
+    expected.erase(".lock");
+    EXPECT_EQ(after, expected);
+    EXPECT_EQ(run_sage2tp({"compare", "--svg", (dir_ / "ratios.svg").string()}, run).exit_code, 0);
+}
+
+TEST_F(Safety, ARepositoryThatIsNotGitIsNamedAsSuch) {
+    fs::create_directories(dir_ / "plain/kernels");
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--repository", "plain", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("is not a git repository"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("does not exist"), std::string::npos) << r.err;
+}
+
+// Two prepares started together on one new directory: the one that lost its lock never removes it, even
+// when it was the one whose mkdir made the directory.
+TEST_F(Safety, TwoPreparesRacingForANewRunLeaveTheWinnersRun) {
+    for (int trial = 0; trial < 12; ++trial) {
+        const std::string name = "race-" + std::to_string(trial);
+        const pid_t first = start_sage2tp({"prepare", "--manifest", "m.toml", "--run", name}, dir_);
+        const pid_t second = start_sage2tp({"prepare", "--manifest", "m.toml", "--run", name}, dir_);
+        int first_status = 0, second_status = 0;
+        ::waitpid(first, &first_status, 0);
+        ::waitpid(second, &second_status, 0);
+        const bool any_passed = (WIFEXITED(first_status) && WEXITSTATUS(first_status) == 0) ||
+                                (WIFEXITED(second_status) && WEXITSTATUS(second_status) == 0);
+        ASSERT_TRUE(any_passed) << "trial " << trial;
+        EXPECT_TRUE(fs::is_regular_file(dir_ / name / "checkpoints/01-prepare.toml"))
+            << "trial " << trial << ": the losing prepare removed the winner's run";
+        EXPECT_EQ(sage2tp({"status", "--run", name}).exit_code, 0) << "trial " << trial;
     }
 }

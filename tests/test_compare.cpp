@@ -8,6 +8,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "figures/gate_figures.h"
 #include "views/run_comparison.h"
+#include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 
@@ -296,6 +297,60 @@ TEST_F(CompareTest, SvgHasAnIntervalPerTimedCandidateAndSaysWhyTheOthersHaveNone
     EXPECT_EQ(svg, comparison_svg(both())) << "the same runs must give the same bytes";
 }
 
+// A run timed over a workload set: per candidate one row per shape (the set's name and the shape in the
+// workload column, the shape's p50 and interval), then the geometric-mean row; every row carries the
+// candidate's verdict; the JSON names the shape; the SVG has every shape's interval.
+TEST_F(CompareTest, ASetRunHasARowPerShapeAndTheCombinedRow) {
+    SetTimeFigures f;
+    f.workload_set = "video-dits";
+    f.arch = "sm_90a";
+    f.device_name = "NVIDIA H200";
+    for (const auto &[name, median] : {std::pair{"hunyuan-544p", 1.1200}, {"cogvideox-5b", 0.9700}}) {
+        ShapeTimeFigures s;
+        s.name = name;
+        CandidateTimeFigures &c = s.figures.candidate_or_add("temporal-pair");
+        c.timing = arm(median * 40);
+        c.ratio = ratio(median, median - 0.01, median + 0.01);
+        f.shapes.push_back(s);
+    }
+    SetCandidateFigures combined;
+    combined.name = "temporal-pair";
+    combined.geomean = ratio(1.0423, 1.0350, 1.0500);
+    combined.worst_shape = "hunyuan-544p";
+    f.candidates.push_back(combined);
+    HandWrittenRun set(runs_ / "tp-set");
+    set.write_chain_to_parity();
+    set.write(Stage::time, StageStatus::passed, f.to_toml());
+    const GateFigures gate = two_candidate_gate();
+    set.write(Stage::gate, StageStatus::failed, gate.to_toml(), gate.reasons());
+
+    const ComparedRun run = compare_run(runs_ / "tp-set");
+    EXPECT_EQ(run.workload, "video-dits");
+    ASSERT_EQ(run.candidates.size(), 4u);  // three rows of temporal-pair, and second-v-buffer from the gate
+    EXPECT_EQ(run.candidates[0].shape, "hunyuan-544p");
+    EXPECT_EQ(run.candidates[1].shape, "cogvideox-5b");
+    EXPECT_EQ(run.candidates[2].shape, "geomean");
+    ASSERT_TRUE(run.candidates[2].ratio);
+    EXPECT_EQ(run.candidates[2].ratio->median, 1.0423);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(run.candidates[i].verdict, "FAIL") << i;
+
+    const std::string text = comparison_table({run}, "text");
+    EXPECT_NE(text.find("video-dits hunyuan-544p"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.1200 [1.1100, 1.1300]"), std::string::npos) << text;
+    EXPECT_NE(text.find("video-dits geomean"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.0423 [1.0350, 1.0500]"), std::string::npos) << text;
+    const std::string csv = comparison_table({run}, "csv");
+    EXPECT_NE(csv.find(",video-dits cogvideox-5b,sm_90a,"), std::string::npos) << csv;
+    std::ostringstream json;
+    json << toml::json_formatter{comparison_json({run})};
+    EXPECT_NE(json.str().find("\"shape\" : \"geomean\""), std::string::npos) << json.str();
+    const std::string svg = comparison_svg({run});
+    EXPECT_NE(svg.find("sage2tp compare: 1 run, 2 candidates"), std::string::npos) << svg;
+    EXPECT_NE(svg.find("tp-set hunyuan-544p"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">0.9700 [0.9600, 0.9800]</text>"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">1.0423 [1.0350, 1.0500]</text>"), std::string::npos) << svg;
+}
+
 TEST_F(CompareTest, RunsAreSelectedByDirectoryOrRunId) {
     RunSelection selection;
     selection.runs_root = runs_;
@@ -336,26 +391,62 @@ protected:
     ProcessResult sage2tp(const std::vector<std::string> &args) { return run_sage2tp(args, dir_); }
 };
 
-TEST_F(CompareCli, PrintsTheTableAndWritesTheSvgInTheWorkingDirectory) {
+// Issue 26: stdout carries the table alone, safe to redirect; the SVG only with --svg, its line on stderr.
+TEST_F(CompareCli, PrintsTheTableAloneAndWritesAnSvgOnlyWhenAsked) {
     ProcessResult r = sage2tp({"compare", "tp-two", "tp-untimed"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, comparison_table(both(), "text") + "svg: sage2tp-compare.svg\n");
-    EXPECT_EQ(slurp(dir_ / "sage2tp-compare.svg"), comparison_svg(both()));
+    EXPECT_EQ(r.out, comparison_table(both(), "text"));
+    EXPECT_FALSE(fs::exists(dir_ / "sage2tp-compare.svg")) << "an SVG nobody asked for";
+
+    r = sage2tp({"compare", "--format", "csv", "--svg", "c.svg", "tp-two", "tp-untimed"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, comparison_table(both(), "csv"));
+    EXPECT_NE(r.err.find("svg: c.svg"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(dir_ / "c.svg"), comparison_svg(both()));
 
     std::ofstream(dir_ / "file") << "not a directory";
     r = sage2tp({"compare", "--svg", "file/c.svg", "tp-two"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("file"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "") << "nothing is printed when the SVG cannot be written";
+    fs::create_directories(dir_ / "a-directory");
+    r = sage2tp({"compare", "--svg", "a-directory", "tp-two"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("will not write 'a-directory': it exists and is a directory"), std::string::npos) << r.err;
     r = sage2tp({"compare", "--format", "csv", "--svg", "out/c.svg", "-q", "tp-two", "tp-untimed"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, comparison_table(both(), "csv"));
     EXPECT_TRUE(fs::is_regular_file(dir_ / "out/c.svg"));
 
+    r = sage2tp({"compare", "--format", "csv", "--output", "table.csv", "tp-two", "tp-untimed"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(slurp(dir_ / "table.csv"), comparison_table(both(), "csv"));
+
     r = sage2tp({"compare", "--json", "--format", "markdown", "tp-two"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("\"command\" : \"compare\""), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("### sage2tp compare: 1 run"), std::string::npos) << r.err;
+}
+
+// report's own JSON and the global --json are one object, the same one.
+TEST_F(CompareCli, ReportUnderJsonPrintsOneObject) {
+    const std::string run = (runs_ / "tp-two").string();
+    const ProcessResult r = sage2tp({"report", "--json", "--run", run});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(top_level_json_values(r.out), 1u) << r.out;
+    EXPECT_NE(r.out.find("\"command\" : \"report\""), std::string::npos) << r.out;
+    EXPECT_EQ(r.out, sage2tp({"report", "--format", "json", "--run", run}).out);
+}
+
+// Issue 26: a glob over the runs root names latest too; it is the run it points to, listed once.
+TEST_F(CompareCli, LatestIsNotARunOfItsOwn) {
+    fs::create_directory_symlink("tp-two", runs_ / "latest");
+    const ProcessResult r = sage2tp({"compare", "--format", "csv", (runs_ / "latest").string(), (runs_ / "tp-two").string(),
+                                     (runs_ / "tp-untimed").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("latest"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out, comparison_table(both(), "csv"));
 }
 
 TEST_F(CompareCli, WithoutARunItComparesTheLatestRun) {
@@ -386,6 +477,23 @@ TEST_F(CompareCli, UsageErrorsExitTwoAndMissingRunsFour) {
     r = sage2tp({"compare", "--help"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("sage2tp compare"), std::string::npos);
+}
+
+// Issue 26: report takes --output FILE as compare does: the report there, nothing on stdout, and a path
+// that is not a regular file refused with nothing written.
+TEST_F(CompareCli, ReportWritesToOutput) {
+    const std::string run = (runs_ / "tp-two").string();
+    const ProcessResult printed = sage2tp({"report", "--format", "csv", "--run", run});
+    ASSERT_EQ(printed.exit_code, 0) << printed.err;
+    ASSERT_FALSE(printed.out.empty());
+    ProcessResult r = sage2tp({"report", "--format", "csv", "--run", run, "--output", "report.csv"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(slurp(dir_ / "report.csv"), printed.out);
+    fs::create_directories(dir_ / "a-directory");
+    r = sage2tp({"report", "--run", run, "--output", "a-directory"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("will not write 'a-directory': it exists and is a directory"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -405,3 +405,92 @@ TEST_F(ManifestErrors, AMistypedCandidateKeyIsNamedWithTheKeyMeant) {
     std::string message = error_for("patch = \"c.patch\"\n", "patchh = \"c.patch\"\n");
     EXPECT_NE(message.find("m.toml:7:1: unknown key 'patchh' in [candidate]; did you mean 'patch'?"), std::string::npos) << message;
 }
+
+// Issue 26: a misspelled required key is the error to report, with its suggestion, not the key's absence.
+TEST_F(ManifestErrors, AMisspelledRequiredKeyIsReportedAsTheUnknownKey) {
+    const std::string message = error_for("kernel_sources = [\"kernels/x.cu\"]\n", "kernel_source = [\"kernels/x.cu\"]\n");
+    EXPECT_NE(message.find("m.toml:5:1: unknown key 'kernel_source' in [source]; did you mean 'kernel_sources'?"),
+              std::string::npos) << message;
+}
+
+// Issue 26: without [gate] max_ratio_upper the gate asks for a faster candidate; "off" is the only way out,
+// and the resolved copy says which it is.
+TEST_F(ManifestErrors, RelativeSpeedIsOnByDefaultAndOffOnlyWhenSaid) {
+    std::ofstream(dir_ / "m.toml") << valid();
+    Experiment e = load_experiment(dir_ / "m.toml");
+    ASSERT_TRUE(e.max_ratio_upper);
+    EXPECT_DOUBLE_EQ(*e.max_ratio_upper, 1.0);
+
+    std::ofstream(dir_ / "off.toml") << valid() << "[gate]\nmax_ratio_upper = \"off\"\n";
+    e = load_experiment(dir_ / "off.toml");
+    EXPECT_FALSE(e.max_ratio_upper);
+    std::ofstream(dir_ / "resolved.toml") << experiment_to_toml(e);
+    EXPECT_FALSE(load_experiment(dir_ / "resolved.toml").max_ratio_upper);
+
+    const std::string message = error_for("len_q = 256\n", "len_q = 256\n[gate]\nmax_ratio_upper = \"of\"\n");
+    EXPECT_NE(message.find("m.toml:14:19: [gate] key 'max_ratio_upper' is a number or \"off\""), std::string::npos)
+        << message;
+}
+
+// Issue 26: --manifest NAME finds a shipped manifest; a word that names nothing says so and lists them.
+TEST(Manifest, FindManifestByNameAndListsTheShippedOnes) {
+    EXPECT_EQ(find_manifest("upstream-vs-embedded").filename(), "upstream-vs-embedded.toml");
+    EXPECT_EQ(find_manifest("temporal-pair.toml").filename(), "temporal-pair.toml");
+    try {
+        find_manifest("temporal-pari");
+        ADD_FAILURE() << "found temporal-pari";
+    } catch (const Error &e) {
+        const std::string message = e.what();
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(message.find("--manifest 'temporal-pari': no such file, and no shipped manifest of that name; "
+                               "did you mean 'temporal-pair'?"),
+                  std::string::npos) << message;
+        EXPECT_NE(message.find("long-sequence, sageattention-temporal-pair, sageattention2-vs-2pp, temporal-pair, upstream-vs-embedded"), std::string::npos)
+            << message;
+    }
+}
+
+// Issue 26: --patch replaces the only candidate's patch and --no-patch removes it; a candidate left
+// without a patch or a commit of its own is refused as the baseline itself.
+TEST_F(ManifestErrors, PatchOverrides) {
+    std::ofstream(dir_ / "m.toml") << valid();
+    std::ofstream(dir_ / "other.patch") << "--- a/kernels/x.cu\n+++ b/kernels/x.cu\n@@ -1 +1 @@\n-a\n+c\n";
+    SourceOverrides overrides;
+    overrides.candidate_patch = (dir_ / "other.patch").string();
+    EXPECT_EQ(load_experiment(dir_ / "m.toml", overrides).candidates.front().patch, (dir_ / "other.patch").string());
+    overrides.candidate_patch = "";
+    try {
+        load_experiment(dir_ / "m.toml", overrides);
+        ADD_FAILURE() << "a candidate without patch or commit was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("is the baseline itself"), std::string::npos) << e.what();
+    }
+    overrides.candidate_patch = (dir_ / "missing.patch").string();
+    try {
+        load_experiment(dir_ / "m.toml", overrides);
+        ADD_FAILURE() << "a missing --patch file was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("missing.patch': no such file"), std::string::npos) << e.what();
+    }
+}
+
+// The set bounds of [gate]: off unless set, read back through the resolved copy, and a bad value names
+// file, line and key.
+TEST_F(ManifestErrors, SetRatioBoundsAreReadCheckedAndKept) {
+    std::ofstream(dir_ / "m.toml") << valid() << "[gate]\nmax_geomean_ratio_upper = 1.0\nmax_worst_ratio_upper = 1.02\n";
+    const Experiment e = load_experiment(dir_ / "m.toml");
+    EXPECT_EQ(e.max_geomean_ratio_upper, 1.0);
+    EXPECT_EQ(e.max_worst_ratio_upper, 1.02);
+    std::ofstream(dir_ / "resolved.toml") << experiment_to_toml(e);
+    const Experiment again = load_experiment(dir_ / "resolved.toml");
+    EXPECT_EQ(again.max_geomean_ratio_upper, 1.0);
+    EXPECT_EQ(again.max_worst_ratio_upper, 1.02);
+    EXPECT_FALSE(load_experiment(source_root / "data/experiments/temporal-pair.toml").max_geomean_ratio_upper);
+
+    const std::string low = error_for("len_q = 256\n", "len_q = 256\n[gate]\nmax_geomean_ratio_upper = 0.001\n");
+    EXPECT_NE(low.find("m.toml:14:"), std::string::npos) << low;
+    EXPECT_NE(low.find("max_geomean_ratio_upper"), std::string::npos) << low;
+    const std::string typed = error_for("len_q = 256\n", "len_q = 256\n[gate]\nmax_worst_ratio_upper = \"1.02\"\n");
+    EXPECT_NE(typed.find("m.toml:14:"), std::string::npos) << typed;
+    EXPECT_NE(typed.find("'max_worst_ratio_upper' must be"), std::string::npos) << typed;
+}

@@ -55,8 +55,10 @@ TEST(ArchMismatch, AGpuWithoutARowIsNamedWithTheSupportedTargets) {
 
 // The words sanitize and time --ncu start `sage2tp exec` with are the ones exec reads back.
 TEST(ExecRequest, WhatTheStagesWriteIsWhatExecReads) {
-    for (const ExecRequest &sent : {ExecRequest{"/runs/r", "baseline", 3, 1, std::nullopt, 1},
-                                    ExecRequest{"/runs/r", "double-v", std::nullopt, std::nullopt, 8192, 0}}) {
+    for (const ExecRequest &sent :
+         {ExecRequest{"/runs/r", "baseline", 3, std::nullopt, 1, std::nullopt, 1},
+          ExecRequest{"/runs/r", "double-v", std::nullopt, std::nullopt, std::nullopt, 8192, 0},
+          ExecRequest{"/runs/r", "double-v", std::nullopt, "/work/shapes/t2v.toml", std::nullopt, std::nullopt, 0}}) {
         std::vector<std::string> words = sent.to_argv("/usr/bin/sage2tp");
         ASSERT_EQ(words.at(1), "exec");
         words.erase(words.begin(), words.begin() + 2);
@@ -67,6 +69,7 @@ TEST(ExecRequest, WhatTheStagesWriteIsWhatExecReads) {
         EXPECT_EQ(read.run, sent.run);
         EXPECT_EQ(read.variant, sent.variant);
         EXPECT_EQ(read.sanitize_shape, sent.sanitize_shape);
+        EXPECT_EQ(read.workload_file, sent.workload_file);
         EXPECT_EQ(read.seed, sent.seed);
         EXPECT_EQ(read.seq_len, sent.seq_len);
         EXPECT_EQ(read.device_index, sent.device_index);

@@ -338,6 +338,19 @@ TEST(ArchLimits, TableHasTheSixSupportedRows) {
     }
 }
 
+// Issue 26: every row names the GPUs its target is for (what --arch auto without a GPU and the no-GPU
+// stop list), and only the row the A/A band was measured on claims a basis for it.
+TEST(ArchLimits, EveryTargetNamesItsGpusAndTheAaBandItsBasis) {
+    EXPECT_EQ(targets_by_gpu(table()),
+              "sm_89 (RTX 40xx, RTX 6000 Ada, L4, L40, L40S), sm_90a (H100, H200, GH200), sm_100a (B200, GB200), "
+              "sm_103a (B300, GB300), sm_120a (RTX 50xx, RTX PRO 6000 Blackwell), sm_121a (DGX Spark (GB10))");
+    for (const auto &[row, limits] : table()) {
+        EXPECT_FALSE(limits.gpus.empty()) << row;
+        if (row == "sm_90") EXPECT_NE(limits.aa_band_basis.find("measured on an H200"), std::string::npos) << limits.aa_band_basis;
+        else EXPECT_EQ(limits.aa_band_basis, "") << row << " claims a basis nobody measured";
+    }
+}
+
 TEST(ArchLimits, ResolveAcceptsOnlyTheBuildTargets) {
     EXPECT_EQ(resolve_arch(table(), "sm_89").row, "sm_89");
     EXPECT_EQ(resolve_arch(table(), "sm_90a").row, "sm_90");
@@ -345,14 +358,18 @@ TEST(ArchLimits, ResolveAcceptsOnlyTheBuildTargets) {
     EXPECT_EQ(resolve_arch(table(), "sm_121a").row, "sm_121");
     EXPECT_EQ(resolve_arch(table(), "sm_100a").row, "sm_100");
     EXPECT_EQ(resolve_arch(table(), "sm_103a").row, "sm_103");
-    for (const char *bad : {"sm_90", "sm_89a", "sm_120", "sm_100", "sm_101a", "SM_90A", ""}) {
+    // A target one typing slip from a valid one (the plain row name of an "a" target above all) is named.
+    const std::pair<const char *, const char *> bad_targets[] = {
+        {"sm_90", "; did you mean 'sm_90a'?"}, {"sm_89a", "; did you mean 'sm_89'?"}, {"sm_120", "; did you mean 'sm_120a'?"},
+        {"sm_100", "; did you mean 'sm_100a'?"}, {"sm_101a", "; did you mean 'sm_100a'?"}, {"SM_90A", ""}, {"", ""}};
+    for (const auto &[bad, hint] : bad_targets) {
         try {
             resolve_arch(table(), bad);
             ADD_FAILURE() << "accepted " << bad;
         } catch (const Error &e) {
             EXPECT_EQ(e.code(), ExitCode::usage);
-            EXPECT_EQ(std::string(e.what()),
-                      "unsupported arch '" + std::string(bad) + "'; valid: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a");
+            EXPECT_EQ(std::string(e.what()), "unsupported arch '" + std::string(bad) +
+                                                 "'; valid: sm_89, sm_90a, sm_100a, sm_103a, sm_120a, sm_121a" + hint);
         }
     }
 }

@@ -1,16 +1,18 @@
 // What status says about a run: the next command, a failed stage's first reason and log, a stage being
 // run by another process (a real flock held by a forked child), and finding the run from inside it.
+#include "figures/gate_figures.h"
+#include "figures/set_time_figures.h"
+#include "lock_holder.h"
 #include "pipeline/run_directory.h"
+#include "stages/gate_evidence.h"
 #include "views/pull_request_report.h"
 #include "views/run_overview.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace s2tp {
@@ -86,35 +88,41 @@ TEST_F(RunOverviewTest, AFailedStageShowsItsFirstReasonAndTheLogOfTheFailedEntry
 
 TEST_F(RunOverviewTest, AStageRunByAnotherProcessShowsItsPid) {
     write(Stage::prepare, StageStatus::passed, "");
-    int ready[2];
-    ASSERT_EQ(::pipe(ready), 0);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        RunDirectory run(root);
-        run.lock();
-        char byte = 1;
-        if (::write(ready[1], &byte, 1) != 1) ::_exit(1);
-        ::pause();
-        ::_exit(0);
+    {
+        const LockHolder other(root);
+        const pid_t child = other.pid();
+        EXPECT_EQ(lock_holder(root), std::optional<long>(child));
+        RunOverview o = overview_run(RunDirectory(root), "");
+        EXPECT_EQ(o.running_pid, std::optional<long>(child));
+        EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::build)].status, "running (pid " + std::to_string(child) + ")");
+        EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::prepare)].status, "passed");
+        EXPECT_EQ(o.next.rfind("wait: pid " + std::to_string(child), 0), 0u) << o.next;
+        // status has no view of another process's progress, and does not claim one (issue 26).
+        EXPECT_NE(o.next.find("(its own output shows its progress; sage2tp status again when it is done)"),
+                  std::string::npos) << o.next;
     }
-    char byte = 0;
-    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-    EXPECT_EQ(lock_holder(root), std::optional<long>(child));
-    RunOverview o = overview_run(RunDirectory(root), "");
-    EXPECT_EQ(o.running_pid, std::optional<long>(child));
-    EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::build)].status, "running (pid " + std::to_string(child) + ")");
-    EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::prepare)].status, "passed");
-    EXPECT_EQ(o.next.rfind("wait: pid " + std::to_string(child), 0), 0u) << o.next;
-    ::kill(child, SIGTERM);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    ::close(ready[0]);
-    ::close(ready[1]);
     EXPECT_FALSE(lock_holder(root));
     // The probe left the lock takeable.
     RunDirectory mine(root);
     EXPECT_NO_THROW(mine.lock());
+}
+
+// Issue 26: a stage that stopped for want of a GPU is not recommended again: next says why and how to go
+// on; a stage that then writes its checkpoint clears the record.
+TEST_F(RunOverviewTest, ARecordedStopGivesItsNextStepInsteadOfTheSameCommand) {
+    Checkpoint prepared = write(Stage::prepare, StageStatus::passed, "");
+    write(Stage::build, StageStatus::passed, prepared.digest);
+    RunDirectory run(root);
+    record_stop(run, StageStop{Stage::sanitize, "no GPU", "sanitize needs an NVIDIA GPU ...", "copy it to a GPU host",
+                               "2026-12-01T00:00:01Z"});
+    RunOverview o = overview_run(run, "");
+    ASSERT_TRUE(o.stop);
+    EXPECT_EQ(o.next, "stopped at sanitize: no GPU; copy it to a GPU host");
+    EXPECT_EQ(o.stages[static_cast<std::size_t>(Stage::sanitize)].summary,
+              "stopped at sanitize: no GPU (2026-12-01T00:00:01Z)");
+    // A stop recorded for another stage than the next one is history.
+    record_stop(run, StageStop{Stage::parity, "no GPU", "", "x", ""});
+    EXPECT_EQ(overview_run(run, "").next.rfind("sage2tp run", 0), 0u);
 }
 
 TEST_F(RunOverviewTest, TheRunIsFoundFromInsideItAndFromItsSubdirectories) {
@@ -169,6 +177,7 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
     EXPECT_NE(csv.find("gate,relative-speed,FAIL,ratio 1.34 | >= 1.0\n"), std::string::npos) << csv;
     const std::string json = pull_request_report(run, "json");
     EXPECT_NE(json.find("\"status\" : \"FAIL\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"command\" : \"report\""), std::string::npos) << json;
     try {
         pull_request_report(run, "html");
         ADD_FAILURE() << "accepted html";
@@ -212,4 +221,105 @@ TEST_F(RunOverviewTest, ReportMarksAStaleGateAndAMissingIntervalEnd) {
 }
 
 }  // namespace
+
+namespace {
+
+// A set's time figures as the time stage writes them: two shapes, the temporal pair slower on the second.
+s2tp::SetTimeFigures two_shape_set_figures() {
+    using namespace s2tp;
+    SetTimeFigures f;
+    f.workload_set = "wan21-14b";
+    f.device_name = "NVIDIA H200";
+    f.arch = "sm_90a";
+    f.summary = "wan21-14b: candidate/baseline geomean 1.0100 [1.0050, 1.0150], worst t2v-720p 1.0300";
+    for (const auto &[name, median] : {std::pair{"t2v-480p", 0.9900}, {"t2v-720p", 1.0300}}) {
+        ShapeTimeFigures s;
+        s.name = name;
+        s.passed = true;
+        s.figures.workload = name;
+        s.figures.baseline_sha256 = std::string(64, 'b');
+        CandidateTimeFigures &c = s.figures.candidate_or_add("candidate");
+        c.sha256 = std::string(64, 'b');
+        c.timing = ArmTimeFigures{};
+        c.timing->p50 = 50.0;
+        c.timing->n = 40;
+        c.ratio = RatioFigures{};
+        c.ratio->median = median;
+        c.ratio->ci_low = median - 0.002;
+        c.ratio->ci_high = median + 0.002;
+        f.shapes.push_back(s);
+    }
+    SetCandidateFigures c;
+    c.name = "candidate";
+    c.geomean = RatioFigures{};
+    c.geomean->median = 1.0100;
+    c.geomean->ci_low = 1.0050;
+    c.geomean->ci_high = 1.0150;
+    c.worst_shape = "t2v-720p";
+    c.worst = f.shapes[1].figures.candidates[0].ratio;
+    f.candidates.push_back(c);
+    return f;
+}
+
+}  // namespace
+
+// Over a set: the gate reads every shape from the time checkpoint (gate_evidence), decides per shape and
+// for the set, and report shows one time row per shape, the combined rows and the per-shape conditions.
+TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows) {
+    RunDirectory run(root);
+    Checkpoint time;
+    time.stage = "time";
+    time.status = StageStatus::passed;
+    time.figures = two_shape_set_figures().to_toml();
+    time.previous_digest = write_chain_to_parity();
+    write_checkpoint(checkpoint_path(run, Stage::time), time);
+
+    const GateEvidence evidence = gather_gate_evidence(inspect_run(run), {"candidate"}).at("candidate");
+    EXPECT_EQ(evidence.workload_set, "wan21-14b");
+    ASSERT_EQ(evidence.set_shapes.size(), 2u);
+    EXPECT_EQ(evidence.set_shapes[1].shape, "t2v-720p");
+    ASSERT_TRUE(evidence.set_shapes[1].candidate_vs_baseline);
+    EXPECT_EQ(evidence.set_shapes[1].candidate_vs_baseline->hi, 1.0320);
+    EXPECT_EQ(evidence.set_shapes[1].candidate_vs_baseline->n, 40u);
+    EXPECT_EQ(evidence.set_shapes[0].expected_real_output_sha256, std::string(64, 'b'));
+    ASSERT_TRUE(evidence.geomean_vs_baseline);
+    EXPECT_EQ(evidence.geomean_vs_baseline->n, 80u);
+    EXPECT_EQ(evidence.worst_shape, "t2v-720p");
+
+    GateThresholds thresholds;
+    thresholds.ratio_upper_bound = 1.0;
+    thresholds.geomean_ratio_upper_bound = 1.0;
+    thresholds.worst_ratio_upper_bound = 1.02;
+    const GateResult result = evaluate_gate(evidence, thresholds);
+    const GateFigures figures = GateFigures::of({{"candidate", result}}, thresholds);
+    Checkpoint gate;
+    gate.stage = "gate";
+    gate.status = figures.passed ? StageStatus::passed : StageStatus::failed;
+    gate.figures = figures.to_toml();
+    gate.reasons = figures.reasons();
+    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
+    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+    EXPECT_FALSE(figures.passed);
+
+    const std::string text = pull_request_report(run, "text");
+    EXPECT_NE(text.find("workload set        wan21-14b: 2 shapes"), std::string::npos) << text;
+    EXPECT_NE(text.find("t2v-480p candidate/baseline"), std::string::npos) << text;
+    EXPECT_NE(text.find("0.9900 (95% CI 0.9880 .. 0.9920)"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.0100 (95% CI 1.0050 .. 1.0150)"), std::string::npos) << text;
+    EXPECT_NE(text.find("t2v-720p 1.0300 (95% CI 1.0280 .. 1.0320)"), std::string::npos) << text;
+    const std::string csv = pull_request_report(run, "csv");
+    EXPECT_NE(csv.find("time,geomean candidate/baseline,,1.0100 (95% CI 1.0050 .. 1.0150)\n"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,relative-speed t2v-480p,PASS,"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,relative-speed t2v-720p,FAIL,"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,geomean-speed,FAIL,\"geomean over 2 shapes 1.0100 [1.0050, 1.0150] reaches >= 1.0000"),
+              std::string::npos) << csv;
+    EXPECT_NE(csv.find("gate,worst-shape-speed,FAIL,\"reaching >= 1.0200: t2v-720p 1.0300 [1.0280, 1.0320]"),
+              std::string::npos) << csv;
+    const std::string markdown = pull_request_report(run, "markdown");
+    EXPECT_NE(markdown.find("| worst shape candidate | t2v-720p 1.0300 (95% CI 1.0280 .. 1.0320) |"), std::string::npos)
+        << markdown;
+    const std::string json = pull_request_report(run, "json");
+    EXPECT_NE(json.find("\"name\" : \"output-sha t2v-720p\""), std::string::npos) << json;
+}
+
 }  // namespace s2tp

@@ -40,6 +40,8 @@ toml::table GateFigures::to_toml() const {
                                 {"max_spill_growth_bytes", thresholds.max_spill_growth_bytes},
                                 {"require_sanitizer", thresholds.require_sanitizer}};
     put(threshold_table, "max_ratio_upper", thresholds.ratio_upper_bound);
+    put(threshold_table, "max_geomean_ratio_upper", thresholds.geomean_ratio_upper_bound);
+    put(threshold_table, "max_worst_ratio_upper", thresholds.worst_ratio_upper_bound);
     toml::table named;
     for (const auto &[name, c] : candidates) {
         toml::array conditions;
@@ -67,6 +69,8 @@ GateFigures GateFigures::from_toml(const toml::table &t) {
             integer(*th, "max_spill_growth_bytes").value_or(f.thresholds.max_spill_growth_bytes);
         f.thresholds.require_sanitizer = boolean(*th, "require_sanitizer").value_or(f.thresholds.require_sanitizer);
         f.thresholds.ratio_upper_bound = real(*th, "max_ratio_upper");
+        f.thresholds.geomean_ratio_upper_bound = real(*th, "max_geomean_ratio_upper");
+        f.thresholds.worst_ratio_upper_bound = real(*th, "max_worst_ratio_upper");
     }
     each_named(t, "candidates", [&](const std::string &name, const toml::table &c) {
         CandidateGate gate;
@@ -122,7 +126,8 @@ bool operator==(const GateCondition &a, const GateCondition &b) {
 
 bool operator==(const GateThresholds &a, const GateThresholds &b) {
     return a.max_candidate_p50_ms == b.max_candidate_p50_ms && a.max_spill_growth_bytes == b.max_spill_growth_bytes &&
-           a.ratio_upper_bound == b.ratio_upper_bound && a.require_sanitizer == b.require_sanitizer;
+           a.ratio_upper_bound == b.ratio_upper_bound && a.geomean_ratio_upper_bound == b.geomean_ratio_upper_bound &&
+           a.worst_ratio_upper_bound == b.worst_ratio_upper_bound && a.require_sanitizer == b.require_sanitizer;
 }
 
 bool operator==(const GateFigures &a, const GateFigures &b) {

@@ -2,6 +2,7 @@
 
 #include "model/ab_timing.h"
 #include "figures/figure_fields.h"
+#include "figures/set_time_figures.h"
 #include "support/number_format.h"
 
 #include <algorithm>
@@ -388,6 +389,10 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
 }
 
 void print_time(const Checkpoint &checkpoint, const Reporter &reporter) {
+    if (SetTimeFigures::holds_set(checkpoint.figures)) {
+        reporter.say(set_time_figures_text(SetTimeFigures::from_toml(checkpoint.figures)));
+        return;
+    }
     reporter.say(time_figures_text(TimeFigures::from_toml(checkpoint.figures),
                                    checkpoint.artifacts["time_svg"]["path"].value_or(std::string())));
 }

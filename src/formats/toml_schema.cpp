@@ -2,9 +2,12 @@
 #include "support/file_io.h"
 
 #include "formats/utf8.h"
+#include "support/did_you_mean.h"
 #include "support/errors.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -47,6 +50,7 @@ toml::table parse_toml_text(std::string_view text, const std::string &source) {
 toml::table parse_toml_file(const std::string &path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) fail(ExitCode::usage, path + ": is a directory, not a TOML file");
+    if (!std::filesystem::exists(path, ec)) fail(ExitCode::usage, path + ": no such file");
     return parse_toml_text(read_text_file(path, max_toml_bytes), path);
 }
 
@@ -199,41 +203,26 @@ const toml::array *TableReader::optional_array_of_tables(const std::string &key)
     return array;
 }
 
-namespace {
-
-// Whether `a` becomes `b` by one insertion, deletion, substitution or swap of two adjacent characters
-// (the typing slips that a "did you mean" catches).
-bool one_edit_apart(const std::string &a, const std::string &b) {
-    if (a == b) return false;
-    const std::string &shorter = a.size() <= b.size() ? a : b;
-    const std::string &longer = a.size() <= b.size() ? b : a;
-    if (longer.size() - shorter.size() > 1) return false;
-    std::size_t first = 0;
-    while (first < shorter.size() && shorter[first] == longer[first]) ++first;
-    if (shorter.size() != longer.size())  // one insertion: the rest matches after skipping it
-        return shorter.compare(first, std::string::npos, longer, first + 1, std::string::npos) == 0;
-    if (shorter.compare(first + 1, std::string::npos, longer, first + 1, std::string::npos) == 0) return true;
-    return first + 1 < a.size() && a[first] == b[first + 1] && a[first + 1] == b[first] &&
-           a.compare(first + 2, std::string::npos, b, first + 2, std::string::npos) == 0;
+void TableReader::unknown_key(const toml::key &key, const toml::node &node) const {
+    const std::string name(key.str());
+    std::string list;
+    for (const auto &k : known_) list += (list.empty() ? "" : ", ") + k;
+    const std::string suggestion = did_you_mean(name, std::vector<std::string>(known_.begin(), known_.end()));
+    const std::string hint = !suggestion.empty() ? suggestion : list.empty() ? std::string() : " (known keys: " + list + ")";
+    const auto &at = key.source().begin ? key.source() : node.source();
+    fail(ExitCode::usage, file_ + ":" + std::to_string(at.begin.line) + ":" + std::to_string(at.begin.column) +
+                              ": unknown key '" + name + "' in " + where_ + hint);
 }
 
-}  // namespace
-
 void TableReader::finish() const {
+    for (const auto &[key, node] : table_)
+        if (!known_.count(std::string(key.str()))) unknown_key(key, node);
+}
+
+void TableReader::reject_misspelling_of(const std::string &wanted) const {
     for (const auto &[key, node] : table_) {
-        std::string name(key.str());
-        if (known_.count(name)) continue;
-        std::string list, suggestion;
-        for (const auto &k : known_) {
-            list += (list.empty() ? "" : ", ") + k;
-            if (suggestion.empty() && one_edit_apart(name, k)) suggestion = k;
-        }
-        const auto &at = key.source().begin ? key.source() : node.source();
-        const std::string hint = !suggestion.empty() ? "; did you mean '" + suggestion + "'?"
-                                 : list.empty()      ? std::string()
-                                                     : " (known keys: " + list + ")";
-        fail(ExitCode::usage, file_ + ":" + std::to_string(at.begin.line) + ":" + std::to_string(at.begin.column) +
-                                  ": unknown key '" + name + "' in " + where_ + hint);
+        const std::string name(key.str());
+        if (!known_.count(name) && one_edit_apart(name, wanted)) unknown_key(key, node);
     }
 }
 

@@ -45,6 +45,9 @@ public:
 
     // Throws for the first key that no read above asked for.
     void finish() const;
+    // Throws as finish() would for an unread key one edit away from `key` (a misspelling of it): for a
+    // required key that is missing, the typo is the error to report, not the absence.
+    void reject_misspelling_of(const std::string &key) const;
 
     std::string position(const toml::node &node) const;  // "file:line:column"
     std::string position() const;                        // of the table itself
@@ -53,6 +56,7 @@ public:
 private:
     const toml::node &node_or_fail(const std::string &key);
     [[noreturn]] void type_error(const std::string &key, const toml::node &node, const char *expected) const;
+    [[noreturn]] void unknown_key(const toml::key &key, const toml::node &node) const;
 
     const toml::table &table_;
     std::string file_;

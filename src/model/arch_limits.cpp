@@ -1,5 +1,7 @@
 #include "model/arch_limits.h"
 
+#include "support/did_you_mean.h"
+
 #include "support/errors.h"
 #include "formats/toml_schema.h"
 
@@ -25,6 +27,8 @@ public:
     }
 
     int positive_int(const std::string &key) { return static_cast<int>(integer(key, 1, INT_MAX)); }
+
+    std::string text(const std::string &key) { return reader_.string_or(key, ""); }
 
     bool boolean(const std::string &key) {
         reader_.accept(key);
@@ -63,6 +67,8 @@ ArchLimits read_row(const toml::table &table, const std::string &file, const std
     a.row = row;
     a.feature_suffix = r.boolean("feature_suffix");
     a.target = a.feature_suffix ? row + "a" : row;
+    a.gpus = r.text("gpus");
+    a.aa_band_basis = r.text("aa_band_basis");
 
     a.threads_per_sm = r.positive_int("threads_per_sm");
     a.warps_per_sm = r.positive_int("warps_per_sm");
@@ -108,6 +114,14 @@ ArchLimits read_row(const toml::table &table, const std::string &file, const std
 
 int numeric_part(const std::string &row) { return std::stoi(row.substr(3)); }
 
+std::vector<const ArchLimits *> rows_in_arch_order(const ArchLimitsTable &table) {
+    std::vector<const ArchLimits *> rows;
+    for (const auto &entry : table) rows.push_back(&entry.second);
+    std::sort(rows.begin(), rows.end(),
+              [](const ArchLimits *x, const ArchLimits *y) { return numeric_part(x->row) < numeric_part(y->row); });
+    return rows;
+}
+
 }  // namespace
 
 ArchLimitsTable load_arch_limits(const std::string &path) {
@@ -126,17 +140,26 @@ ArchLimitsTable load_arch_limits(const std::string &path) {
     return table;
 }
 
+std::string targets_by_gpu(const ArchLimitsTable &table) {
+    std::string list;
+    for (const ArchLimits *limits : rows_in_arch_order(table))
+        list += (list.empty() ? "" : ", ") + limits->target + (limits->gpus.empty() ? "" : " (" + limits->gpus + ")");
+    return list;
+}
+
 const ArchLimits &resolve_arch(const ArchLimitsTable &table, std::string_view target) {
     for (const auto &[row, limits] : table)
         if (limits.target == target) return limits;
 
-    std::vector<const ArchLimits *> rows;
-    for (const auto &entry : table) rows.push_back(&entry.second);
-    std::sort(rows.begin(), rows.end(),
-              [](const ArchLimits *x, const ArchLimits *y) { return numeric_part(x->row) < numeric_part(y->row); });
+    const std::vector<const ArchLimits *> rows = rows_in_arch_order(table);
     std::string valid;
-    for (const ArchLimits *limits : rows) valid += (valid.empty() ? "" : ", ") + limits->target;
-    fail(ExitCode::usage, "unsupported arch '" + std::string(target) + "'; valid: " + valid);
+    std::vector<std::string> targets;
+    for (const ArchLimits *limits : rows) {
+        valid += (valid.empty() ? "" : ", ") + limits->target;
+        targets.push_back(limits->target);
+    }
+    fail(ExitCode::usage,
+         "unsupported arch '" + std::string(target) + "'; valid: " + valid + did_you_mean(std::string(target), targets));
 }
 
 }  // namespace s2tp

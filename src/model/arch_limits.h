@@ -14,6 +14,8 @@ struct ArchLimits {
     std::string row;     // the table name, e.g. "sm_90"
     std::string target;  // the one build-target name that selects this row, e.g. "sm_90a"
     bool feature_suffix = false;
+    std::string gpus;    // the GPUs it is for, e.g. "H100, H200, GH200"; may be empty
+    std::string aa_band_basis;  // what the time stage's A/A band rests on for this arch; empty: not measured
 
     int threads_per_sm = 0;
     int warps_per_sm = 0;
@@ -48,5 +50,8 @@ ArchLimitsTable load_arch_limits(const std::string &path);
 // Maps a build-target name ("sm_89", "sm_90a", "sm_100a", ...) to its row. Any other name
 // throws Error(usage, "unsupported arch 'X'; valid: ...").
 const ArchLimits &resolve_arch(const ArchLimitsTable &table, std::string_view target);
+
+// Every build target with the GPUs it is for, in arch order: "sm_89 (RTX 40xx, ...), sm_90a (H100, ...), ...".
+std::string targets_by_gpu(const ArchLimitsTable &table);
 
 }  // namespace s2tp

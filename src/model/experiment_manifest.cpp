@@ -1,10 +1,14 @@
 #include "model/experiment_manifest.h"
+#include "model/arch_limits.h"
+#include "support/data_paths.h"
+#include "support/did_you_mean.h"
 #include "support/file_io.h"
 
 #include "support/errors.h"
 #include "support/number_format.h"
 #include "formats/toml_schema.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -74,8 +78,10 @@ SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherite
     s.support_sources = r.strings_or("support_sources", s.support_sources);
     s.include_dirs = r.strings_or("include_dirs", s.include_dirs);
     s.needs_torch_headers = r.boolean_or("needs_torch_headers", s.needs_torch_headers);
-    if (s.kernel_sources.empty())
+    if (s.kernel_sources.empty()) {
+        r.reject_misspelling_of("kernel_sources");
         fail(ExitCode::usage, r.position() + ": kernel_sources must name at least one file");
+    }
     for (const auto *list : {&s.kernel_sources, &s.support_sources, &s.include_dirs})
         for (const auto &path : *list) {
             fs::path p(path);
@@ -106,6 +112,12 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
     const std::optional<std::string> commit_override = candidate_commit_override(overrides, c.name);
     if (table.contains("patch")) c.patch = r.existing_file("patch", base_dir.string());
     else r.accept("patch");
+    if (overrides.candidate_patch) {
+        std::error_code ec;
+        if (!overrides.candidate_patch->empty() && !fs::is_regular_file(*overrides.candidate_patch, ec))
+            fail(ExitCode::usage, "--patch '" + *overrides.candidate_patch + "': no such file");
+        c.patch = *overrides.candidate_patch;
+    }
     std::optional<std::string> abi = r.optional_string("abi");
     if (table.contains("parity_mode")) c.parity_mode = read_parity_mode(r, "parity_mode");
     c.source = e.baseline_source;
@@ -159,6 +171,9 @@ void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, co
         if (overrides.candidate_commit)
             fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
                                       " candidates: --candidate-commit takes NAME=REV, once per candidate it sets");
+        if (overrides.candidate_patch)
+            fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
+                                      " candidates: --patch and --no-patch are for a manifest with one candidate");
         for (std::size_t i = 0; i < several->size(); ++i) {
             const toml::table &table = *several->get(i)->as_table();
             CandidateSpec c = read_candidate(table, file, "[[candidate]] " + std::to_string(i + 1), true, e, base_dir, overrides);
@@ -208,6 +223,26 @@ const std::vector<std::string> &default_ncu_metrics() {
     return metrics;
 }
 
+fs::path find_manifest(const std::string &word) {
+    std::error_code ec;
+    if (word.empty()) fail(ExitCode::usage, "--manifest '' is an empty path; give it a file or a shipped manifest's name");
+    if (fs::exists(word, ec)) return word;
+    const fs::path shipped = data_root() / "data/experiments";
+    const bool plain_name = word.find('/') == std::string::npos;
+    if (plain_name)
+        for (const std::string &file : {word, word + ".toml"})
+            if (fs::is_regular_file(shipped / file, ec)) return shipped / file;
+    std::vector<std::string> names;
+    for (const auto &entry : fs::directory_iterator(shipped, ec))
+        if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const std::string &name : names) list += (list.empty() ? "" : ", ") + name;
+    fail(ExitCode::usage, "--manifest '" + word + "': no such file" +
+                              (plain_name ? ", and no shipped manifest of that name" : std::string()) + did_you_mean(word, names) +
+                              "; the shipped manifests (" + shipped.string() + "): " + list);
+}
+
 void check_compiler_flag(const std::string &flag, const std::string &where) {
     for (char c : flag) {
         const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_=.,/+:@%").find(c) != std::string_view::npos;
@@ -253,6 +288,12 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
     if (const toml::table *build = top.optional_table("build")) {
         TableReader r(*build, file, "[build]");
         e.arch = r.string_or("arch", e.arch);
+        // The arch table decides, as build does: a target no row selects would fail only at build.
+        if (const toml::node *arch = build->get("arch"); arch && e.arch != "auto") try {
+                resolve_arch(load_arch_limits(arch_limits_table().string()), e.arch);
+            } catch (const Error &error) {
+                fail(ExitCode::usage, r.position(*arch) + ": [build] arch: " + error.what());
+            }
         e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
         e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
         for (const char *key : {"nvcc_flags", "extra_flags"})
@@ -387,8 +428,21 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         e.max_candidate_p50_ms = r.number_or(p50.key, e.max_candidate_p50_ms, p50.low, p50.high);
         e.max_spill_growth_bytes = r.integer_or(spill.key, e.max_spill_growth_bytes, static_cast<std::int64_t>(spill.low),
                                                 static_cast<std::int64_t>(spill.high));
-        if (gate->contains(ratio.key)) e.max_ratio_upper = r.number_or(ratio.key, 1.0, ratio.low, ratio.high);
-        else r.accept(ratio.key);
+        if (auto off = gate->get(ratio.key); off && off->is_string()) {
+            r.accept(ratio.key);
+            if (off->value<std::string>() != "off")
+                fail(ExitCode::usage, r.position(*off) + ": [gate] key 'max_ratio_upper' is a number or \"off\", got \"" +
+                                          *off->value<std::string>() + "\"");
+            e.max_ratio_upper.reset();
+        } else {
+            e.max_ratio_upper = r.number_or(ratio.key, kDefaultRatioUpperBound, ratio.low, ratio.high);
+        }
+        // The set bounds have no default: each is off unless the manifest sets it.
+        for (auto [range, bound] : {std::pair{&gate_max_geomean_ratio_upper_range, &e.max_geomean_ratio_upper},
+                                    {&gate_max_worst_ratio_upper_range, &e.max_worst_ratio_upper}}) {
+            if (gate->contains(range->key)) *bound = r.number_or(range->key, 1.0, range->low, range->high);
+            else r.accept(range->key);
+        }
         e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
         r.finish();
     }
@@ -432,14 +486,7 @@ std::vector<std::pair<std::string, std::string>> read_pins(const fs::path &pins)
             fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) + ": unknown key '" +
                                       std::string(key.str()) + "'; a pins file holds only [expected_sha256]");
     if (const toml::table *expected = doc["expected_sha256"].as_table())
-        for (const auto &[arch, node] : *expected) {
-            auto value = node.value<std::string>();
-            if (!value || value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)
-                fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) +
-                                          ": [expected_sha256] '" + std::string(arch.str()) +
-                                          "' must be a 64-digit lower-case hex SHA-256 string");
-            entries.emplace_back(std::string(arch.str()), *value);
-        }
+        entries = read_expected_sha256(*expected, pins.string(), "[expected_sha256]");
     return entries;
 }
 
@@ -601,6 +648,9 @@ std::string experiment_to_toml(const Experiment &e) {
                      {"max_spill_growth_bytes", e.max_spill_growth_bytes},
                      {"require_sanitizer", e.require_sanitizer}};
     if (e.max_ratio_upper) gate.insert("max_ratio_upper", *e.max_ratio_upper);
+    else gate.insert("max_ratio_upper", "off");
+    if (e.max_geomean_ratio_upper) gate.insert("max_geomean_ratio_upper", *e.max_geomean_ratio_upper);
+    if (e.max_worst_ratio_upper) gate.insert("max_worst_ratio_upper", *e.max_worst_ratio_upper);
     doc.insert("gate", gate);
     std::ostringstream out;
     out << "# Resolved by sage2tp prepare; later stages read this copy, not the original manifest.\n" << doc << "\n";

@@ -5,6 +5,7 @@
 
 #include "model/accuracy.h"
 #include "model/attention_problem.h"
+#include "model/gate_rules.h"
 #include "model/workload_set.h"
 
 #include <cstdint>
@@ -41,6 +42,9 @@ struct SourceOverrides {
     std::optional<std::string> commit;            // [source] commit (the candidate inherits it)
     std::optional<std::string> candidate_commit;  // the commit of a manifest's only candidate
     std::map<std::string, std::string> candidate_commits;  // candidate name -> its commit (NAME=REV)
+    // The patch of a manifest's only candidate in place of its own (prepare --patch FILE, an absolute
+    // path), or "" for none (--no-patch).
+    std::optional<std::string> candidate_patch;
 };
 // Adds one --candidate-commit value: NAME=REV (NAME a candidate name) sets that candidate's commit,
 // anything else is the REV of a one-candidate manifest. Error(usage) for a name or plain REV given twice.
@@ -132,9 +136,12 @@ struct Experiment {
     std::int64_t ncu_seq_len = 0;
 
     // [gate]
-    double max_candidate_p50_ms = 220.0;
+    double max_candidate_p50_ms = kDefaultMaxCandidateP50Ms;
     std::int64_t max_spill_growth_bytes = 0;
-    std::optional<double> max_ratio_upper;    // relative speed gate: ratio CI entirely below this
+    // Relative speed gate: ratio CI entirely below this; nullopt when the manifest says "off".
+    std::optional<double> max_ratio_upper = kDefaultRatioUpperBound;
+    // Over a workload set: the geometric-mean ratio's interval, and every shape's, entirely below these.
+    std::optional<double> max_geomean_ratio_upper, max_worst_ratio_upper;
     bool require_sanitizer = false;
 };
 
@@ -142,6 +149,11 @@ struct Experiment {
 // git repository) resolve against the manifest's own directory. Errors name file:line:column.
 // `overrides` replace manifest values (prepare's --repository, --commit, --candidate-commit).
 Experiment load_experiment(const std::filesystem::path &manifest, const SourceOverrides &overrides = {});
+
+// The manifest a --manifest word names: the file at that path when there is one, else the shipped
+// manifest of that name (data/experiments/NAME.toml, NAME with or without ".toml"). Error(usage) saying
+// that no such file exists and listing the shipped manifests otherwise.
+std::filesystem::path find_manifest(const std::string &word);
 
 // The characters a compiler flag may hold: letters, digits and - _ = . , / + : @ %. nvcc runs its host
 // compiler and its own steps through sh -c, with the flags inside double quotes, where $ ` " \ still
@@ -167,6 +179,10 @@ inline constexpr SettingRange gate_max_candidate_p50_ms_range{"[gate]", "max_can
 inline constexpr SettingRange gate_max_spill_growth_bytes_range{"[gate]", "max_spill_growth_bytes",
                                                                 "max-spill-growth-bytes", 0, 1 << 30, true};
 inline constexpr SettingRange gate_max_ratio_upper_range{"[gate]", "max_ratio_upper", "max-ratio", 0.01, 100, false};
+inline constexpr SettingRange gate_max_geomean_ratio_upper_range{"[gate]", "max_geomean_ratio_upper", "max-geomean-ratio",
+                                                                 0.01, 100, false};
+inline constexpr SettingRange gate_max_worst_ratio_upper_range{"[gate]", "max_worst_ratio_upper", "max-worst-ratio",
+                                                               0.01, 100, false};
 
 // A command-line value for `range`: Error(usage) naming the flag, its range and the manifest key when it
 // is outside the range (or not whole, for a count); else the value.

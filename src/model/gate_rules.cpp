@@ -174,25 +174,80 @@ GateCondition check_candidate_p50(const GateEvidence &e, const GateThresholds &t
     const std::string limit = fixed(t.max_candidate_p50_ms, 2) + " ms";
     const std::string p50 = "p50 " + fixed(*e.candidate_p50_ms, 3) + " ms";
     if (*e.candidate_p50_ms >= t.max_candidate_p50_ms)
-        return make(name, GateStatus::fail, p50 + " >= " + limit);
+        return make(name, GateStatus::fail, p50 + " >= " + limit,
+                    t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms
+                        ? "the default bound, measured on the DGX Spark (sm_121a); set [gate] max_candidate_p50_ms for your GPU"
+                        : "");
     return make(name, GateStatus::pass, p50 + " < " + limit);
+}
+
+// The bound on the ratio interval `ci` (`what` says which): the whole interval must sit below it.
+GateCondition ratio_bound_condition(const char *name, const std::string &what, const RatioInterval &ci, double bound) {
+    const std::string limit = fixed(bound, 4);
+    if (ci.hi < bound) return make(name, GateStatus::pass, what + " " + interval_text(ci) + " entirely < " + limit);
+    return make(name, GateStatus::fail, what + " " + interval_text(ci) + " reaches >= " + limit,
+                "candidate/baseline, " + fixed(ci.confidence * 100, 0) + "% bootstrap interval, n = " +
+                    std::to_string(ci.n));
 }
 
 GateCondition check_relative_speed(const GateEvidence &e, const GateThresholds &t) {
     const char *name = "relative-speed";
     if (!t.ratio_upper_bound)
-        return make(name, GateStatus::not_checked, "off", "no ratio bound configured; does not block", false);
+        return make(name, GateStatus::not_checked, "off", "max_ratio_upper = \"off\" in the manifest; does not block", false);
     if (auto not_evidence = timing_unusable(name, e, true)) return *not_evidence;
     if (!e.candidate_vs_baseline) return make(name, GateStatus::not_checked, "no ratio interval recorded");
-    const RatioInterval &ci = *e.candidate_vs_baseline;
-    const std::string bound = fixed(*t.ratio_upper_bound, 4);
     // The whole interval must sit below the bound: a median below it with an interval reaching
     // above it is not evidence of the speed-up.
-    if (ci.hi < *t.ratio_upper_bound)
-        return make(name, GateStatus::pass, "ratio " + interval_text(ci) + " entirely < " + bound);
-    return make(name, GateStatus::fail, "ratio " + interval_text(ci) + " reaches >= " + bound,
-                "candidate/baseline, " + fixed(ci.confidence * 100, 0) + "% bootstrap interval, n = " +
-                    std::to_string(ci.n));
+    return ratio_bound_condition(name, "ratio", *e.candidate_vs_baseline, *t.ratio_upper_bound);
+}
+
+// A set condition whose bound is off, or whose evidence is not a set's.
+std::optional<GateCondition> set_condition_unusable(const char *name, const char *key, const std::optional<double> &bound,
+                                                    const GateEvidence &e) {
+    if (!bound) return make(name, GateStatus::not_checked, "off", std::string("no ") + key + " configured; does not block", false);
+    if (auto not_evidence = timing_unusable(name, e, true)) return not_evidence;
+    if (e.workload_set.empty())
+        return make(name, GateStatus::not_checked, "the time stage timed one workload, not a set",
+                    std::string(key) + " needs a workload set ([workload] set or time --workload-set)");
+    return std::nullopt;
+}
+
+GateCondition check_geomean_speed(const GateEvidence &e, const GateThresholds &t) {
+    const char *name = "geomean-speed";
+    if (auto unusable_here = set_condition_unusable(name, "max_geomean_ratio_upper", t.geomean_ratio_upper_bound, e))
+        return *unusable_here;
+    if (!e.geomean_vs_baseline)
+        return make(name, GateStatus::not_checked, "no geometric-mean interval recorded",
+                    "the time stage combines the shapes only when every shape has an interval");
+    return ratio_bound_condition(name, "geomean over " + std::to_string(e.set_shapes.size()) + " shapes",
+                                 *e.geomean_vs_baseline, *t.geomean_ratio_upper_bound);
+}
+
+// Every shape's interval below the bound, not only the worst median's: a shape with a lower median and
+// a wider interval may reach further.
+GateCondition check_worst_shape_speed(const GateEvidence &e, const GateThresholds &t) {
+    const char *name = "worst-shape-speed";
+    if (auto unusable_here = set_condition_unusable(name, "max_worst_ratio_upper", t.worst_ratio_upper_bound, e))
+        return *unusable_here;
+    std::string untimed, reaching;
+    const GateEvidence::ShapeTiming *worst = nullptr;
+    for (const GateEvidence::ShapeTiming &s : e.set_shapes) {
+        if (!s.candidate_vs_baseline) {
+            untimed += (untimed.empty() ? "" : ", ") + s.shape;
+            continue;
+        }
+        if (s.shape == e.worst_shape) worst = &s;
+        if (s.candidate_vs_baseline->hi >= *t.worst_ratio_upper_bound)
+            reaching += (reaching.empty() ? "" : ", ") + s.shape + " " + interval_text(*s.candidate_vs_baseline);
+    }
+    if (!untimed.empty()) return make(name, GateStatus::not_checked, "no ratio interval recorded for " + untimed);
+    const std::string limit = fixed(*t.worst_ratio_upper_bound, 4);
+    if (!reaching.empty())
+        return make(name, GateStatus::fail, "reaching >= " + limit + ": " + reaching,
+                    "every shape's candidate/baseline interval must lie entirely below the bound");
+    const std::string shown = worst ? "worst " + worst->shape + " " + interval_text(*worst->candidate_vs_baseline)
+                                    : std::to_string(e.set_shapes.size()) + " shapes";
+    return make(name, GateStatus::pass, shown + "; every shape entirely < " + limit);
 }
 
 std::string at_entry(const std::string &entry) { return entry.empty() ? "" : " at " + entry; }
@@ -240,8 +295,33 @@ using ConditionRule = GateCondition (*)(const GateEvidence &, const GateThreshol
 constexpr ConditionRule condition_rules[] = {
     check_freshness,     check_build,          check_sanitizer,     check_parity,
     check_output_sha,    check_candidate_p50,  check_relative_speed, check_shared_memory,
-    check_warps_per_scheduler, check_spills,
+    check_warps_per_scheduler, check_spills, check_geomean_speed, check_worst_shape_speed,
 };
+
+// The conditions decided on the real workload's output and speed: over a set, once per shape.
+bool per_shape(ConditionRule rule) {
+    return rule == check_output_sha || rule == check_candidate_p50 || rule == check_relative_speed;
+}
+
+// A set condition whose bound is off has nothing to show for one workload.
+bool shown(ConditionRule rule, const GateEvidence &e, const GateThresholds &t) {
+    if (!e.workload_set.empty()) return true;
+    if (rule == check_geomean_speed) return t.geomean_ratio_upper_bound.has_value();
+    if (rule == check_worst_shape_speed) return t.worst_ratio_upper_bound.has_value();
+    return true;
+}
+
+// The evidence as the one-workload rules see one shape of a set.
+GateEvidence shape_evidence(const GateEvidence &e, const GateEvidence::ShapeTiming &s) {
+    GateEvidence one = e;
+    one.real_output_sha256 = s.real_output_sha256;
+    one.expected_real_output_sha256 = s.expected_real_output_sha256;
+    one.real_output_accuracy_passed = s.real_output_accuracy_passed;
+    one.real_output_accuracy = s.real_output_accuracy;
+    one.candidate_p50_ms = s.candidate_p50_ms;
+    one.candidate_vs_baseline = s.candidate_vs_baseline;
+    return one;
+}
 
 }  // namespace
 
@@ -268,6 +348,15 @@ std::vector<GateCondition> accuracy_conditions(const GateEvidence &e) {
 GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds) {
     GateResult result;
     for (ConditionRule rule : condition_rules) {
+        if (per_shape(rule) && !evidence.workload_set.empty()) {
+            for (const GateEvidence::ShapeTiming &shape : evidence.set_shapes) {
+                GateCondition c = rule(shape_evidence(evidence, shape), thresholds);
+                c.name += " " + shape.shape;
+                result.conditions.push_back(std::move(c));
+            }
+            continue;
+        }
+        if (!shown(rule, evidence, thresholds)) continue;
         result.conditions.push_back(rule(evidence, thresholds));
         if (rule == check_parity)
             for (GateCondition &c : accuracy_conditions(evidence)) result.conditions.push_back(std::move(c));
@@ -299,6 +388,16 @@ std::string format_gate_report(const GateResult &result) {
     if (!failed.empty()) report += "failed: " + failed;
     if (!missing.empty()) report += std::string(failed.empty() ? "" : "; ") + "required but not checked: " + missing;
     return report + ")\n";
+}
+
+std::string thresholds_text(const GateThresholds &t) {
+    return "candidate p50 < " + compact(t.max_candidate_p50_ms, 3) + " ms" +
+           (t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms ? " (the DGX Spark's default)" : "") + ", " +
+           (t.ratio_upper_bound ? "ratio interval < " + compact(*t.ratio_upper_bound, 4) +
+                                      (*t.ratio_upper_bound == 1.0 ? " (faster)" : "")
+                                : std::string("relative speed off")) +
+           ", spill growth <= " + std::to_string(t.max_spill_growth_bytes) + " B, sanitizer " +
+           (t.require_sanitizer ? "required" : "not required");
 }
 
 }  // namespace s2tp

@@ -7,7 +7,15 @@
 // CHECKED. Missing or stale evidence is never a pass: a stale checkpoint describes inputs that no
 // longer exist, so the conditions it feeds report NOT CHECKED and the freshness condition FAILs.
 // Required: freshness, build, parity, output-sha, candidate-p50, shared-memory, warps-per-scheduler,
-// spills, and relative-speed when a ratio bound is set. The sanitizer is required only with
+// spills, and relative-speed unless the bound is turned off (it is 1.0, "faster", by default).
+//
+// Over a workload set (the time stage timed several shapes): output-sha (or output-accuracy),
+// candidate-p50 and relative-speed are decided for every shape, each a condition of its own named
+// "CONDITION SHAPE", by the same rule as for one workload. Two set conditions follow: geomean-speed (the
+// combined geometric-mean ratio's interval entirely below max_geomean_ratio_upper) and worst-shape-speed
+// (every shape's interval entirely below max_worst_ratio_upper, the worst shape's shown). Each is
+// required when its bound is set and off otherwise; a bound set for a run whose time stage timed one
+// workload is NOT CHECKED and blocks: what was asked for was not measured. The sanitizer is required only with
 // require_sanitizer; otherwise a skipped sanitizer shows NOT CHECKED and does not block.
 #pragma once
 
@@ -68,6 +76,21 @@ struct GateEvidence {
     std::optional<double> candidate_p50_ms;
     std::optional<RatioInterval> candidate_vs_baseline;
 
+    // A workload set's timing: each shape's real output and speed (the fields above, as for one
+    // workload), and the candidate's figures over the set. workload_set is empty for one workload.
+    struct ShapeTiming {
+        std::string shape;
+        std::string real_output_sha256, expected_real_output_sha256;
+        std::optional<bool> real_output_accuracy_passed;
+        std::string real_output_accuracy;
+        std::optional<double> candidate_p50_ms;
+        std::optional<RatioInterval> candidate_vs_baseline;
+    };
+    std::string workload_set;
+    std::vector<ShapeTiming> set_shapes;
+    std::optional<RatioInterval> geomean_vs_baseline;
+    std::string worst_shape;  // the shape with the highest median ratio, as the time stage found it
+
     std::string resource_arch;  // e.g. "sm_90a", shown in the resource figures
     ArmResources baseline_resources;
     ArmResources candidate_resources;
@@ -78,10 +101,21 @@ struct GateEvidence {
     std::string baseline_max_spill_entry;
 };
 
+// The relative-speed bound when a manifest names none: a change is worth shipping only when the whole
+// interval of its candidate/baseline ratio lies below 1, i.e. when it is faster. Only an explicit
+// `max_ratio_upper = "off"` turns the condition off.
+inline constexpr double kDefaultRatioUpperBound = 1.0;
+// The absolute bound on the candidate's p50 when a manifest names none: the original experiment's,
+// measured on the DGX Spark (GB10, sm_121a). It means nothing on another GPU, so a failure against it
+// says where it comes from.
+inline constexpr double kDefaultMaxCandidateP50Ms = 220.0;
+
 struct GateThresholds {
-    double max_candidate_p50_ms = 220.0;      // the candidate's p50 must be below this
+    double max_candidate_p50_ms = kDefaultMaxCandidateP50Ms;  // the candidate's p50 must be below this
     std::int64_t max_spill_growth_bytes = 0;  // candidate spill bytes minus baseline's, at most this
-    std::optional<double> ratio_upper_bound;  // relative speed gate: ratio CI must lie entirely below
+    std::optional<double> ratio_upper_bound = kDefaultRatioUpperBound;  // ratio CI must lie entirely below; nullopt: off
+    // Over a workload set: the geometric-mean ratio's interval, and every shape's, must lie below these.
+    std::optional<double> geomean_ratio_upper_bound, worst_ratio_upper_bound;
     bool require_sanitizer = false;
 };
 
@@ -105,6 +139,10 @@ struct GateResult {
 };
 
 GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thresholds);
+
+// The thresholds in one line, as status shows them: "candidate p50 < 220 ms (the DGX Spark's default),
+// ratio interval < 1 (faster), spill growth <= 0 B, sanitizer not required".
+std::string thresholds_text(const GateThresholds &thresholds);
 
 // One line per condition ("STATUS  name  figure (detail)"), then a "verdict:" line that names the
 // conditions that failed or were required but not checked.

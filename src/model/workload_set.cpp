@@ -55,16 +55,8 @@ WorkloadSpec read_workload(TableReader &r, const fs::path &base_dir) {
         w.v_file = t.existing_file("v", base_dir.string());
         t.finish();
     }
-    if (const toml::table *expected = r.optional_table("expected_sha256")) {
-        for (const auto &[arch, node] : *expected) {
-            auto value = node.value<std::string>();
-            if (!value || value->size() != 64)
-                fail(ExitCode::usage, file + ":" + std::to_string(node.source().begin.line) +
-                                          ": [workload.expected_sha256] '" + std::string(arch.str()) +
-                                          "' must be a 64-digit hex SHA-256 string");
-            w.expected_sha256.emplace_back(std::string(arch.str()), *value);
-        }
-    }
+    if (const toml::table *expected = r.optional_table("expected_sha256"))
+        w.expected_sha256 = read_expected_sha256(*expected, file, "[workload.expected_sha256]");
     return w;
 }
 
@@ -79,6 +71,19 @@ toml::table workload_table(const WorkloadSpec &w) {
         workload.insert("expected_sha256", expected);
     }
     return workload;
+}
+
+std::vector<std::pair<std::string, std::string>> read_expected_sha256(const toml::table &table, const std::string &file,
+                                                                      const std::string &table_name) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const auto &[arch, node] : table) {
+        const std::optional<std::string> value = node.value<std::string>();
+        if (!value || value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)
+            fail(ExitCode::usage, file + ":" + std::to_string(node.source().begin.line) + ": " + table_name + " '" +
+                                      std::string(arch.str()) + "' must be a SHA-256 of 64 lower-case hex digits");
+        entries.emplace_back(std::string(arch.str()), *value);
+    }
+    return entries;
 }
 
 WorkloadSpec load_workload(const fs::path &file) {

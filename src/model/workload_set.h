@@ -54,6 +54,12 @@ toml::table workload_table(const WorkloadSpec &workload);
 // Reads a workload file (the [workload] table of its own TOML file).
 WorkloadSpec load_workload(const std::filesystem::path &file);
 
+// The entries of an [expected_sha256] table (arch = "sha"), each SHA-256 as sha256_hex writes it: 64
+// lower-case hex digits, since any other spelling could never match an output. Error(usage) naming
+// file:line and `table_name` otherwise.
+std::vector<std::pair<std::string, std::string>> read_expected_sha256(const toml::table &table, const std::string &file,
+                                                                      const std::string &table_name);
+
 // The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
 std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
 

@@ -1,10 +1,15 @@
 #include "pipeline/cli.h"
 #include "build_config.h"
+#include "support/did_you_mean.h"
+
+#include <algorithm>
 
 #include <iostream>
 
 #include <sys/ioctl.h>
 #include <unistd.h>
+
+namespace fs = std::filesystem;
 
 namespace s2tp {
 
@@ -85,7 +90,9 @@ CommandLine::CommandLine(std::string command, std::string summary, std::vector<s
                    "(default: $SAGE2TP_RUN_ID, or the older $SAGE2_TEMPORAL_RUN_ID; else the run the working directory "
                    "is in; else the latest run; else <experiment>-<UTC time> for prepare)",
          cxxopts::value<std::string>(), "ID")
-        ("root", "where runs live", cxxopts::value<std::string>()->default_value("sage2tp-runs"), "DIR")
+        ("root", "where runs live (default: $SAGE2TP_ROOT, else the nearest sage2tp-runs directory in the working "
+                 "directory or above it, as git finds its repository, else ./sage2tp-runs)",
+         cxxopts::value<std::string>(), "DIR")
         ("json", "print one JSON object describing the result on stdout")
         ("q,quiet", "print only results and errors")
         ("v,verbose", "print more detail")
@@ -94,11 +101,28 @@ CommandLine::CommandLine(std::string command, std::string summary, std::vector<s
 
 cxxopts::OptionAdder CommandLine::add_options(const std::string &group) { return options_.add_options(group); }
 
+std::string CommandLine::unknown_option_hint() const {
+    std::vector<std::string> known;
+    for (const std::string &group : options_.groups())
+        for (const cxxopts::HelpOptionDetails &option : options_.group_help(group).options)
+            for (const std::string &name : option.l) known.push_back(name);
+    for (const std::string &word : args_) {
+        if (word.rfind("--", 0) != 0 || word == "--") continue;
+        const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        const std::string suggestion = closest_name(name, known);
+        return suggestion.empty() ? "" : "; did you mean '--" + suggestion + "'?";
+    }
+    return "";
+}
+
 bool CommandLine::parse() {
     std::vector<const char *> argv{"sage2tp"};
     for (const auto &a : args_) argv.push_back(a.c_str());
     try {
         result_ = options_.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const cxxopts::exceptions::no_such_option &e) {
+        fail(ExitCode::usage, std::string(e.what()) + unknown_option_hint() + " (see 'sage2tp " + command_ + " --help')");
     } catch (const cxxopts::exceptions::exception &e) {
         fail(ExitCode::usage, std::string(e.what()) + " (see 'sage2tp " + command_ + " --help')");
     }
@@ -106,7 +130,10 @@ bool CommandLine::parse() {
         fail(ExitCode::usage, "unexpected argument '" + result_.unmatched().front() +
                                   "' (see 'sage2tp " + command_ + " --help')");
     if (result_.count("help")) {
-        std::cout << options_.help({"", "Global"}) << std::endl;
+        const std::string help = options_.help({"", "Global"});
+        // Under --json, stdout carries one object, the help included.
+        if (result_.count("json")) std::cout << toml::json_formatter{toml::table{{"command", command_}, {"help", help}}} << std::endl;
+        else std::cout << help << std::endl;
         return false;
     }
     if (result_.count("run")) {
@@ -117,7 +144,7 @@ bool CommandLine::parse() {
         selection_.run_id = result_["run-id"].as<std::string>();
         check_run_id(*selection_.run_id);
     }
-    selection_.runs_root = result_["root"].as<std::string>();
+    selection_.runs_root = result_.count("root") ? fs::path(result_["root"].as<std::string>()) : default_runs_root();
     if (selection_.runs_root.empty()) fail(ExitCode::usage, "--root '' is an empty path; give it a directory");
     int verbosity = 1;
     if (result_.count("quiet")) verbosity = 0;

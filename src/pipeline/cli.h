@@ -75,6 +75,8 @@ public:
     const Reporter &reporter() const { return reporter_; }
 
 private:
+    // "; did you mean '--manifest'?" for the first word that names no option of this command.
+    std::string unknown_option_hint() const;
     std::string command_;
     std::vector<std::string> args_;
     cxxopts::Options options_;

@@ -124,6 +124,15 @@ std::optional<fs::path> enclosing_run(const fs::path &dir) {
     }
 }
 
+void write_user_file_outside_runs(const fs::path &file, const std::string &content) {
+    std::error_code ec;
+    const fs::path parent = fs::absolute(file, ec).parent_path();
+    if (auto run = enclosing_run(parent))
+        fail(ExitCode::usage, "will not write '" + file.string() + "' inside the run '" + run->string() +
+                                  "': a run holds only what its stages write; give a path outside it");
+    write_user_file(file, content);
+}
+
 bool stays_inside(const fs::path &relative_path) {
     if (relative_path.empty() || relative_path.is_absolute() || relative_path.has_root_name()) return false;
     int depth = 0;
@@ -179,6 +188,20 @@ void check_run_id(const std::string &id) {
     if (id.front() == '.' || id.front() == '-')
         fail(ExitCode::usage, "invalid run id '" + id + "': it starts with '" + id.substr(0, 1) + "'" + rule);
     if (id == "latest") fail(ExitCode::usage, "invalid run id 'latest': the name is taken by the link to the latest run");
+}
+
+fs::path default_runs_root() {
+    if (const char *root = std::getenv("SAGE2TP_ROOT"); root && *root) return root;
+    const fs::path name = "sage2tp-runs";
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec);
+    if (ec) return name;
+    if (fs::is_directory(cwd / name, ec)) return name;
+    for (fs::path at = cwd.parent_path(); !at.empty(); at = at.parent_path()) {
+        if (fs::is_directory(at / name, ec)) return at / name;
+        if (at == at.root_path()) break;
+    }
+    return name;
 }
 
 RunSelection select_run_word(RunSelection selection, const std::string &word) {
@@ -240,9 +263,34 @@ fs::path require_existing_run(const RunSelection &selection) {
     if (!run) fail(ExitCode::precondition, "no run found under '" + selection.runs_root.string() +
                                                "'; run 'sage2tp prepare' first (or pass --run DIR)");
     std::error_code ec;
-    if (!fs::is_directory(*run, ec))
+    const fs::file_status status = fs::status(*run, ec);
+    if (status.type() == fs::file_type::not_found)
         fail(ExitCode::precondition, "run directory '" + run->string() + "' does not exist; run 'sage2tp prepare' first");
+    if (!fs::is_directory(status))
+        fail(ExitCode::precondition, "'" + run->string() + "' is not a directory, so it is no run; pass --run a run directory");
+    // Unreadable, a stage would see no checkpoint at all and report an empty run as if nothing had run.
+    fs::directory_iterator listing(*run, ec);
+    if (ec) fail(ExitCode::precondition, "cannot read run directory '" + run->string() + "': " + ec.message());
+    const fs::path checkpoints = RunDirectory(*run).checkpoints();
+    const fs::file_status slot = fs::symlink_status(checkpoints, ec);
+    if (slot.type() != fs::file_type::not_found && !fs::is_directory(slot))
+        fail(ExitCode::precondition, "run directory '" + run->string() + "' is damaged: '" + checkpoints.string() +
+                                         "' is not a directory, so no checkpoint of the run can be read");
+    if (fs::is_directory(slot)) {
+        fs::directory_iterator checkpoint_listing(checkpoints, ec);
+        if (ec) fail(ExitCode::precondition, "cannot read '" + checkpoints.string() + "': " + ec.message());
+    }
     return *run;
+}
+
+bool claim_run_directory(const fs::path &dir) {
+    std::error_code ec;
+    const fs::path at = fs::absolute(dir, ec).lexically_normal();
+    if (at.has_parent_path()) fs::create_directories(at.parent_path(), ec);
+    if (!ec && fs::create_directory(at, ec)) return true;
+    if (!ec && fs::is_directory(at, ec)) return false;
+    fail(ExitCode::usage, "cannot create the run directory '" + dir.string() + "': " +
+                              (ec ? ec.message() : std::string("something other than a directory is there")));
 }
 
 void mark_latest(const RunSelection &selection, const fs::path &run) {
@@ -262,7 +310,7 @@ void mark_latest(const RunSelection &selection, const fs::path &run) {
 }
 
 const std::vector<std::string> &run_layout_entries() {
-    static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "checkpoints",  "trees",
+    static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "last-stop.toml", "checkpoints",  "trees",
                                                   "builds",          "logs",         "reports",      "inputs",
                                                   ".prepare-new",    ".prepare-old", ".build-new",   ".build-old",
                                                   ".lock"};
@@ -298,9 +346,15 @@ std::string why_not_removable_run(const fs::path &root) {
         if (fs::path h = fs::weakly_canonical(home, ec); !ec && is_within(h, at))
             return h == at ? "it is your home directory" : "it holds your home directory";
     if (fs::symlink_status(at / ".git", ec).type() != fs::file_type::not_found) return "it holds .git (a git repository)";
-    if (!fs::is_regular_file(fs::symlink_status(at / ".lock", ec)))
-        return "it has no .lock, which every sage2tp run has";
-    if (!fs::is_regular_file(fs::symlink_status(at / "experiment.toml", ec)) &&
+    return why_not_a_run(at, RunMarkers::required);
+}
+
+std::string why_not_a_run(const fs::path &root, RunMarkers markers) {
+    std::error_code ec;
+    const fs::path at = fs::absolute(root, ec).lexically_normal();
+    if (markers == RunMarkers::optional_when_empty && fs::is_empty(at, ec)) return "";
+    if (!fs::is_regular_file(fs::symlink_status(at / ".lock", ec))) return "it has no .lock, which every sage2tp run has";
+    if (markers == RunMarkers::required && !fs::is_regular_file(fs::symlink_status(at / "experiment.toml", ec)) &&
         !fs::is_directory(fs::symlink_status(at / ".prepare-new", ec)))
         return "it has no experiment.toml, which prepare makes in every run";
     for (fs::directory_iterator it(at, ec), end; !ec && it != end; it.increment(ec)) {

@@ -2,6 +2,7 @@
 //
 //   <run>/experiment.toml          the manifest as resolved at prepare time
 //   <run>/pins.toml                output SHA-256 pins made by time --pin
+//   <run>/last-stop.toml           why the last stage attempt stopped without a checkpoint (no GPU)
 //   <run>/checkpoints/NN-<stage>.toml
 //   <run>/trees/{baseline,<each candidate>,support}
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
@@ -40,6 +41,7 @@ public:
     const std::filesystem::path &root() const { return root_; }
     std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
     std::filesystem::path pins() const { return root_ / "pins.toml"; }  // time --pin's output SHA-256 pins
+    std::filesystem::path last_stop() const { return root_ / "last-stop.toml"; }  // see StageStop
     std::filesystem::path checkpoints() const { return root_ / "checkpoints"; }
     std::filesystem::path trees() const { return root_ / "trees"; }
     std::filesystem::path tree(const std::string &variant) const { return trees() / variant; }
@@ -74,6 +76,11 @@ std::optional<long> lock_holder(const std::filesystem::path &run_root);
 // The run directory that `dir` is, or is inside (it holds experiment.toml and .lock), if any.
 std::optional<std::filesystem::path> enclosing_run(const std::filesystem::path &dir);
 
+// write_user_file for a file a user named (compare --svg, report --output), refused with Error(usage)
+// when `file` would land inside a run: a run holds only what its stages write, and clean removes only
+// a directory that holds nothing else.
+void write_user_file_outside_runs(const std::filesystem::path &file, const std::string &content);
+
 // True when `path`, taken relative to some root, stays inside it (no absolute path, no "..").
 bool stays_inside(const std::filesystem::path &relative_path);
 
@@ -85,6 +92,10 @@ struct RunSelection {
     std::optional<std::string> run_id;
     std::filesystem::path runs_root = "sage2tp-runs";
 };
+// Where runs live when --root is not given: $SAGE2TP_ROOT when set; else the nearest directory named
+// sage2tp-runs in the working directory or one above it (as git finds its repository), absolute when
+// it is above; else "sage2tp-runs", where prepare makes it.
+std::filesystem::path default_runs_root();
 // The selection a command's [RUN] word makes: the run directory at that path when there is one, else
 // the run of that id under the selection's root.
 RunSelection select_run_word(RunSelection selection, const std::string &word);
@@ -111,6 +122,16 @@ const std::vector<std::string> &run_layout_entries();
 // their temporary files), and neither the root directory, the working directory or one holding it,
 // $HOME or one holding it, nor a directory with .git.
 std::string why_not_removable_run(const std::filesystem::path &root);
+// Why the directory `root` is not a run, "" when it is: it holds nothing but the run layout's entries,
+// with .lock and (when `markers` is required) experiment.toml or prepare's staging. An empty directory
+// is one for prepare to make a run in (optional_when_empty).
+enum class RunMarkers { required, optional_when_empty };
+std::string why_not_a_run(const std::filesystem::path &root, RunMarkers markers);
+// Creates `dir` (and its parents) for prepare; true when this process made it, false when it was there
+// already. mkdir is atomic, so of two prepares racing for one new directory exactly one made it; that
+// one may remove it when its prepare fails, and only while it holds the run's lock (prepare_in_run).
+// Error(usage) when it cannot be made.
+bool claim_run_directory(const std::filesystem::path &dir);
 // Points <root>/latest at `run` (a relative symlink, replaced atomically).
 void mark_latest(const RunSelection &selection, const std::filesystem::path &run);
 

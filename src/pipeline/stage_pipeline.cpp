@@ -2,6 +2,7 @@
 
 #include "pipeline/file_artifact.h"
 #include "support/file_io.h"
+#include "formats/toml_schema.h"
 
 #include "support/errors.h"
 #include "support/process_runner.h"
@@ -36,6 +37,32 @@ std::filesystem::path checkpoint_path(const RunDirectory &run, Stage stage) {
     std::ostringstream name;
     name << std::setw(2) << std::setfill('0') << (static_cast<int>(stage) + 1) << "-" << stage_name(stage) << ".toml";
     return run.checkpoints() / name.str();
+}
+
+void record_stop(const RunDirectory &run, const StageStop &stop) {
+    toml::table record{{"stage", stage_name(stop.stage)}, {"cause", stop.cause}, {"message", stop.message},
+                       {"next_step", stop.next_step}, {"utc", stop.utc}};
+    std::ostringstream text;
+    text << "# Why the last attempt stopped without a checkpoint (sage2tp status); removed when a stage passes.\n"
+         << record << "\n";
+    write_file_atomically(run.last_stop(), text.str());
+}
+
+std::string stop_summary(const StageStop &stop) { return "stopped at " + stage_name(stop.stage) + ": " + stop.cause; }
+
+std::optional<StageStop> last_stop(const RunDirectory &run) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(run.last_stop(), ec))) return std::nullopt;
+    try {
+        const toml::table record = parse_toml_file(run.last_stop().string());
+        const std::string stage = record["stage"].value_or(std::string());
+        for (Stage candidate : all_stages())
+            if (stage_name(candidate) == stage)
+                return StageStop{candidate, record["cause"].value_or(std::string()), record["message"].value_or(std::string()),
+                                 record["next_step"].value_or(std::string()), record["utc"].value_or(std::string())};
+    } catch (const Error &) {  // unreadable or not TOML: advice, not a record
+    }
+    return std::nullopt;
 }
 
 namespace {
@@ -277,6 +304,8 @@ ExitCode execute_stage(StageContext &context, const StageWork &work, const Repor
     checkpoint.figures.insert("elapsed_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     checkpoint.reasons = std::move(result.reasons);
     write_checkpoint(checkpoint_path(run, work.stage), checkpoint);
+    std::error_code gone;
+    std::filesystem::remove(run.last_stop(), gone);  // the run moved on: an earlier stop is history
 
     if (work.summarize) work.summarize(checkpoint, reporter);
     for (const auto &reason : checkpoint.reasons) reporter.say("  " + name + ": " + reason);
@@ -292,7 +321,10 @@ ExitCode run_stage(StageContext &context, const StageWork &work, const Reporter 
     ExitCode code;
     if (work.unavailable) {
         const std::optional<ExitCode> kept = keep_intact_checkpoint(context, work, work.keep_reason, reporter);
-        if (!kept) throw *work.unavailable;
+        if (!kept) {
+            if (work.stop_unavailable) work.stop_unavailable();
+            throw *work.unavailable;
+        }
         code = *kept;
     } else {
         code = execute_stage(context, work, reporter);

@@ -35,6 +35,23 @@ struct StageState {
     std::string stale_reason;  // why it is not fresh (or not trusted); empty when fresh
 };
 
+// Why the last attempt at a stage ended without a checkpoint, for a cause that running the same command
+// again on this host does not fix (no GPU here). Kept in <run>/last-stop.toml, so that status, report and
+// compare can say why the run stands where it does; execute_stage removes it when any stage writes its
+// checkpoint.
+struct StageStop {
+    Stage stage;
+    std::string cause;      // a few words: "no GPU"
+    std::string message;    // the error the command printed, next step included
+    std::string next_step;  // what to do instead, one sentence
+    std::string utc;
+};
+void record_stop(const RunDirectory &run, const StageStop &stop);
+// "stopped at sanitize: no GPU": how status, report and compare name a recorded stop.
+std::string stop_summary(const StageStop &stop);
+// The recorded stop, if any (nullopt too when the file cannot be read: it is advice, not a record).
+std::optional<StageStop> last_stop(const RunDirectory &run);
+
 // Reads every checkpoint of the run and works out freshness along the chain.
 std::vector<StageState> inspect_run(const RunDirectory &run);
 
@@ -71,6 +88,9 @@ struct StageWork {
     // (see keep_unavailable_stage). `keep_reason` says why in the up-to-date line.
     std::optional<Error> unavailable;
     std::string keep_reason;
+    // Optional: called when the checkpoint cannot stand in, before work.unavailable is thrown (the
+    // no-GPU stop records itself in the run and throws its own error, which says how to go on).
+    std::function<void()> stop_unavailable;
     // Optional: what the command does once the stage's checkpoint stands, given the exit code so far
     // (build --sass counts the opcodes of an up-to-date build's cubins).
     std::function<ExitCode(ExitCode)> then;
@@ -109,9 +129,9 @@ private:
 // The one runner of every stage command. Without work.unavailable: decides up-to-date, runs, writes
 // the checkpoint, reports. With it, the keep-the-intact-checkpoint policy of every stage: when the
 // stage's own checkpoint is up to date but for the inputs, which this host cannot work out, and its
-// outputs verify, it is reported up to date with work.keep_reason; otherwise work.unavailable is
-// thrown. Then work.then, when set. Returns the command's exit code: 0 passed/skipped/up to date,
-// 1 failed.
+// outputs verify, it is reported up to date with work.keep_reason; otherwise work.stop_unavailable is
+// called, when set, and work.unavailable thrown. Then work.then, when set. Returns the command's exit
+// code: 0 passed/skipped/up to date, 1 failed.
 ExitCode run_stage(StageContext &context, const StageWork &work, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -96,10 +96,21 @@ CompileProgress compile_progress(const std::vector<CompileJob> &jobs, const Repo
              << (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")");
         reporter.progress(line.str());
     };
-    progress.tick = [&reporter, total, began, count = jobs.size()](const std::string &running, std::size_t finished) {
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-        reporter.live_line("  compiling " + std::to_string(finished) + "/" + total + " done, " +
-                           elapsed_and_eta(elapsed, static_cast<double>(finished) / count) + ":" + running);
+    // On a terminal, one line rewritten every second; in a pipe (a CI log), a line every 30 s, so that a
+    // long compile never looks like a hang.
+    progress.tick = [&reporter, total, began, count = jobs.size(),
+                     last_line = began](const std::vector<RunningCompile> &running, std::size_t finished) mutable {
+        const auto now = std::chrono::steady_clock::now();
+        const double elapsed = std::chrono::duration<double>(now - began).count();
+        const std::string counts = "  [" + std::to_string(finished) + "/" + total + "] " +
+                                   elapsed_and_eta(elapsed, static_cast<double>(finished) / count) + ": ";
+        const std::string line = compile_progress_line(counts, running);
+        if (reporter.live()) {
+            reporter.live_line(line);
+        } else if (now - last_line >= std::chrono::seconds(30)) {
+            reporter.progress(line);
+            last_line = now;
+        }
     };
     return progress;
 }

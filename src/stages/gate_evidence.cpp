@@ -3,6 +3,7 @@
 #include "figures/build_figures.h"
 #include "figures/parity_figures.h"
 #include "figures/sanitize_figures.h"
+#include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 
 #include <cstdint>
@@ -87,6 +88,28 @@ void read_time(const TimeFigures &figures, const std::string &name, GateEvidence
     evidence.candidate_vs_baseline = interval;
 }
 
+// A set's time figures: each shape read as one workload's, then the candidate's figures over the set.
+void read_time_set(const SetTimeFigures &figures, const std::string &name, GateEvidence &evidence) {
+    evidence.workload_set = figures.workload_set.value_or("");
+    for (const ShapeTimeFigures &shape : figures.shapes) {
+        GateEvidence one;
+        read_time(shape.figures, name, one);
+        evidence.set_shapes.push_back({shape.name, one.real_output_sha256, one.expected_real_output_sha256,
+                                       one.real_output_accuracy_passed, one.real_output_accuracy,
+                                       one.candidate_p50_ms, one.candidate_vs_baseline});
+    }
+    const SetCandidateFigures *candidate = figures.candidate(name);
+    if (!candidate) return;
+    evidence.worst_shape = candidate->worst_shape.value_or("");
+    if (candidate->geomean) {
+        evidence.geomean_vs_baseline = candidate->geomean->interval();
+        // n counts every ratio over the shapes, as weighted_geomean_interval does.
+        if (evidence.geomean_vs_baseline)
+            for (const GateEvidence::ShapeTiming &s : evidence.set_shapes)
+                evidence.geomean_vs_baseline->n += s.candidate_vs_baseline ? s.candidate_vs_baseline->n : 0;
+    }
+}
+
 void read_build(const BuildFigures &figures, const std::string &candidate, GateEvidence &evidence) {
     evidence.resource_arch = figures.arch;
     const ResourceAggregates worst = figures.aggregates(candidate);
@@ -127,7 +150,9 @@ std::map<std::string, GateEvidence> gather_gate_evidence(const std::vector<Stage
     const Checkpoint *time = intact_checkpoint(state_of(states, Stage::time));
     const BuildFigures build_figures = build ? BuildFigures::from_toml(build->figures) : BuildFigures{};
     const ParityFigures parity_figures = parity ? ParityFigures::from_toml(parity->figures) : ParityFigures{};
-    const TimeFigures time_figures = time ? TimeFigures::from_toml(time->figures) : TimeFigures{};
+    const bool time_set = time && SetTimeFigures::holds_set(time->figures);
+    const TimeFigures time_figures = time && !time_set ? TimeFigures::from_toml(time->figures) : TimeFigures{};
+    const SetTimeFigures set_figures = time_set ? SetTimeFigures::from_toml(time->figures) : SetTimeFigures{};
 
     std::map<std::string, GateEvidence> evidence;
     for (const std::string &name : candidates) {
@@ -135,7 +160,8 @@ std::map<std::string, GateEvidence> gather_gate_evidence(const std::vector<Stage
         if (build) read_build(build_figures, name, e);
         if (sanitize) read_sanitize(*sanitize, name, e);
         if (parity) read_parity(parity_figures, name, e);
-        if (time) read_time(time_figures, name, e);
+        if (time_set) read_time_set(set_figures, name, e);
+        else if (time) read_time(time_figures, name, e);
     }
     return evidence;
 }

@@ -20,6 +20,10 @@ GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides
     thresholds.max_candidate_p50_ms = overrides.max_candidate_p50_ms.value_or(experiment.max_candidate_p50_ms);
     thresholds.max_spill_growth_bytes = overrides.max_spill_growth_bytes.value_or(experiment.max_spill_growth_bytes);
     thresholds.ratio_upper_bound = overrides.max_ratio_upper ? overrides.max_ratio_upper : experiment.max_ratio_upper;
+    thresholds.geomean_ratio_upper_bound = overrides.max_geomean_ratio_upper ? overrides.max_geomean_ratio_upper
+                                                                             : experiment.max_geomean_ratio_upper;
+    thresholds.worst_ratio_upper_bound =
+        overrides.max_worst_ratio_upper ? overrides.max_worst_ratio_upper : experiment.max_worst_ratio_upper;
     thresholds.require_sanitizer = overrides.require_sanitizer.value_or(experiment.require_sanitizer);
     return thresholds;
 }
@@ -43,6 +47,11 @@ StageWork gate_stage_work(StageContext &context, const GateRequest &request, con
         f.add("max_spill_growth_bytes", thresholds.max_spill_growth_bytes);
         f.add("max_ratio_upper", thresholds.ratio_upper_bound ? shortest(*thresholds.ratio_upper_bound) : "off");
         f.add("require_sanitizer", thresholds.require_sanitizer ? "yes" : "no");
+        // Only when set, so that a run without set bounds keeps the fingerprint it had before they existed.
+        if (thresholds.geomean_ratio_upper_bound)
+            f.add("max_geomean_ratio_upper", shortest(*thresholds.geomean_ratio_upper_bound));
+        if (thresholds.worst_ratio_upper_bound)
+            f.add("max_worst_ratio_upper", shortest(*thresholds.worst_ratio_upper_bound));
     };
     work.run = [&context, thresholds, &run, report] {
         std::vector<std::string> candidates;

@@ -24,6 +24,7 @@ struct GateOverrides {
     std::optional<double> max_candidate_p50_ms;
     std::optional<std::int64_t> max_spill_growth_bytes;
     std::optional<double> max_ratio_upper;
+    std::optional<double> max_geomean_ratio_upper, max_worst_ratio_upper;
     std::optional<bool> require_sanitizer;
 };
 

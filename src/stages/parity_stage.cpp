@@ -81,8 +81,8 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
     };
     work.run = [&context, &experiment, &request, &reporter, plan, limit, accuracy] {
         StageResult result;
-        const DeviceFacts device = require_gpu("parity", request.device_index);
         const BuiltKernels kernels = built_kernels(context);
+        const DeviceFacts device = require_gpu(Stage::parity, request.device_index, context.run(), kernels.arch);
         require_kernels_for_device("parity", kernels, device);
         result.tools.insert("gpu", device.name);
         result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));

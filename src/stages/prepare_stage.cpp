@@ -164,6 +164,7 @@ toml::table PrepareFigures::to_toml() const {
     if (overrides.repository) recorded_overrides.insert("repository", *overrides.repository);
     if (overrides.commit) recorded_overrides.insert("commit", *overrides.commit);
     if (overrides.candidate_commit) recorded_overrides.insert("candidate_commit", *overrides.candidate_commit);
+    if (overrides.candidate_patch) recorded_overrides.insert("candidate_patch", *overrides.candidate_patch);
     if (!overrides.candidate_commits.empty()) {
         toml::table named;
         for (const auto &[name, commit] : overrides.candidate_commits) named.insert(name, commit);
@@ -201,6 +202,7 @@ PrepareFigures PrepareFigures::from_toml(const toml::table &figures) {
         f.overrides.repository = (*o)["repository"].value<std::string>();
         f.overrides.commit = (*o)["commit"].value<std::string>();
         f.overrides.candidate_commit = (*o)["candidate_commit"].value<std::string>();
+        f.overrides.candidate_patch = (*o)["candidate_patch"].value<std::string>();
         if (const toml::table *named = (*o)["candidate_commits"].as_table())
             for (const auto &[name, commit] : *named)
                 f.overrides.candidate_commits[std::string(name.str())] = commit.value_or(std::string());
@@ -286,6 +288,15 @@ StageWork prepare_stage_work(StageContext &context, const PrepareRequest &reques
             outcome->reasons = failed.reasons;
             return failed;
         }
+        // The checkpoint's directory must be there before the swap: a prepare that could not write its
+        // checkpoint afterwards would leave new trees that no checkpoint describes.
+        std::error_code ec;
+        fs::create_directories(run.checkpoints(), ec);
+        if (ec || !fs::is_directory(fs::symlink_status(run.checkpoints(), ec))) {
+            discard_leftovers(run, experiment);
+            fail(ExitCode::usage, "cannot create '" + run.checkpoints().string() + "': " +
+                                      (ec ? ec.message() : std::string("something else is there")) + "; nothing was changed");
+        }
         swap_in(run, experiment);
         return passed_result(run, request, recorded, trees, resolved);
     };
@@ -311,16 +322,15 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
 
 PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const PrepareRequest &request, const Reporter &reporter) {
     PrepareOutcome outcome;
-    std::error_code ec;
+    StageContext context(root, request.experiment);
     try {
-        StageContext context(root, request.experiment);
         reporter.progress("run directory: " + root.string());
         outcome = prepare_stage(context, request, reporter);
     } catch (...) {
-        if (made_here) fs::remove_all(root, ec);
+        if (made_here) remove_without_following(root);
         throw;
     }
-    if (outcome.exit_code != ExitCode::ok && made_here) fs::remove_all(root, ec);
+    if (outcome.exit_code != ExitCode::ok && made_here) remove_without_following(root);
     return outcome;
 }
 

@@ -71,8 +71,9 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         return result;
     }
 
-    const DeviceFacts device = require_gpu("sanitize", request.device_index);
-    require_kernels_for_device("sanitize", built_kernels(context), device);  // every cubin as recorded
+    const BuiltKernels kernels = built_kernels(context);  // every cubin as recorded
+    const DeviceFacts device = require_gpu(Stage::sanitize, request.device_index, context.run(), kernels.arch);
+    require_kernels_for_device("sanitize", kernels, device);
     const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
     if (!sanitizer)
         fail(ExitCode::missing_tool, std::string("sanitize needs compute-sanitizer, which is not installed (looked in ") +
@@ -100,8 +101,8 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         config.tool = check.tool;
         config.log_file = log_dir / check.log_name;
         fs::remove(*config.log_file);
-        const ExecRequest exec{run.root(), check.variant, static_cast<int>(check.shape_index), kSanitizeSeed,
-                               std::nullopt, request.device_index};
+        const ExecRequest exec{run.root(), check.variant, static_cast<int>(check.shape_index), std::nullopt,
+                               kSanitizeSeed, std::nullopt, request.device_index};
         const std::vector<std::string> target = exec.to_argv(current_executable());
         ProcessOptions process;
         process.timeout = std::chrono::seconds(request.timeout_s);

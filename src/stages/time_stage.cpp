@@ -7,6 +7,8 @@
 #include "gpu/launch_timer.h"
 #include "model/workload_cost.h"
 #include "tools/ncu_profile.h"
+#include "model/arch_limits.h"
+#include "support/data_paths.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "gpu/gpu_input_generator.h"
@@ -699,11 +701,21 @@ void timed_figures(TimeFigures &f, const TimingStats &stats, const std::vector<s
     f.sm_clock_max_mhz = stats.clock_max_mhz;
 }
 
+// What the A/A band rests on for `arch`, after a too-noisy reason: the band was set from an H200's A/A
+// figures.
+std::string aa_band_basis_text(const std::string &arch) {
+    const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
+    const std::string &basis = resolve_arch(table, arch).aa_band_basis;
+    return "the band is a tenth of [time] target_half_width, " +
+           (basis.empty() ? "set from an H200's A/A control and not measured on " + arch : basis) +
+           "; on a desktop GPU that drives a display, see sage2tp-time(1) for what to set";
+}
+
 std::string in_processes(std::size_t repeats) {
     return repeats > 1 ? " in " + std::to_string(repeats) + " processes" : std::string();
 }
 
-// reports/time.svg: every arm's kept times and every ratio's interval.
+// reports/REPORT_NAME.svg (time.svg for the run's workload): every arm's kept times and every ratio's interval.
 fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const TimingStats &stats,
                          const std::vector<std::string> &arms, const std::vector<TimingRun> &runs, std::size_t kept) {
     TimePlot plot;
@@ -723,7 +735,7 @@ fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const 
     plot.baseline_vs_baseline = stats.control_vs_baseline();
     plot.aa_tolerance = aa_tolerance(in.settings.target_half_width);
     if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], plot.baseline_vs_baseline});  // an A/A run
-    const fs::path svg = in.run.reports() / "time.svg";
+    const fs::path svg = in.run.reports() / (in.report_name + ".svg");
     fs::create_directories(in.run.reports());
     write_file_atomically(svg, render_time_plot_svg(plot));
     return svg;
@@ -745,7 +757,7 @@ std::string timed_summary(const TimeStageInputs &in, const TimingStats &stats, c
     return summary.str();
 }
 
-// reports/time.json: the settings, every round's samples, the statistics and the output digests.
+// reports/REPORT_NAME.json (time.json for the run's workload): the settings, every round's samples, the statistics and the output digests.
 fs::path write_json_report(const TimeStageInputs &in, const TimeFigures &f, const std::vector<std::string> &arms,
                            const ArmMeasurement &reference, const std::vector<TimingRun> &runs, bool stable) {
     toml::array arm_list;
@@ -772,7 +784,7 @@ fs::path write_json_report(const TimeStageInputs &in, const TimeFigures &f, cons
             report.insert(std::string("stats_") + key, *figures[key].as_table());
     }
     report.insert("sha256", toml::table{{"baseline", reference.first.at(baseline_arm).sha256}, {"match", stable}});
-    const fs::path json = in.run.reports() / "time.json";
+    const fs::path json = in.run.reports() / (in.report_name + ".json");
     fs::create_directories(in.run.reports());
     std::ostringstream json_text;
     json_text << toml::json_formatter{report} << "\n";
@@ -785,7 +797,7 @@ void add_ncu_profiles(const TimeStageInputs &in, TimeFigures &f, StageResult &re
     std::vector<NcuVariant> variants{{"baseline", find_entry_name(in.kernels.baseline, in.workload.problem)}};
     for (const BuiltAttention &candidate : in.kernels.candidates)
         variants.push_back({candidate.variant, find_entry_name(candidate, in.workload.problem)});
-    NcuProfiles profiles = profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index}, reporter);
+    NcuProfiles profiles = profile_with_ncu(in.run, {variants, in.ncu_metrics, in.ncu_seq_len, in.device_index, in.workload_file}, reporter);
     if (profiles.version) result.tools.insert("ncu", *profiles.version);
     for (auto &&[name, node] : profiles.artifacts) result.artifacts.insert(name, node);
     f.ncu = profiles.figures;
@@ -800,15 +812,20 @@ void add_ncu_profiles(const TimeStageInputs &in, TimeFigures &f, StageResult &re
 
 }  // namespace
 
-StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) {
+TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter) {
     const std::vector<std::string> arms = arm_names(candidate_names(in.kernels));
     check_arm_count(arms.size());
     if (in.repeats < 1) fail(ExitCode::internal, "time: repeats must be at least 1");
 
-    StageResult result;
+    TimedWorkload timed;
+    StageResult &result = timed.result;
     result.tools.insert("gpu", in.device.name);
     result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
     TimeFigures f = setting_figures(in);
+    if (!in.expected_sha256 && !in.pin)
+        reporter.progress("time: the workload pins no output SHA-256 for " + in.kernels.arch +
+                          " ([workload.expected_sha256]); each candidate's output is compared with the baseline's "
+                          "instead ('sage2tp time --pin' pins the baseline's)");
     const std::vector<ArmMeasurement> measurements = measure_repeats(in, reporter);
     const ArmMeasurement &reference = measurements.front();
     const std::string &base_sha = reference.first.at(baseline_arm).sha256;
@@ -830,7 +847,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         f.outputs_match = false;
         f.summary = in.workload.name + ": outputs do not match; not timed";
         result.figures = f.to_toml();
-        return result;
+        return timed;
     }
 
     result.reasons = repeat_output_reasons(in, arms, measurements);
@@ -859,7 +876,7 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
         timed_figures(f, stats, arms, in.workload.problem);
         const std::optional<std::string> noisy =
             too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(in.settings.target_half_width));
-        if (noisy) result.reasons.push_back(*noisy);
+        if (noisy) result.reasons.push_back(*noisy + "; " + aa_band_basis_text(in.kernels.arch));
         result.artifacts.insert("time_svg", FileArtifact::of(in.run, write_time_plot(in, f, stats, arms, runs, kept)).to_toml());
         f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
     } else {
@@ -870,7 +887,26 @@ StageResult run_time_stage(const TimeStageInputs &in, const Reporter &reporter) 
 
     result.figures = f.to_toml();
     result.status = result.reasons.empty() ? StageStatus::passed : StageStatus::failed;
-    return result;
+    timed.runs = std::move(runs);
+    return timed;
+}
+
+std::optional<DeviceFacts> time_device(StageWork &work, const RunDirectory &run, const std::string &built_arch,
+                                       int device_index, bool may_keep) {
+    try {
+        return require_gpu("time", device_index);
+    } catch (const Error &e) {
+        if (e.code() != ExitCode::missing_tool) throw;
+        if (!may_keep) {
+            stop_if_no_gpu(Stage::time, run, built_arch);
+            throw;
+        }
+        // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
+        work.unavailable = e;
+        work.keep_reason = "no GPU here to time on again";
+        work.stop_unavailable = [&run, built_arch] { stop_if_no_gpu(Stage::time, run, built_arch); };
+        return std::nullopt;
+    }
 }
 
 StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter) {
@@ -884,24 +920,17 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
         return verify_time_outputs(c, resolved->expected_sha256, resolved->kernels.arch);
     };
     work.summarize = print_time;
-    DeviceFacts device;
-    try {
-        device = require_gpu("time", request.device_index);
-    } catch (const Error &e) {
-        // A run timed on a GPU host and copied back stays up to date here; anything else needs the GPU.
-        if (e.code() != ExitCode::missing_tool || work.force || request.ncu) throw;
-        work.unavailable = e;
-        work.keep_reason = "no GPU here to time on again";
-        return work;
-    }
-    require_kernels_for_device("time", resolved->kernels, device);
+    const std::optional<DeviceFacts> device = time_device(work, run, resolved->kernels.arch, request.device_index,
+                                                          !request.force && !request.pin && !request.ncu);
+    if (!device) return work;
+    require_kernels_for_device("time", resolved->kernels, *device);
     const Experiment &experiment = resolved->experiment;
     const auto inputs = std::make_shared<const TimeStageInputs>(TimeStageInputs{
-        run, resolved->workload, request.workload_file, resolved->kernels, device, resolved->settings,
+        run, resolved->workload, request.workload_file, resolved->kernels, *device, resolved->settings,
         request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), resolved->expected_sha256, request.pin,
         request.ncu, experiment.ncu_metrics, experiment.ncu_seq_len, request.device_index, time_accuracy(experiment)});
     work.add_inputs = [inputs](Fingerprint &f) { add_time_inputs(f, *inputs); };
-    work.run = [inputs, &reporter] { return run_time_stage(*inputs, reporter); };
+    work.run = [inputs, &reporter] { return time_workload(*inputs, reporter).result; };
     return work;
 }
 

@@ -142,6 +142,9 @@ struct TimeStageInputs {
     std::int64_t ncu_seq_len = 0;
     int device_index = 0;
     TimeAccuracy accuracy;
+    // The stem of the reports under run.reports(): "time" for the run's workload, "time-SHAPE" for one
+    // shape of a set (stages/time_set.h), whose own reports/time.json combines them.
+    std::string report_name = "time";
 };
 
 // The manifest's [time] settings with the command line's overrides applied.
@@ -205,11 +208,18 @@ std::string verify_time_outputs(const Checkpoint &checkpoint, const std::optiona
 // and a seed of its own per repeat so the repeats do not share one sequence of orders.
 TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index);
 
-// The whole stage's body: measurements, output checks, figures (TimeFigures), reports/time.json and
-// time.svg, the pin, ncu. Writes under run.reports() and, with pin, the run's pins file.
-StageResult run_time_stage(const TimeStageInputs &inputs, const Reporter &reporter);
+// The stage's body for one workload: measurements, output checks, figures (TimeFigures),
+// reports/REPORT_NAME.json and .svg, the pin, ncu; with the measurements its figures came from (empty
+// when the first outputs failed their checks), which a set's combined interval resamples
+// (stages/time_set.h). Writes under run.reports() and, with pin, the run's pins file.
+struct TimedWorkload {
+    StageResult result;
+    std::vector<TimingRun> runs;  // one per repeat
+};
+TimedWorkload time_workload(const TimeStageInputs &inputs, const Reporter &reporter);
 
-// What `sage2tp time` was asked; subcommands/time.cpp checks each value a user typed against its range.
+// What `sage2tp time` was asked for one workload; subcommands/time.cpp checks each value a user typed
+// against its range.
 struct TimeRequest {
     TimeOverrides overrides;
     std::optional<std::size_t> repeats;                  // unset: the manifest's [time] repeats
@@ -220,8 +230,14 @@ struct TimeRequest {
     int device_index = 0;
 };
 
-// The time stage for run_stage. Without a GPU, a passed time checkpoint made on a GPU host and copied
-// here stands while its outputs verify (not under --force, --pin or --ncu).
+// The GPU the time stage times on, for one workload or a set. Without a usable GPU here: with
+// `may_keep` (not under --force, --pin or --ncu), nullopt, and `work` keeps a passed checkpoint made on
+// a GPU host and copied here while its outputs verify, else stops for want of a GPU (stop_if_no_gpu:
+// recorded in the run, the error saying how to go on); without `may_keep`, that stop at once.
+std::optional<DeviceFacts> time_device(StageWork &work, const RunDirectory &run, const std::string &built_arch,
+                                       int device_index, bool may_keep);
+
+// The time stage for run_stage, on one workload.
 StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter);
 
 // The child side of --repeat (`time --repeat-child FILE`): reads the run its parent holds (no lock,

@@ -15,9 +15,9 @@ namespace s2tp {
 // through), fsync, rename (which replaces a link at `file` itself, never its target), fsync dir.
 void write_file_atomically(const std::filesystem::path &file, const std::string &content);
 
-// write_file_atomically for a path a user named on the command line (compare --svg FILE): Error(usage)
-// when something other than a regular file is at `file` (a FIFO, a device, a directory, a link), which
-// would otherwise be replaced.
+// write_file_atomically for a path a user named on the command line (compare --svg FILE, --output
+// FILE): Error(usage) when something other than a regular file is at `file` (a FIFO, a device, a
+// directory, a link), which would otherwise be replaced.
 void write_user_file(const std::filesystem::path &file, const std::string &content);
 
 // Creates `temporary` (which must not exist: O_EXCL | O_NOFOLLOW) next to where it will be renamed,

@@ -4,6 +4,7 @@
 
 #include "support/data_paths.h"
 #include "support/errors.h"
+#include "support/file_io.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 #include "formats/tensor_io.h"
@@ -100,6 +101,27 @@ DeviceFacts require_gpu(const std::string &stage, int device_index) {
                                          std::to_string(device_index) + " asks for a GPU that does not exist (" +
                                          std::to_string(probe.device_count) + " visible)");
     return select_device(device_index);
+}
+
+std::string no_gpu_next_step(const RunDirectory &run, const std::string &built_arch) {
+    const std::string dir = run.root().string();
+    return "to go on, build the run for the GPU that will run it, here (sage2tp build --run " + dir +
+           " --arch ARCH, now " + built_arch + "; ARCH: " + targets_by_gpu(load_arch_limits(arch_limits_table().string())) +
+           "), copy " + dir + " to a host with that GPU and run 'sage2tp run --run DIR' there, DIR being where the copy is";
+}
+
+void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &built_arch) {
+    const GpuProbe probe = probe_gpu();
+    if (probe.available) return;
+    const std::string next = no_gpu_next_step(run, built_arch);
+    const std::string message = stage_name(stage) + " needs an NVIDIA GPU, and none is usable here: " + probe.reason + "; " + next;
+    record_stop(run, StageStop{stage, "no GPU", message, next, utc_now()});
+    fail(ExitCode::missing_tool, message);
+}
+
+DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, const std::string &built_arch) {
+    stop_if_no_gpu(stage, run, built_arch);
+    return require_gpu(stage_name(stage), device_index);
 }
 
 std::string arch_mismatch(const std::string &stage, const std::string &built_arch, const DeviceFacts &device,

@@ -64,6 +64,16 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
 // The GPU a stage runs on: probe_gpu, then select_device(device_index). Without a usable GPU throws
 // Error(missing_tool, "<stage> needs an NVIDIA GPU, and none is usable here: <reason>").
 DeviceFacts require_gpu(const std::string &stage, int device_index);
+// The same for a stage of `run`, whose cubins are built for `built_arch`: without any GPU the error also
+// says how to go on (no_gpu_next_step), and the stop is recorded in the run (record_stop) for status,
+// report and compare.
+DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, const std::string &built_arch);
+// When no GPU is usable here: records the stop in `run` and throws require_gpu's error with the next
+// step; otherwise returns.
+void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &built_arch);
+// What to do on a host without a GPU, one sentence: build for the GPU that will run it (the targets by
+// GPU), copy the run directory there and run `sage2tp run --run DIR` on it.
+std::string no_gpu_next_step(const RunDirectory &run, const std::string &built_arch);
 
 // Why the run's cubins, built for `built_arch` (the build checkpoint's figures.arch, e.g. "sm_121a"),
 // cannot load on `device`, as one message naming both archs and the command that fixes it; "" when

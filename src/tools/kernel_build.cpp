@@ -65,7 +65,9 @@ std::string resolve_target_arch(const std::string &requested, const ArchLimitsTa
         return requested;
     }
     GpuProbe probe = probe_gpu();
-    if (!probe.available) fail(ExitCode::missing_tool, "--arch auto needs a GPU: " + probe.reason);
+    if (!probe.available)
+        fail(ExitCode::missing_tool, "--arch auto needs a GPU: " + probe.reason +
+                                         "; pass --arch for the GPU the run will use: " + targets_by_gpu(table));
     DeviceFacts device = select_device(0);
     std::string plain = device.arch();
     for (const auto &[row, limits] : table)
@@ -236,6 +238,34 @@ CompileOutcome compile_one(const CompileJob &job, CompileCaching *caching, std::
 
 }  // namespace
 
+std::string running_compiles_text(const std::vector<RunningCompile> &running, std::size_t width) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_file;  // file name, its running variants
+    int longest = 0;
+    for (const RunningCompile &compile : running) {
+        auto group = std::find_if(by_file.begin(), by_file.end(), [&](const auto &g) { return g.first == compile.file; });
+        if (group == by_file.end()) group = by_file.insert(by_file.end(), {compile.file, {}});
+        group->second.push_back(compile.variant);
+        longest = std::max(longest, compile.seconds);
+    }
+    if (by_file.empty()) return "";
+    const std::string longest_text = " " + std::to_string(longest) + " s";
+    std::string named, counted;
+    for (const auto &[file, variants] : by_file) {
+        std::string list;
+        for (const std::string &variant : variants) list += (list.empty() ? "" : ", ") + variant;
+        named += (named.empty() ? "" : "; ") + file + " for " + list;
+        counted += (counted.empty() ? "" : ", ") + file + (variants.size() > 1 ? " x" + std::to_string(variants.size()) : "");
+    }
+    if (named.size() + longest_text.size() <= width) return named + longest_text;
+    if (counted.size() + longest_text.size() <= width) return counted + longest_text;
+    return std::to_string(running.size()) + " compiles of " + std::to_string(by_file.size()) + " files" + longest_text;
+}
+
+std::string compile_progress_line(const std::string &counts, const std::vector<RunningCompile> &running) {
+    constexpr std::size_t line_width = 79;
+    return counts + running_compiles_text(running, counts.size() < line_width ? line_width - counts.size() : 0);
+}
+
 std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, int parallel,
                                          const CompileProgress &progress, CompileCaching *caching) {
     std::vector<CompileOutcome> outcomes(jobs.size());
@@ -283,11 +313,11 @@ std::vector<CompileOutcome> run_compiles(const std::vector<CompileJob> &jobs, in
         while (finished < jobs.size() && !(failure && finished == next)) {
             done.wait_for(lock, std::chrono::seconds(1));
             if (!progress.tick || finished == jobs.size()) continue;
-            std::string running;
+            std::vector<RunningCompile> running;
             for (std::size_t i = 0; i < jobs.size(); ++i)
                 if (state[i] == 1)
-                    running += " " + jobs[i].variant + "/" + fs::path(jobs[i].source).filename().string() + " (" +
-                               std::to_string(static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count())) + " s)";
+                    running.push_back({fs::path(jobs[i].source).filename().string(), jobs[i].variant,
+                                       static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count())});
             progress.tick(running, finished);
         }
     }

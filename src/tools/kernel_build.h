@@ -75,13 +75,29 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
 // True when some variant's source needs torch's headers to compile.
 bool needs_torch_headers(const Experiment &experiment);
 
+// One compile in flight, for the progress line.
+struct RunningCompile {
+    std::string file;     // the source's file name, "attention_entry.cu"
+    std::string variant;  // "baseline", a candidate's name, "support"
+    int seconds = 0;      // since it started
+};
+// What runs, as the progress line shows it: grouped by source file, the variants compile the same files
+// ("attention_entry.cu for baseline, candidate; quantize.cu for baseline 34 s", the longest's time),
+// or, when that is wider than `width`, each file with its count ("attention_entry.cu x2, quantize.cu x2
+// 34 s"), or else the counts alone ("9 compiles of 5 files 34 s"), so that no running compile falls off
+// the end of the line unseen. "" when none runs.
+std::string running_compiles_text(const std::vector<RunningCompile> &running, std::size_t width);
+// A progress line: `counts` ("  [3/8] 1m12s elapsed, ETA 40s: ") and then the running compiles in
+// what is left of 79 columns (80 less the last, where a terminal would wrap).
+std::string compile_progress_line(const std::string &counts, const std::vector<RunningCompile> &running);
+
 // What run_compiles reports as it goes; each callback is optional, and they are never called at once.
 struct CompileProgress {
     std::function<void(const CompileJob &)> started;
     // `finished` jobs of the total are done, this one among them.
     std::function<void(const CompileJob &, const CompileOutcome &, std::size_t finished)> finished;
     // About every second: the running jobs with their elapsed time, and how many are done.
-    std::function<void(const std::string &running, std::size_t finished)> tick;
+    std::function<void(const std::vector<RunningCompile> &running, std::size_t finished)> tick;
 };
 
 // Where run_compiles looks before it compiles, and stores what compiled (tools/compile_cache.h).

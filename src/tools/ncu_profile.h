@@ -41,6 +41,8 @@ struct NcuRequest {
     std::vector<std::string> metrics;  // raw metric names ([time] ncu_metrics)
     std::int64_t seq_len = 0;          // 0: the workload's shape; else len_q = len_kv = seq_len
     int device_index = 0;
+    // The workload file time was given (time --workload FILE), profiled instead of the run's workload.
+    std::optional<std::filesystem::path> workload_file;
 };
 
 // Never fails the caller: a missing ncu or a failed profile is a warning and a figure.

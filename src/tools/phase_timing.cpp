@@ -160,11 +160,12 @@ PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experim
                           fixed(outcome.seconds, 1) + " s" +
                           (outcome.exit_code == 0 ? "" : ", FAILED (nvcc exit " + std::to_string(outcome.exit_code) + ")"));
     };
-    progress.tick = [&](const std::string &running, std::size_t finished) {
+    progress.tick = [&](const std::vector<RunningCompile> &running, std::size_t finished) {
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-        reporter.live_line("  compiling " + std::to_string(finished) + "/" + total + " done, " +
-                           elapsed_and_eta(elapsed, static_cast<double>(finished) / static_cast<double>(jobs.size())) +
-                           ":" + running);
+        const std::string counts = "  compiling " + std::to_string(finished) + "/" + total + " done, " +
+                                   elapsed_and_eta(elapsed, static_cast<double>(finished) / static_cast<double>(jobs.size())) +
+                                   ": ";
+        reporter.live_line(compile_progress_line(counts, running));
     };
     // The instrumented compiles are cached as the build's are: their define is in the key.
     const CompileCacheSettings settings = compile_cache_settings();

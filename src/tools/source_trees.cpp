@@ -65,6 +65,9 @@ std::string git_version() {
 std::string resolve_commit(const std::string &repository, const std::string &commit) {
     if (!fs::is_directory(repository))
         fail(ExitCode::usage, "source repository '" + repository + "' is not a directory");
+    if (const ProcessResult probe = git({"-C", repository, "rev-parse", "--git-dir"}); probe.exit_code != 0)
+        fail(ExitCode::usage, "source repository '" + repository + "' is not a git repository (git: " +
+                                  trimmed(probe.err.empty() ? probe.out : probe.err) + "); pass --repository your checkout");
     ProcessResult r = git({"-C", repository, "rev-parse", "--verify", "--quiet", "--end-of-options", commit + "^{commit}"});
     if (r.exit_code != 0)
         fail(ExitCode::usage, "commit '" + commit + "' does not exist in repository '" + repository + "'");

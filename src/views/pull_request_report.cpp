@@ -5,6 +5,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "figures/cluster_verdicts.h"
 #include "figures/gate_figures.h"
+#include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 
@@ -30,10 +31,37 @@ void add_state_row(std::vector<Row> &rows, const std::string &section, const Sta
     if (!state.fresh) rows.push_back({section, "checkpoint", "", state.stale_reason});
 }
 
+// Over a workload set: per candidate, one row per shape and the combined rows (the geometric mean and
+// the worst shape); each shape's reasons.
+std::vector<Row> set_time_rows(const StageState &state, const Checkpoint &time) {
+    const SetTimeFigures f = SetTimeFigures::from_toml(time.figures);
+    std::vector<Row> rows;
+    add_state_row(rows, "time", state);
+    rows.push_back({"time", "status", "", to_string(time.status)});
+    rows.push_back({"time", "workload set", "", f.workload_set.value_or("") + ": " + std::to_string(f.shapes.size()) +
+                                                    " shapes" + (f.weighted.value_or(false) ? ", weighted" : "")});
+    rows.push_back({"time", "device", "", f.device_name.value_or("")});
+    for (const SetCandidateFigures &c : f.candidates) {
+        for (const ShapeTimeFigures &s : f.shapes) {
+            const CandidateTimeFigures *timed = s.figures.candidate(c.name);
+            rows.push_back({"time", s.name + " " + c.name + "/baseline", "",
+                            timed && timed->ratio ? interval_text(*timed->ratio, false) : missing_figure});
+        }
+        rows.push_back({"time", "geomean " + c.name + "/baseline", "", c.geomean ? interval_text(*c.geomean, false) : missing_figure});
+        rows.push_back({"time", "worst shape " + c.name, "",
+                        c.worst_shape && c.worst ? *c.worst_shape + " " + interval_text(*c.worst, false) : missing_figure});
+        if (c.geomean && c.geomean->median)
+            rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.geomean->median) + " over the set"});
+    }
+    for (const auto &reason : time.reasons) rows.push_back({"time", "reason", "", reason});
+    return rows;
+}
+
 std::vector<Row> time_rows(const StageState &state) {
     if (!state.read.exists) return {{"time", "result", "", "not run"}};
     if (!state.read.checkpoint) return {{"time", "checkpoint", "", state.stale_reason}};
     const Checkpoint *time = &*state.read.checkpoint;
+    if (SetTimeFigures::holds_set(time->figures)) return set_time_rows(state, *time);
     const TimeFigures f = TimeFigures::from_toml(time->figures);
     std::vector<Row> rows;
     add_state_row(rows, "time", state);
@@ -92,15 +120,21 @@ std::string markdown_cell(const std::string &text) {
     return cell;
 }
 
-std::string pull_request_report(const RunDirectory &run, const std::string &format) {
+void check_report_format(const std::string &format) {
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")
         fail(ExitCode::usage, "--format '" + format + "': expected text, markdown, csv or json");
+}
+
+std::string pull_request_report(const RunDirectory &run, const std::string &format) {
+    check_report_format(format);
     // Through inspect_run, as status and compare read a run: a checkpoint is intact and fresh, or says
     // why not. A run judged on a Slurm cluster has its verdicts in the tasks' copies, collected into one
     // table, and needs no gate checkpoint of its own.
     const std::vector<StageState> states = inspect_run(run);
     const StageState &gate = states[static_cast<std::size_t>(Stage::gate)];
     const std::optional<ClusterVerdicts> cluster = read_cluster_verdicts(run);
+    if (!gate.read.exists && !cluster)
+        if (auto stop = last_stop(run)) fail(ExitCode::precondition, "no gate verdict: the run " + stop_summary(*stop) + "; " + stop->next_step);
     if (!gate.read.checkpoint && !cluster)
         fail(ExitCode::precondition, std::string("the gate checkpoint is ") +
                                          (gate.read.exists ? gate.stale_reason : "missing") +
@@ -115,7 +149,7 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
 
     std::ostringstream out;
     if (format == "json") {
-        toml::table sections{{"run_dir", run.root().string()}};
+        toml::table sections{{"command", "report"}, {"run_dir", run.root().string()}};
         for (const char *section : {"time", "gate", "cluster"}) {
             toml::array entries;
             for (const Row &row : rows) {

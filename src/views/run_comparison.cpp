@@ -7,6 +7,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "figures/gate_figures.h"
 #include "views/pull_request_report.h"
+#include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 #include "support/number_format.h"
@@ -37,15 +38,37 @@ std::optional<RatioInterval> interval_of(const std::optional<RatioFigures> &rati
     return ratio ? ratio->interval() : std::nullopt;
 }
 
-ComparedCandidate &candidate_named(ComparedRun &run, const std::string &name) {
+ComparedCandidate &candidate_named(ComparedRun &run, const std::string &name, const std::string &shape = "") {
     for (ComparedCandidate &c : run.candidates)
-        if (c.name == name) return c;
-    run.candidates.push_back(ComparedCandidate{name, std::nullopt, std::nullopt, ""});
+        if (c.name == name && c.shape == shape) return c;
+    run.candidates.push_back(ComparedCandidate{name, std::nullopt, std::nullopt, "", shape});
     return run.candidates.back();
+}
+
+// The shape of a set's combined row.
+constexpr const char *combined_row = "geomean";
+
+// A set's time figures: per candidate one row per shape, then the combined (geometric-mean) row.
+void read_set_time_figures(const toml::table &figures, ComparedRun &run) {
+    const SetTimeFigures f = SetTimeFigures::from_toml(figures);
+    run.workload = f.workload_set;
+    run.arch = f.arch;
+    run.gpu = f.device_name;
+    for (const SetCandidateFigures &combined : f.candidates) {
+        for (const ShapeTimeFigures &s : f.shapes) {
+            ComparedCandidate &row = candidate_named(run, combined.name, s.name);
+            if (const CandidateTimeFigures *c = s.figures.candidate(combined.name)) {
+                if (c->timing) row.p50_ms = c->timing->p50;
+                row.ratio = interval_of(c->ratio);
+            }
+        }
+        candidate_named(run, combined.name, combined_row).ratio = interval_of(combined.geomean);
+    }
 }
 
 // The time checkpoint's figures that compare shows, read only through TimeFigures.
 void read_time_figures(const toml::table &figures, ComparedRun &run) {
+    if (SetTimeFigures::holds_set(figures)) return read_set_time_figures(figures, run);
     const TimeFigures f = TimeFigures::from_toml(figures);
     run.workload = f.workload;
     run.arch = f.arch;
@@ -67,8 +90,17 @@ void read_time_figures(const toml::table &figures, ComparedRun &run) {
 void read_gate_verdicts(const toml::table &figures, ComparedRun &run) {
     const GateFigures gate = GateFigures::from_toml(figures);
     run.gate_summary = gate.summary;
-    for (const auto &[name, candidate] : gate.candidates)
-        candidate_named(run, name).verdict = candidate.result.passed ? "PASS" : "FAIL";
+    for (const auto &[name, candidate] : gate.candidates) {
+        const char *verdict = candidate.result.passed ? "PASS" : "FAIL";
+        bool shown = false;
+        // Every row of the candidate (over a set, one per shape and the combined one) carries its verdict.
+        for (ComparedCandidate &c : run.candidates)
+            if (c.name == name) {
+                c.verdict = verdict;
+                shown = true;
+            }
+        if (!shown) candidate_named(run, name).verdict = verdict;
+    }
 }
 
 std::string or_dash(const std::optional<std::string> &text) { return text && !text->empty() ? *text : missing_figure; }
@@ -76,6 +108,12 @@ std::string or_dash(const std::optional<std::string> &text) { return text && !te
 std::string interval_text(const std::optional<RatioInterval> &ci) {
     if (!ci) return missing_figure;
     return fixed(ci->median, 4) + " [" + fixed(ci->lo, 4) + ", " + fixed(ci->hi, 4) + "]";
+}
+
+// The workload column: over a set, the set's name and the row's shape ("wan21-14b t2v-720p", "wan21-14b geomean").
+std::string workload_cell(const ComparedRun &run, const ComparedCandidate *c) {
+    const std::string set_shape = c && !c->shape.empty() ? " " + c->shape : "";
+    return run.workload ? *run.workload + set_shape : missing_figure;
 }
 
 std::string clock_text(const ComparedRun &run) {
@@ -116,7 +154,7 @@ std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const 
 std::vector<std::vector<std::string>> table_rows(const std::vector<ComparedRun> &runs) {
     std::vector<std::vector<std::string>> rows;
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
-        rows.push_back({run.id, c ? c->name : "-", or_dash(run.workload), or_dash(run.arch), or_dash(run.gpu),
+        rows.push_back({run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch), or_dash(run.gpu),
                         clock_text(run), fixed_or_missing(run.baseline_p50_ms, 3), c ? fixed_or_missing(c->p50_ms, 3) : "-",
                         c ? interval_text(c->ratio) : "-", interval_text(run.aa), run.time.state,
                         gate_cell(run, c, run.gate.state)});
@@ -191,7 +229,7 @@ std::string csv_table(const std::vector<ComparedRun> &runs) {
     };
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
         out << csv_field(run.id) << "," << csv_field(run.root.string()) << "," << csv_field(c ? c->name : "") << ","
-            << csv_field(run.workload.value_or("")) << "," << csv_field(run.arch.value_or("")) << ","
+            << csv_field(run.workload ? workload_cell(run, c) : "") << "," << csv_field(run.arch.value_or("")) << ","
             << csv_field(run.gpu.value_or("")) << "," << number(run.sm_clock_min_mhz) << ","
             << number(run.sm_clock_median_mhz) << "," << number(run.sm_clock_max_mhz) << ","
             << number(run.baseline_p50_ms) << "," << (c ? number(c->p50_ms) : "") << ","
@@ -215,7 +253,8 @@ std::vector<fs::path> select_compared_runs(const std::vector<std::string> &words
         one.runs_root = selection.runs_root;
         std::error_code ec;
         if (!word.empty() && fs::is_directory(word, ec)) {
-            one.run_dir = word;
+            // <root>/latest (as a shell glob over the runs root gives it) is a link to a run, not a run.
+            one.run_dir = fs::is_symlink(word, ec) ? fs::canonical(word, ec) : fs::path(word);
         } else {
             try {
                 check_run_id(word);
@@ -235,7 +274,10 @@ std::vector<fs::path> select_compared_runs(const std::vector<std::string> &words
         std::error_code ec;
         if (!fs::is_regular_file(root / "experiment.toml", ec))
             fail(ExitCode::precondition, "'" + root.string() + "' is not a run directory: it has no experiment.toml");
-        roots.push_back(root);
+        // A run named twice (by its id and through latest) is one run, shown once.
+        bool seen = false;
+        for (const fs::path &earlier : roots) seen = seen || fs::equivalent(earlier, root, ec);
+        if (!seen) roots.push_back(root);
     }
     return roots;
 }
@@ -251,6 +293,10 @@ ComparedRun compare_run(const fs::path &root) {
     run.id = run.root.filename().string();
     run.time = checkpoint_use(time);
     run.gate = checkpoint_use(gate);
+    // A run that stopped before these stages says where and why, not only that their checkpoints are missing.
+    if (auto stop = last_stop(directory))
+        for (CheckpointUse *use : {&run.time, &run.gate})
+            if (use->state == "missing") use->note = stop_summary(*stop);
     if (run.time.usable()) read_time_figures(time.read.checkpoint->figures, run);
     if (run.gate.usable()) read_gate_verdicts(gate.read.checkpoint->figures, run);
     run.cluster = read_cluster_verdicts(directory);
@@ -289,6 +335,7 @@ toml::table comparison_json(const std::vector<ComparedRun> &runs) {
         toml::array candidates;
         for (const ComparedCandidate &c : run.candidates) {
             toml::table candidate{{"name", c.name}};
+            if (!c.shape.empty()) candidate.insert("shape", c.shape);
             if (c.p50_ms) candidate.insert("p50_ms", *c.p50_ms);
             if (c.ratio) candidate.insert("ratio", interval_table(*c.ratio));
             if (!c.verdict.empty()) candidate.insert("verdict", c.verdict);
@@ -311,14 +358,15 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
     }
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
         const std::string gate = "gate " + gate_cell(run, c, run.gate.state);
-        IntervalRow row{c ? c->name : "-", run.id, c ? c->ratio : std::nullopt, ""};
+        IntervalRow row{c ? c->name : "-", run.id + (c && !c->shape.empty() ? " " + c->shape : ""),
+                        c ? c->ratio : std::nullopt, ""};
         if (row.interval)
             row.note = (run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->reaches(1.0, run.aa_tolerance) ? " ok" : " excludes 1")
                                : std::string("A/A -")) +
                        ", " + gate;
         else
             row.note = "no interval: time " + run.time.state + ", " + gate;
-        if (c) ++candidates;
+        if (c && (c->shape.empty() || c->shape == combined_row)) ++candidates;  // a set's shape rows are one candidate's
         plot.rows.push_back(row);
     });
     const auto joined = [](const std::set<std::string> &names) {

@@ -41,6 +41,8 @@ struct ComparedCandidate {
     std::optional<double> p50_ms;
     std::optional<RatioInterval> ratio;  // candidate/baseline
     std::string verdict;                    // PASS | FAIL, the gate's for this candidate; "" when it gave none
+    // Over a workload set: the shape this row is of, or "geomean" for the combined row; "" for one workload.
+    std::string shape;
 };
 
 struct ComparedRun {

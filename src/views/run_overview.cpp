@@ -82,8 +82,8 @@ RunOverview overview_run(const RunDirectory &run, const std::string &run_option)
     if (overview.running_pid) {
         const std::string pid = std::to_string(*overview.running_pid);
         if (open) overview.stages[*open].status = "running (pid " + pid + ")";
-        overview.next = "wait: pid " + pid + " is working on this run (" + command("status", run_option) +
-                        " shows its progress)";
+        overview.next = "wait: pid " + pid + " is working on this run (its own output shows its progress; " +
+                        command("status", run_option) + " again when it is done)";
         return overview;
     }
     if (!open) {
@@ -91,8 +91,15 @@ RunOverview overview_run(const RunDirectory &run, const std::string &run_option)
                         " prints time and gate for a pull request";
         return overview;
     }
-    const StageOverview &line = overview.stages[*open];
+    StageOverview &line = overview.stages[*open];
     const std::string name = stage_name(line.stage);
+    // Running the same command again on this host stops the same way: say why, and what to do instead.
+    if (auto stop = last_stop(run); stop && stop->stage == line.stage) {
+        overview.stop = stop;
+        if (line.summary.empty()) line.summary = stop_summary(*stop) + " (" + stop->utc + ")";
+        overview.next = stop_summary(*stop) + "; " + stop->next_step;
+        return overview;
+    }
     if (line.status == "failed" && line.fresh == "yes") {
         // A fresh failure is the stage's verdict on these inputs: running it again changes nothing.
         const std::string where = line.log.empty() ? "" : " (log: " + line.log + ")";

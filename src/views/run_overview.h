@@ -29,6 +29,7 @@ struct StageOverview {
 struct RunOverview {
     std::vector<StageOverview> stages;
     std::optional<long> running_pid;  // another process holds the run's lock (0: pid not recorded)
+    std::optional<StageStop> stop;    // why the last attempt at the next stage stopped, when it is recorded
     std::string next;                 // the command to run next, or what to do when there is none
 };
 
