@@ -247,6 +247,7 @@ s2tp::SetTimeFigures two_shape_set_figures() {
         c.ratio->median = median;
         c.ratio->ci_low = median - 0.002;
         c.ratio->ci_high = median + 0.002;
+        c.ratio->confidence = 0.95;  // as the stage records it: the report prints the level from it
         f.shapes.push_back(s);
     }
     SetCandidateFigures c;
@@ -255,6 +256,7 @@ s2tp::SetTimeFigures two_shape_set_figures() {
     c.geomean->median = 1.0100;
     c.geomean->ci_low = 1.0050;
     c.geomean->ci_high = 1.0150;
+    c.geomean->confidence = 0.95;
     c.worst_shape = "t2v-720p";
     c.worst = f.shapes[1].figures.candidates[0].ratio;
     f.candidates.push_back(c);
