@@ -502,6 +502,31 @@ TEST(GateSet, EveryShapeGetsItsOwnRealOutputAndSpeedConditions) {
     EXPECT_EQ(condition(spoiled, "candidate-p50 t2v-720p").status, GateStatus::pass);
 }
 
+TEST(GateSet, TheDefaultP50BoundJudgesNoShape) {
+    // The default bound is the Wan 480p time on the DGX Spark: a 720p shape at five times the work
+    // would fail it on any GPU. Over a set it shows as unbounded and does not block.
+    GateEvidence e = set_evidence();
+    GateThresholds t = default_thresholds();
+    ASSERT_EQ(t.max_candidate_p50_ms, kDefaultMaxCandidateP50Ms);
+    const GateResult result = evaluate_gate(e, t);
+    for (const char *name : {"candidate-p50 t2v-480p", "candidate-p50 t2v-720p"}) {
+        const GateCondition c = condition(result, name);
+        EXPECT_EQ(c.status, GateStatus::not_checked) << name;
+        EXPECT_FALSE(c.required) << name;
+        EXPECT_EQ(c.figure, "no bound") << name;
+        EXPECT_NE(c.detail.find("--max-p50-ms"), std::string::npos) << c.detail;
+    }
+    EXPECT_TRUE(result.passed) << format_gate_report(result);
+    // A bound the user chose judges every shape, and fails the slow one.
+    t.max_candidate_p50_ms = 1000;
+    const GateResult chosen = evaluate_gate(e, t);
+    EXPECT_EQ(condition(chosen, "candidate-p50 t2v-480p").status, GateStatus::pass);
+    EXPECT_EQ(condition(chosen, "candidate-p50 t2v-720p").status, GateStatus::fail);
+    EXPECT_FALSE(chosen.passed);
+    // One workload keeps the default bound.
+    EXPECT_EQ(status_of(good_evidence(), "candidate-p50"), GateStatus::pass);
+}
+
 TEST(GateSet, GeomeanIntervalMustLieEntirelyBelowItsBound) {
     GateEvidence e = set_evidence();
     EXPECT_EQ(status_of(e, "geomean-speed", set_bounds(0.98, 1.02)), GateStatus::pass);

@@ -91,6 +91,10 @@ TEST(TimeStopConditions, TooFewRoundsNeedAHigherBudget) {
     EXPECT_NE(reason->find("only 19 unthrottled rounds (of 21) fit in the budget of 12 s in repeat 2"),
               std::string::npos)
         << *reason;
+    // A repeat child's share of the budget is printed as it was, not rounded to a whole second.
+    settings.budget_seconds = 0.8;
+    EXPECT_NE(too_few_rounds_reason(run, settings, "")->find("the budget of 0.8 s"), std::string::npos);
+    settings.budget_seconds = 12;
     run.kept_rounds = 20;
     EXPECT_FALSE(too_few_rounds_reason(run, settings, ""));
 }

@@ -169,6 +169,13 @@ GateCondition check_output_sha(const GateEvidence &e, const GateThresholds &) {
 
 GateCondition check_candidate_p50(const GateEvidence &e, const GateThresholds &t) {
     const char *name = "candidate-p50";
+    // The default bound is one workload's time (Wan 480p) on one GPU: over a set it would judge every
+    // other shape by that one's time, so there only a bound the user chose applies.
+    if (!e.workload_set.empty() && t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms)
+        return make(name, GateStatus::not_checked, "no bound",
+                    "the default bound is one workload's; set [gate] max_candidate_p50_ms or --max-p50-ms to bound "
+                    "every shape; does not block",
+                    false);
     if (auto not_evidence = timing_unusable(name, e, true)) return *not_evidence;
     if (!e.candidate_p50_ms) return make(name, GateStatus::not_checked, "no candidate p50 recorded");
     const std::string limit = fixed(t.max_candidate_p50_ms, 2) + " ms";

@@ -101,7 +101,7 @@ std::vector<ShapePlan> plan_shapes(const WorkloadSet &set, std::size_t arms, dou
 
 std::string shape_plan_line(const ShapePlan &plan, std::size_t index, std::size_t count) {
     return "[" + std::to_string(index + 1) + "/" + std::to_string(count) + "] " + plan.name + ": " +
-           cost_text(plan.cost) + ", up to " + fixed(plan.budget_seconds, 1) + " s of sampling";
+           cost_text(plan.cost) + ", " + sampling_budget_text(plan.budget_seconds);
 }
 
 std::vector<std::string> shape_memory_refusals(const std::vector<ShapePlan> &plans, std::int64_t free_bytes,
@@ -144,8 +144,7 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
     // The plan first, and nothing timed when a shape cannot fit.
     const std::vector<ShapePlan> plans = plan_shapes(set, arms, in.settings.budget_seconds);
     reporter.progress("time: workload set " + set.name + ", " + std::to_string(count) + " shapes, " +
-                      std::to_string(arms) + " arms, up to " + fixed(in.settings.budget_seconds, 0) +
-                      " s of sampling in all" +
+                      std::to_string(arms) + " arms, " + sampling_budget_text(in.settings.budget_seconds) + " in all" +
                       (in.repeats > 1 ? ", " + std::to_string(in.repeats) + " processes per shape" : std::string()));
     for (std::size_t i = 0; i < count; ++i) reporter.progress("  " + shape_plan_line(plans[i], i, count));
     const DeviceMemory memory = device_memory();
@@ -175,11 +174,12 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
     const auto started = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < count; ++i) {
         const SetWorkload &shape = set.workloads[i];
-        const std::string tag = "[" + std::to_string(i + 1) + "/" + std::to_string(count) + "] " + shape.workload.name;
+        const std::string counter = "[" + std::to_string(i + 1) + "/" + std::to_string(count) + "] ";
+        const std::string tag = counter + shape.workload.name;
         TimingSettings settings = in.settings;
         settings.budget_seconds = next_shape_budget(remaining, operations_from(set, i));
         reporter.progress("time: " + tag + ": " + shape.workload.problem.describe() + ", weight " +
-                          compact(weights[i], 3) + ", up to " + fixed(settings.budget_seconds, 1) + " s of sampling");
+                          compact(weights[i], 3) + ", " + sampling_budget_text(settings.budget_seconds));
         const fs::path workload_file = write_shape_workload(in.run, shape);
         const TimedWorkload timed = time_workload(shape_inputs(in, shape, settings, workload_file), reporter);
 
@@ -202,7 +202,8 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
                                                                  : std::vector<std::vector<double>>{},
                                        figures ? figures->ratio : std::nullopt});
         }
-        reporter.progress("time: " + tag + ": " + s.figures.summary.value_or("no summary") +
+        // The shape's own summary begins with its name.
+        reporter.progress("time: " + counter + (s.figures.summary ? *s.figures.summary : shape.workload.name + ": no summary") +
                           (*s.passed ? "" : " (failed)"));
         f.shapes.push_back(std::move(s));
     }

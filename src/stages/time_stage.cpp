@@ -152,11 +152,13 @@ std::vector<std::string> changed_output_reasons(const std::vector<std::string> &
     return reasons;
 }
 
+std::string sampling_budget_text(double seconds) { return "up to " + compact(seconds, 1) + " s of sampling"; }
+
 std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const TimingSettings &settings,
                                                  const std::string &where) {
     if (run.kept_rounds >= settings.min_rounds) return std::nullopt;
     return "only " + std::to_string(run.kept_rounds) + " unthrottled rounds (of " + std::to_string(run.rounds.size()) +
-           ") fit in the budget of " + fixed(settings.budget_seconds, 0) + " s" + in_where(where) +
+           ") fit in the budget of " + compact(settings.budget_seconds, 1) + " s" + in_where(where) +
            ", fewer than min_rounds " + std::to_string(settings.min_rounds) + ": no interval to trust; raise --budget";
 }
 
@@ -291,8 +293,8 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     // What the shape costs, before anything is allocated: one that cannot fit is refused with the numbers.
     const WorkloadCost cost = workload_cost(problem, arms.size());
     const DeviceMemory memory = device_memory();
-    reporter.progress("time: " + request.workload.name + ": " + cost_text(cost) + ", up to " +
-                      fixed(request.settings.budget_seconds, 0) + " s of sampling; the GPU has " +
+    reporter.progress("time: " + request.workload.name + ": " + cost_text(cost) + ", " +
+                      sampling_budget_text(request.settings.budget_seconds) + "; the GPU has " +
                       bytes_text(static_cast<std::size_t>(memory.free_bytes)) + " free of " +
                       bytes_text(static_cast<std::size_t>(memory.total_bytes)));
     if (auto refusal = memory_refusal(request.workload.name, cost, memory.free_bytes, memory.total_bytes))
@@ -522,7 +524,7 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
     std::vector<std::string> argv{current_executable().string(), "time"};
     for (std::string &word : RepeatChildRequest::of_repeat(in, index, file).to_argv()) argv.push_back(std::move(word));
     reporter.progress("time: repeat " + std::to_string(index + 1) + " of " + std::to_string(in.repeats) +
-                      " in a fresh process, up to " + fixed(s.budget_seconds, 1) + " s of sampling");
+                      " in a fresh process, " + sampling_budget_text(s.budget_seconds));
     // Sampling stops at the repeat's budget; the rest is the repeat's start (inputs, modules, checks),
     // which even a host-generated block-24 workload finishes in well under the margin.
     ProcessOptions options;

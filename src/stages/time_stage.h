@@ -93,6 +93,9 @@ std::vector<std::string> first_output_failures(const std::vector<std::string> &a
 std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
                                                 const std::vector<OutputDigest> &reference,
                                                 const std::vector<OutputDigest> &after, const std::string &where);
+// "up to 12.1 s of sampling": how every progress line spells a sampling budget, and how the reason
+// for too few rounds spells it too.
+std::string sampling_budget_text(double seconds);
 // Fewer unthrottled rounds than min_rounds: no interval to trust.
 std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const TimingSettings &settings,
                                                  const std::string &where);
