@@ -241,6 +241,33 @@ TEST(SageAttentionSm89Launchers, TheGoldenDataCoversEveryCaseAndLauncher) {
     }
 }
 
+// Upstream's sm80 launchers (FP16 V) on the same cases, for their adapters: every launcher and
+// granularity has its digests, V as the launcher reads it in fp16, and the fuse_v_mean launcher's mean.
+TEST(SageAttentionSm80Launchers, TheGoldenDataCoversEveryCaseAndLauncher) {
+    const std::filesystem::path dir = std::filesystem::path(S2TP_SOURCE_ROOT) / "tests" / "golden";
+    const toml::table digests = golden::parse_toml_file(dir / "upstream.toml");
+    for (const golden::SeededCase &c : golden::seeded_cases(dir / "cases.toml")) {
+        for (const std::string launcher : {"accum_f32_attn", "accum_f16_attn", "accum_f16_attn_inst_buf",
+                                           "accum_f16_fuse_v_mean_attn"})
+            for (const char *granularity : {"per_warp", "per_thread"}) {
+                const std::string name = "sm80_qk_int8_sv_f16_" + launcher;
+                const toml::table *t = digests["case"][c.name][name][granularity].as_table();
+                ASSERT_TRUE(t) << c.name << " " << name << " " << granularity;
+                std::set<std::string> keys;
+                for (const auto &[key, value] : *t) {
+                    keys.insert(std::string(key.str()));
+                    EXPECT_EQ(value.value<std::string>().value_or("").size(), 64u) << c.name << " " << name;
+                }
+                std::set<std::string> expected = {"q_int8", "q_scale", "k_int8", "k_scale", "v", "o", "lse"};
+                if (launcher == "accum_f16_fuse_v_mean_attn") expected.insert("v_mean");
+                EXPECT_EQ(keys, expected) << c.name << " " << name;
+            }
+        TensorRequest v_mean;
+        v_mean.dtype = c.problem.dtype, v_mean.shape = v_mean_shape(c.problem.shape);
+        EXPECT_NO_THROW(load_tensor(dir / "means" / c.name / "sm80_v_mean.npy", v_mean)) << c.name;
+    }
+}
+
 // ---- sageattention-sm89: build time ----
 
 TEST(SageAttentionSm89, DescribesTheEightEntriesOfTheResourceTable) {

@@ -51,7 +51,7 @@ std::vector<Row> set_time_rows(const StageState &state, const Checkpoint &time) 
         rows.push_back({"time", "worst shape " + c.name, "",
                         c.worst_shape && c.worst ? *c.worst_shape + " " + interval_text(*c.worst, false) : missing_figure});
         if (c.geomean && c.geomean->median)
-            rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.geomean->median) + " over the set"});
+            rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.geomean->median, c.name) + " over the set"});
     }
     for (const auto &reason : time.reasons) rows.push_back({"time", "reason", "", reason});
     return rows;
@@ -74,7 +74,7 @@ std::vector<Row> time_rows(const StageState &state) {
         if (!c.ratio || !c.ratio->median) continue;
         if (c.timing && c.timing->p50) rows.push_back({"time", c.name + " p50", "", fixed(*c.timing->p50, 3) + " ms"});
         rows.push_back({"time", c.name + "/baseline", "", interval_text(*c.ratio, false)});
-        rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median)});
+        rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median, c.name)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
     for (const auto &reason : time->reasons) rows.push_back({"time", "reason", "", reason});

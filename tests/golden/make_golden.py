@@ -5,7 +5,7 @@ Run on a GPU host with PyTorch, Triton, nvcc and ninja (an H200: everything is b
 
     build/tests/golden_inputs tests/golden/cases.toml /tmp/golden-inputs
     python3 tests/golden/make_golden.py --sageattention ~/SageAttention --inputs /tmp/golden-inputs \
-        --out tests/golden/upstream.toml [--arrays DIR] [--cubins DIR] [--bench FILE]
+        --out tests/golden/upstream.toml [--arrays DIR] [--cubins DIR] [--bench FILE] [--only EXT ...]
 
 It builds upstream's extensions from the checkout's own sources, unchanged (csrc/fused, the seven sm89
 launchers, the sm90 and sm80 files), with upstream setup.py's compiler flags, for sm_90a whatever the
@@ -17,7 +17,9 @@ tensor's bytes to --out: the kernel's o and raw base-2 LSE and each quantized in
 `gpu_kernel_check launchers` regenerates the inputs and checks its quantizers and every adapter
 against those digests, byte for byte. The K mean (torch's reduction) and V mean (upstream's block
 reduction) are written as small .npy files beside --out, since sage2tp's checks feed them in rather
-than reproduce torch's summation order. --arrays also saves every tensor as .npy, --cubins copies the
+than reproduce torch's summation order; so is the mean the sm80 fuse_v_mean launcher is given
+(sub_mean's, in V's dtype: sm80_v_mean.npy). --only builds and runs the named launcher families alone
+(with _fused), and --out then holds their digests alone, to append to upstream.toml. --arrays also saves every tensor as .npy, --cubins copies the
 built extensions' sm_90a cubins, --bench times the kernels at Wan 480p with triton's do_bench.
 """
 import argparse
@@ -51,7 +53,8 @@ SM89_LAUNCHERS = [
 ]
 # The tensors --arrays keeps (every digest is written regardless): one launcher of each quantization.
 ARRAYS_KEPT = ("sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf.",
-               "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn.", "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale")
+               "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn.", "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale",
+               "sm80_qk_int8_sv_f16_accum_f32_attn.", "sm80_qk_int8_sv_f16_accum_f16_fuse_v_mean_attn.")
 EXTENSIONS = {
     "_fused": (["csrc/fused/pybind.cpp", "csrc/fused/fused.cu"], []),
     "_qattn_sm89": (["csrc/qattn/pybind_sm89.cpp"] + [f"csrc/qattn/{n}.cu" for n in SM89_LAUNCHERS], []),
@@ -226,6 +229,8 @@ def run_sm90(c, ext, quant, per_thread, record):
 def run_sm80(c, ext, quant, per_thread, record):
     """The sm80 launchers: FP16 V, BLKQ 128, WARPQ 32 (16 for D 128 with fp16+fp32), BLKK 64."""
     # ---- sm80: FP16 V; BLKQ 128, WARPQ 32 (16 for D 128 with fp16+fp32), BLKK 64 ----
+    # core.py casts V to fp16 for every sm80 launcher but fuse_v_mean, whose sub_mean writes fp16 itself.
+    v16 = c.v.to(torch.float16)
     for granularity in ("per_warp", "per_thread"):
         for launcher in ("qk_int8_sv_f16_accum_f32_attn", "qk_int8_sv_f16_accum_f16_attn",
                          "qk_int8_sv_f16_accum_f16_attn_inst_buf", "qk_int8_sv_f16_accum_f16_fuse_v_mean_attn"):
@@ -240,7 +245,8 @@ def run_sm80(c, ext, quant, per_thread, record):
                 lse = function(q_int8, k_int8, smoothed_v, o, q_scale, k_scale, vm, *tail)
                 tensors.update(v=smoothed_v, v_mean=vm)
             else:
-                lse = function(q_int8, k_int8, c.v, o, q_scale, k_scale, *tail)
+                lse = function(q_int8, k_int8, v16, o, q_scale, k_scale, *tail)
+                tensors.update(v=v16)
             torch.cuda.synchronize()
             record("sm80_" + launcher, granularity, dict(tensors, o=o, lse=lse))
 
@@ -289,6 +295,17 @@ def bench(ext, quant, per_thread, path):
         f = ext["_qattn_sm90"].qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf
         rows.append((f"sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf.{granularity}",
                      triton.testing.do_bench(lambda: f(q8, k8, vf, o, qs, ks, vs, 1, 0, g, d ** -0.5, 0))))
+        v16 = v.to(torch.float16)
+        for launcher in ("qk_int8_sv_f16_accum_f32_attn", "qk_int8_sv_f16_accum_f16_attn_inst_buf"):
+            if "_qattn_sm80" not in ext:
+                break
+            warpq = 16 if launcher.endswith("inst_buf") else 32  # core.py: 16 for D 128 with fp16+fp32
+            q8, qs, k8, ks = (quant.per_warp_int8(q, k, km, tensor_layout="HND", BLKQ=128, WARPQ=warpq, BLKK=64)
+                              if g == 2 else per_thread.per_thread_int8(q, k, km, tensor_layout="HND", BLKQ=128,
+                                                                        WARPQ=warpq, BLKK=64, WARPK=64))
+            f = getattr(ext["_qattn_sm80"], launcher)
+            rows.append((f"sm80_{launcher}.{granularity}",
+                         triton.testing.do_bench(lambda: f(q8, k8, v16, o, qs, ks, 1, 0, g, d ** -0.5, 0))))
         q8, qs, k8, ks = (quant.per_warp_int8(q, k, km, tensor_layout="HND", BLKQ=128, WARPQ=32, BLKK=64)
                           if g == 2 else per_thread.per_thread_int8(q, k, km, tensor_layout="HND", BLKQ=128, WARPQ=32,
                                                                     BLKK=64, WARPK=64))
@@ -315,14 +332,18 @@ def main():
     parser.add_argument("--cubins", type=pathlib.Path, help="copy the extensions' sm_90a cubins here")
     parser.add_argument("--bench", type=pathlib.Path, help="write do_bench figures at Wan 480p here")
     parser.add_argument("--build-timeout", type=float, default=900.0, help="seconds the builds may take")
+    parser.add_argument("--only", nargs="+", choices=[name for name in EXTENSIONS if name != "_fused"],
+                        help="build and run only these launcher families (with _fused, which quantizes); "
+                             "--out then holds their digests alone, to be merged into upstream.toml")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build_one:
         load_extension(args.build_one, args.sageattention, args.build)
         return
     cases = tomllib.loads(args.cases.read_text())["case"]
-    ext = build_extensions(EXTENSIONS, args)
-    for required in ("_fused", "_qattn_sm89"):
+    wanted = ["_fused"] + (args.only or [name for name in EXTENSIONS if name != "_fused"])
+    ext = build_extensions(wanted, args)
+    for required in ["_fused"] + ([] if args.only else ["_qattn_sm89"]):
         if required not in ext:
             sys.exit(f"make_golden.py: {required} did not build")
     quant, per_thread = load_upstream_python(args.sageattention, ext["_fused"])
@@ -347,6 +368,10 @@ def main():
         v_mean = saved.get("sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn.per_warp.v_mean")
         if v_mean is not None:
             np.save(means_dir / c.name / "v_mean.npy", to_numpy(v_mean))
+        # The sm80 fuse_v_mean launcher is given sub_mean's mean instead: in V's dtype, torch's reduction.
+        sub_mean = saved.get("sm80_qk_int8_sv_f16_accum_f16_fuse_v_mean_attn.per_warp.v_mean")
+        if sub_mean is not None:
+            np.save(means_dir / c.name / "sm80_v_mean.npy", to_numpy(sub_mean))
         if args.arrays:
             (args.arrays / c.name).mkdir(parents=True, exist_ok=True)
             for name, t in saved.items():
