@@ -9,6 +9,7 @@
 //   ProcessResult r = s2tp::run_sage2tp({"build", "--run", "run"}, dir);
 #pragma once
 
+#include "scratch_directory.h"
 #include "support/process_runner.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,15 +31,6 @@ namespace s2tp {
 inline const std::string &sage2tp_binary() {
     static const std::string binary = std::getenv("SAGE2TP_BIN") ? std::getenv("SAGE2TP_BIN") : "";
     return binary;
-}
-
-// An empty directory <tmp>/s2tp-<name>-<pid>, made afresh (anything left by an earlier run is removed).
-inline std::filesystem::path fresh_temp_directory(const std::string &name) {
-    const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("s2tp-" + name + "-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
 }
 
 // sage2tp with `args`, run in `working_directory`, to completion.
@@ -124,18 +117,16 @@ inline std::string slurp(const std::filesystem::path &file) {
 }
 
 // A test of the binary: SetUp fails without $SAGE2TP_BIN and gives the test its own empty directory
-// dir_ (<tmp>/s2tp-<suite>-<test>-<pid>), the working directory of sage2tp(); TearDown removes it.
+// dir_ (<tmp>/s2tp-<suite>-<test>-XXXXXX), the working directory of sage2tp(); TearDown removes it.
 class CliTest : public ::testing::Test {
 protected:
     void SetUp() override {
         ASSERT_FALSE(sage2tp_binary().empty()) << "SAGE2TP_BIN is not set";
         const ::testing::TestInfo *test = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fresh_temp_directory(std::string(test->test_suite_name()) + "-" + test->name());
+        scratch_.emplace(std::string(test->test_suite_name()) + "-" + test->name());
+        dir_ = scratch_->path();
     }
-    void TearDown() override {
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
+    void TearDown() override { scratch_.reset(); }
     ProcessResult sage2tp(std::vector<std::string> args, std::map<std::string, std::string> environment = {}) {
         return run_sage2tp(std::move(args), dir_, std::move(environment));
     }
@@ -157,6 +148,7 @@ protected:
         return run_git(repo, {"rev-parse", "HEAD"}).out.substr(0, 40);
     }
 
+    std::optional<ScratchDirectory> scratch_;
     std::filesystem::path dir_;
 };
 

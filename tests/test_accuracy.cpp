@@ -2,6 +2,7 @@
 // gather and the unquantized float64 reference, the fold of tolerance candidates, the manifest's
 // [parity] keys and their bad values, and the gate's accuracy conditions.
 #include "model/accuracy.h"
+#include "scratch_directory.h"
 #include "model/cpu_reference.h"
 #include "model/experiment_manifest.h"
 #include "model/gate_rules.h"
@@ -215,12 +216,8 @@ namespace {
 class ToleranceManifest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("s2tp-tolerance-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
         std::ofstream(dir_ / "c.patch") << "--- a/kernels/x.cu\n+++ b/kernels/x.cu\n@@ -1 +1 @@\n-a\n+b\n";
     }
-    void TearDown() override { fs::remove_all(dir_); }
     fs::path write(const std::string &parity, const std::string &candidate = "") {
         std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"t\"\n[source]\nkind = \"embedded\"\n"
                                           "kernel_sources = [\"kernels/x.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
@@ -237,7 +234,8 @@ protected:
         ADD_FAILURE() << "no error for " << parity;
         return "";
     }
-    fs::path dir_;
+    ScratchDirectory scratch_{"tolerance"};
+    const fs::path dir_ = scratch_.path();
 };
 
 }  // namespace

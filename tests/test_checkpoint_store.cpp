@@ -1,4 +1,5 @@
 #include "formats/checkpoint_store.h"
+#include "scratch_directory.h"
 #include "support/file_io.h"
 #include "support/errors.h"
 
@@ -13,12 +14,7 @@ using namespace s2tp;
 
 namespace {
 
-fs::path scratch(const std::string &name) {
-    fs::path dir = fs::temp_directory_path() / ("s2tp-ckpt-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+ScratchDirectory scratch(const std::string &name) { return ScratchDirectory("ckpt-" + name); }
 
 Checkpoint sample() {
     Checkpoint c;
@@ -106,7 +102,7 @@ TEST(CheckpointStore, AtomicWriteLeavesNoTemporaryFiles) {
     write_file_atomically(dir / "f.txt", "two");
     EXPECT_EQ(slurp(dir / "f.txt"), "two");
     int entries = 0;
-    for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir)) ++entries;
+    for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir.path())) ++entries;
     EXPECT_EQ(entries, 1);
 }
 

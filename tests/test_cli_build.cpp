@@ -34,7 +34,12 @@ const char *const attention_entries[] = {
 class Build : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        dir_ = fresh_temp_directory("build");
+        scratch_.emplace("build");
+        dir_ = scratch_->path();
+    }
+    static void TearDownTestSuite() {
+        scratch_.reset();
+        dir_.clear();
     }
     static ProcessResult sage2tp(std::vector<std::string> args) { return run_sage2tp(std::move(args), dir_); }
     static Checkpoint build_checkpoint(const fs::path &run) {
@@ -42,8 +47,10 @@ protected:
         EXPECT_TRUE(read.checkpoint) << read.problem;
         return read.checkpoint ? *read.checkpoint : Checkpoint{};
     }
+    static std::optional<ScratchDirectory> scratch_;
     static fs::path dir_;
 };
+std::optional<ScratchDirectory> Build::scratch_;
 fs::path Build::dir_;
 
 // The figures of one variant of one entry must follow the occupancy rules among themselves.

@@ -3,6 +3,7 @@
 // -DS2TP_PHASE_TIMING on the run's own build command, into builds/<variant>/phases/, the plain cubins
 // and the build checkpoint untouched, "up to date", --force, and exit 3 when it comes to the GPU.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include "formats/checkpoint_store.h"
 #include "formats/tensor_io.h"
 #include "model/experiment_manifest.h"
@@ -29,12 +30,7 @@ class PhasesTest : public ::testing::Test {
 protected:
     void SetUp() override {
         ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
-        dir_ = fs::temp_directory_path() / ("s2tp-phases-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
     }
-    void TearDown() override { fs::remove_all(dir_); }
     // No GPU is ever used: CUDA_VISIBLE_DEVICES hides any the host has.
     ProcessResult sage2tp(std::vector<std::string> args) {
         args.insert(args.begin(), binary);
@@ -48,7 +44,8 @@ protected:
         EXPECT_TRUE(read.checkpoint) << read.problem;
         return read.checkpoint ? *read.checkpoint : Checkpoint{};
     }
-    fs::path dir_;
+    ScratchDirectory scratch_{"phases"};
+    const fs::path dir_ = scratch_.path();
 };
 
 using PhasesCli = PhasesTest;

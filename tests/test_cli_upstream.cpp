@@ -33,7 +33,8 @@ protected:
     static void SetUpTestSuite() {
         std::error_code ec;
         if (!fs::is_directory(snapshot / "csrc", ec)) return;
-        dir_ = fresh_temp_directory("upstream");
+        scratch_.emplace("upstream");
+        dir_ = scratch_->path();
         // The snapshot is a plain copy of upstream's files: give it a history, as a user's clone has.
         fs::copy(snapshot, dir_ / "SageAttention", fs::copy_options::recursive);
         for (std::vector<std::string> args : {std::vector<std::string>{"init", "-q"}, {"add", "--all"},
@@ -41,7 +42,8 @@ protected:
             git(args);
     }
     static void TearDownTestSuite() {
-        if (!dir_.empty()) fs::remove_all(dir_);
+        scratch_.reset();
+        dir_.clear();
     }
     void SetUp() override {
         if (dir_.empty()) GTEST_SKIP() << "no SageAttention snapshot at " << snapshot;
@@ -64,8 +66,10 @@ protected:
         EXPECT_TRUE(read.checkpoint) << read.problem;
         return read.checkpoint ? *read.checkpoint : Checkpoint{};
     }
+    static std::optional<ScratchDirectory> scratch_;
     static fs::path dir_;
 };
+std::optional<ScratchDirectory> Upstream::scratch_;
 fs::path Upstream::dir_;
 
 // The distinct qk_int_sv_f8_attn_kernel entries ptxas reported for `arch` in one compile log.

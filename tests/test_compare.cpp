@@ -3,6 +3,7 @@
 // table formats, the JSON object and the SVG; then the binary itself: its output, the SVG it writes and
 // its usage errors.
 #include "cli_fixture.h"
+#include "scratch_run.h"
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/stage_pipeline.h"
@@ -37,39 +38,6 @@ RatioFigures ratio(double median, double lo, double hi) {
     return r;
 }
 
-// A run directory whose checkpoints form a fresh chain from prepare up to `last`, written by the
-// product's own checkpoint writer.
-class HandWrittenRun {
-public:
-    explicit HandWrittenRun(fs::path root) : root_(std::move(root)) {
-        fs::create_directories(root_ / "checkpoints");
-        std::ofstream(root_ / "experiment.toml") << "[experiment]\nname = 'x'\n";
-    }
-    const fs::path &root() const { return root_; }
-
-    Checkpoint write(Stage stage, StageStatus status, toml::table figures = {}, std::vector<std::string> reasons = {}) {
-        RunDirectory run(root_);
-        Checkpoint c;
-        c.stage = stage_name(stage);
-        c.status = status;
-        c.started_utc = c.finished_utc = "2026-12-01T00:00:00Z";
-        c.previous_digest = previous_digest_;
-        c.figures = std::move(figures);
-        c.reasons = std::move(reasons);
-        write_checkpoint(checkpoint_path(run, stage), c);
-        previous_digest_ = c.digest;
-        return c;
-    }
-    void write_chain_to_parity() {
-        for (Stage stage : {Stage::prepare, Stage::build, Stage::sanitize, Stage::parity})
-            write(stage, StageStatus::passed, toml::table{{"summary", stage_name(stage) + " ok"}});
-    }
-
-private:
-    fs::path root_;
-    std::string previous_digest_;
-};
-
 toml::table two_candidate_time() {
     TimeFigures f;
     f.workload = "wan21-14b-block24";
@@ -101,24 +69,20 @@ GateFigures two_candidate_gate() {
 class CompareTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fresh_temp_directory(std::string("compare-") +
-                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        runs_ = dir_ / "sage2tp-runs";
         // Run one: two candidates, timed and gated.
-        HandWrittenRun timed(runs_ / "tp-two");
-        timed.write_chain_to_parity();
+        ChainedRun timed(runs_ / "tp-two");
+        timed.write_chain_to(Stage::parity);
         timed.write(Stage::time, StageStatus::passed, two_candidate_time());
         const GateFigures gate = two_candidate_gate();
         timed.write(Stage::gate, StageStatus::failed, gate.to_toml(), gate.reasons());
         // Run two: built and checked, never timed or gated.
-        HandWrittenRun untimed(runs_ / "tp-untimed");
-        untimed.write_chain_to_parity();
+        ChainedRun untimed(runs_ / "tp-untimed");
+        untimed.write_chain_to(Stage::parity);
     }
-    void TearDown() override { fs::remove_all(dir_); }
-
     std::vector<ComparedRun> both() { return {compare_run(runs_ / "tp-two"), compare_run(runs_ / "tp-untimed")}; }
 
-    fs::path dir_, runs_;
+    ScratchDirectory scratch_{"compare"};
+    const fs::path dir_ = scratch_.path(), runs_ = dir_ / "sage2tp-runs";
 };
 
 std::vector<std::string> lines_of(const std::string &text) {
@@ -147,8 +111,8 @@ TEST_F(CompareTest, ReadsEveryCandidateFromTheTimeCheckpointInTheManifestsOrder)
 }
 
 TEST_F(CompareTest, AGateThatNamesACandidateTheTimeCheckpointDoesNotAddsItsRow) {
-    HandWrittenRun run(runs_ / "tp-gated");
-    run.write_chain_to_parity();
+    ChainedRun run(runs_ / "tp-gated");
+    run.write_chain_to(Stage::parity);
     TimeFigures time;
     time.candidate_or_add("temporal-pair").ratio = ratio(1.3441, 1.3427, 1.3451);
     run.write(Stage::time, StageStatus::passed, time.to_toml());
@@ -178,8 +142,8 @@ TEST_F(CompareTest, AMissingTimeCheckpointShowsAsMissingNeverAsZeros) {
 }
 
 TEST_F(CompareTest, AStaleTimeCheckpointGivesNoFigures) {
-    HandWrittenRun run(runs_ / "tp-stale");
-    run.write_chain_to_parity();
+    ChainedRun run(runs_ / "tp-stale");
+    run.write_chain_to(Stage::parity);
     run.write(Stage::time, StageStatus::passed, two_candidate_time());
     // parity re-run after time: the time checkpoint describes inputs that no longer exist.
     CheckpointRead parity = read_checkpoint(run.root() / "checkpoints/04-parity.toml");
@@ -318,8 +282,8 @@ TEST_F(CompareTest, ASetRunHasARowPerShapeAndTheCombinedRow) {
     combined.geomean = ratio(1.0423, 1.0350, 1.0500);
     combined.worst_shape = "hunyuan-544p";
     f.candidates.push_back(combined);
-    HandWrittenRun set(runs_ / "tp-set");
-    set.write_chain_to_parity();
+    ChainedRun set(runs_ / "tp-set");
+    set.write_chain_to(Stage::parity);
     set.write(Stage::time, StageStatus::passed, f.to_toml());
     const GateFigures gate = two_candidate_gate();
     set.write(Stage::gate, StageStatus::failed, gate.to_toml(), gate.reasons());

@@ -2,6 +2,7 @@
 // fillers never see each other's half-written entries. nvcc is not needed: a compile here is an
 // argument vector, a source and a dependency file, as the build stage hands them over.
 #include "support/errors.h"
+#include "scratch_directory.h"
 #include "support/file_io.h"
 #include "tools/compile_cache.h"
 
@@ -23,16 +24,11 @@ namespace {
 class CompileCacheTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() / ("s2tp-cache-" + std::to_string(::getpid()) + "-" +
-                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir);
-        work = dir / "run";
         fs::create_directories(work / "trees" / "baseline");
         write("trees/baseline/k.cu", "#include \"k.h\"\n__global__ void k() {}\n");
         write("trees/baseline/k.h", "#define N 4\n");
         write("k.d", "builds/baseline/k.cubin : trees/baseline/k.cu \\\n    trees/baseline/k.h\n");
     }
-    void TearDown() override { fs::remove_all(dir); }
 
     void write(const std::string &relative, const std::string &text) const { write_file_atomically(work / relative, text); }
 
@@ -44,7 +40,8 @@ protected:
                 "release 13.0, V13.0.88"};
     }
 
-    fs::path dir, work;
+    ScratchDirectory scratch{"cache"};
+    const fs::path dir = scratch.path(), work = dir / "run";
 };
 
 std::size_t entry_count(const fs::path &root) {

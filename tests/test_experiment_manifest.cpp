@@ -1,4 +1,5 @@
 #include "support/errors.h"
+#include "scratch_directory.h"
 #include "build_config.h"
 #include "model/experiment_manifest.h"
 
@@ -17,9 +18,6 @@ const fs::path source_root = S2TP_SOURCE_ROOT;
 class ManifestErrors : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("s2tp-manifest-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
         std::ofstream(dir_ / "c.patch") << "--- a/kernels/x.cu\n+++ b/kernels/x.cu\n@@ -1 +1 @@\n-a\n+b\n";
     }
     // A valid manifest with `replace` substituted for the line `marker`, written and loaded.
@@ -52,7 +50,8 @@ protected:
                "name = \"w\"\n"                                    // 11
                "len_q = 256\n";                                    // 12
     }
-    fs::path dir_;
+    ScratchDirectory scratch_{"manifest"};
+    const fs::path dir_ = scratch_.path();
 };
 
 }  // namespace
@@ -74,7 +73,8 @@ TEST(Manifest, DefaultExperimentLoads) {
 
 TEST(Manifest, ResolvedCopyLoadsToTheSameExperiment) {
     Experiment e = load_experiment(source_root / "data/experiments/temporal-pair.toml");
-    fs::path copy = fs::temp_directory_path() / ("s2tp-resolved-" + std::to_string(::getpid()) + ".toml");
+    const ScratchDirectory dir("resolved");
+    const fs::path copy = dir / "experiment.toml";
     std::ofstream(copy) << experiment_to_toml(e);
     Experiment again = load_experiment(copy);
     EXPECT_EQ(experiment_to_toml(again), experiment_to_toml(e));
@@ -169,10 +169,10 @@ TEST(Manifest, ShippedSageAttentionManifestsNameTheirSourcesPerVariant) {
     EXPECT_TRUE(versus.candidates.front().patch.empty());
 
     // The resolved copy keeps both sources, and loading it needs no command-line values.
-    fs::path copy = fs::temp_directory_path() / ("s2tp-versus-" + std::to_string(::getpid()) + ".toml");
+    const ScratchDirectory dir("versus");
+    const fs::path copy = dir / "experiment.toml";
     std::ofstream(copy) << experiment_to_toml(versus);
     EXPECT_EQ(experiment_to_toml(load_experiment(copy)), experiment_to_toml(versus));
-    fs::remove(copy);
 }
 
 TEST(Manifest, AGitSourceWithoutRepositoryAsksForTheOption) {

@@ -1,6 +1,7 @@
 // The gate's evidence as read from real checkpoint files: hand-written checkpoints, chained as the
 // stage framework chains them, go through inspect_run, gather_gate_evidence and evaluate_gate.
 #include "stages/gate_evidence.h"
+#include "scratch_directory.h"
 #include "figures/gate_figures.h"
 
 #include "formats/checkpoint_store.h"
@@ -47,9 +48,6 @@ struct Planned {
 class GateEvidenceTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        root_ = fs::temp_directory_path() / ("s2tp-gate-evidence-" + std::to_string(::getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(root_);
         run_ = std::make_unique<RunDirectory>(root_);
 
         plan_[Stage::prepare].figures = toml::table{{"summary", "embedded"}};
@@ -124,7 +122,8 @@ protected:
         return *figures["candidates"][variant]["kernels"][name].as_table();
     }
 
-    fs::path root_;
+    ScratchDirectory scratch_{"gate-evidence"};
+    const fs::path root_ = scratch_.path();
     std::unique_ptr<RunDirectory> run_;
     std::map<Stage, Planned> plan_;
 };

@@ -126,7 +126,8 @@ protected:
             skip_reason_ = "a GPU is present: the stages would really run";
             return;
         }
-        dir_ = fresh_temp_directory("gpu-stages-cpu");
+        scratch_.emplace("gpu-stages-cpu");
+        dir_ = scratch_->path();
         ProcessResult prepared = sage2tp({"prepare", "--run", run_dir().string()});
         if (prepared.exit_code != 0) {
             setup_error_ = "prepare exited " + std::to_string(prepared.exit_code) + ": " + prepared.err;
@@ -137,7 +138,8 @@ protected:
         else if (built.exit_code != 0) setup_error_ = "build exited " + std::to_string(built.exit_code) + ": " + built.err;
     }
     static void TearDownTestSuite() {
-        if (!dir_.empty()) fs::remove_all(dir_);
+        scratch_.reset();
+        dir_.clear();
     }
     void SetUp() override {
         ASSERT_FALSE(sage2tp_binary().empty()) << "SAGE2TP_BIN is not set";
@@ -152,11 +154,13 @@ protected:
     }
     static CheckpointRead checkpoint(const std::string &file) { return read_checkpoint(run_dir() / "checkpoints" / file); }
 
+    static std::optional<ScratchDirectory> scratch_;
     static fs::path dir_;
     static std::string skip_reason_;
     static std::string setup_error_;
 };
 
+std::optional<ScratchDirectory> GpuStagesWithoutGpu::scratch_;
 fs::path GpuStagesWithoutGpu::dir_;
 std::string GpuStagesWithoutGpu::skip_reason_;
 std::string GpuStagesWithoutGpu::setup_error_;

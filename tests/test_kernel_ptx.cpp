@@ -7,11 +7,14 @@
 // Comment lines ("//", the compiler's banner) are left out of the digest, and path hashes masked. The digests hold for the nvcc
 // recorded in the file; with another nvcc the test is skipped, since PTX legitimately changes with it.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include "tools/kernel_build.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
 
 #include <gtest/gtest.h>
+
+#include <optional>
 #include <toml++/toml.h>
 
 #include <fstream>
@@ -56,9 +59,8 @@ protected:
         } catch (const std::exception &) {
             return;
         }
-        dir_ = fs::temp_directory_path() / ("s2tp-ptx-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
+        scratch_.emplace("ptx");
+        dir_ = scratch_->path();
         // Each candidate's entry file, exactly as prepare makes it: the baseline's with its patch applied.
         fs::copy(source_root / "kernels", dir_ / "kernels");
         for (const PatchedEntry &entry : patched_entries) {
@@ -71,13 +73,16 @@ protected:
         recorded_ = toml::parse_file((source_root / "tests/data/kernel_ptx.toml").string());
     }
     static void TearDownTestSuite() {
-        if (!dir_.empty()) fs::remove_all(dir_);
+        scratch_.reset();
+        dir_.clear();
     }
     static std::optional<fs::path> nvcc_;
+    static std::optional<ScratchDirectory> scratch_;
     static fs::path dir_;
     static toml::table recorded_;
 };
 std::optional<fs::path> KernelPtx::nvcc_;
+std::optional<ScratchDirectory> KernelPtx::scratch_;
 fs::path KernelPtx::dir_;
 toml::table KernelPtx::recorded_;
 

@@ -3,6 +3,7 @@
 // This test reads every #include "..." under src/ and fails on one that points up (or sideways into
 // subcommands/), and on a project include that does not name its layer's folder.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,14 +79,13 @@ TEST(Layering, EveryIncludeInSrcPointsToItsOwnLayerOrBelow) {
 
 TEST(Layering, TheCheckSeesAnUpwardInclude) {
     // The checker itself must be able to fail: a support file that includes a stage is caught.
-    const fs::path root = fs::temp_directory_path() / ("s2tp-layering-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-    fs::remove_all(root);
+    const s2tp::ScratchDirectory scratch("layering");
+    const fs::path &root = scratch.path();
     fs::create_directories(root / "support");
     fs::create_directories(root / "stages");
     std::ofstream(root / "support" / "low.cpp") << "#include \"stages/high.h\"\n#include \"model/x.h\"\n";
     std::ofstream(root / "stages" / "high.h") << "#include \"support/low.h\"\n#include \"flat.h\"\n";
     auto violations = layering_violations(root);
-    fs::remove_all(root);
     ASSERT_EQ(violations.size(), 3u);
     std::sort(violations.begin(), violations.end(), [](const Violation &a, const Violation &b) { return a.include < b.include; });
     EXPECT_EQ(violations[0].include, "flat.h");

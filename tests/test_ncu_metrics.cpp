@@ -3,6 +3,7 @@
 // s2tp_attn_hd128_bf16_nomask at seq 8192, the baseline then the temporal-pair candidate). Expected
 // values were read from the file by eye.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include "formats/ncu_csv.h"
 #include "model/experiment_manifest.h"
 #include "figures/ncu_metrics.h"
@@ -136,8 +137,8 @@ TEST(NcuMetrics, CheckpointFiguresRoundTrip) {
 }
 
 TEST(NcuMetrics, ManifestListAndSeqLen) {
-    const fs::path dir = fs::temp_directory_path() / ("s2tp-ncu-manifest-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    const ScratchDirectory scratch("ncu-manifest");
+    const fs::path &dir = scratch.path();
     write_file_atomically(dir / "c.patch", "");
     const std::string base = "[experiment]\nname = \"t\"\n[source]\nkind = \"embedded\"\n"
                              "kernel_sources = [\"kernels/x.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
@@ -150,14 +151,13 @@ TEST(NcuMetrics, ManifestListAndSeqLen) {
     EXPECT_THROW(load_experiment(dir / "b.toml"), Error);
     write_file_atomically(dir / "c.toml", base);
     EXPECT_EQ(load_experiment(dir / "c.toml").ncu_metrics, default_ncu_metrics());
-    fs::remove_all(dir);
 }
 
 // Without ncu the stage records that it was asked for and not found, and returns: time goes on.
 TEST(NcuProfile, MissingNcuIsAWarningNotAFailure) {
     if (fs::exists("/usr/local/cuda/bin/ncu")) GTEST_SKIP() << "ncu is installed in /usr/local/cuda/bin";
-    const fs::path root = fs::temp_directory_path() / ("s2tp-ncu-missing-" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    const ScratchDirectory scratch("ncu-missing");
+    const fs::path &root = scratch.path();
     const fs::path empty = root / "empty-bin";
     fs::create_directories(empty);
     const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
@@ -176,7 +176,6 @@ TEST(NcuProfile, MissingNcuIsAWarningNotAFailure) {
     EXPECT_EQ(profiles.figures.found, std::optional<bool>(false));
     EXPECT_TRUE(profiles.comparisons.empty());
     EXPECT_TRUE(profiles.artifacts.empty());
-    fs::remove_all(root);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The prepare stage as a function (stages/prepare_stage.h): its typed figures, and prepare_stage on a
 // real temporary git repository and on the embedded kernels, with real git.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include "formats/checkpoint_store.h"
 #include "stages/prepare_stage.h"
 #include "support/hashing.h"
@@ -72,9 +73,6 @@ class PrepareStage : public ::testing::Test {
 protected:
     void SetUp() override {
         if (!find_program("git")) GTEST_SKIP() << "git is not installed";
-        dir_ = fs::temp_directory_path() / ("s2tp-prepare-stage-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
         fs::create_directories(dir_ / "repo/kernels");
         std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 0;\n";
         for (std::vector<std::string> args : {std::vector<std::string>{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "k"}}) {
@@ -85,9 +83,6 @@ protected:
             ASSERT_EQ(run_process(args, options).exit_code, 0);
         }
         commit_ = run_process({"git", "-C", (dir_ / "repo").string(), "rev-parse", "HEAD"}).out.substr(0, 40);
-    }
-    void TearDown() override {
-        if (!dir_.empty()) fs::remove_all(dir_);
     }
     // A manifest on the repository with one [[candidate]] per (name, patch text).
     PrepareRequest request(const std::vector<std::pair<std::string, std::string>> &candidates) {
@@ -114,7 +109,8 @@ protected:
         StageContext context(dir_ / "run", r.experiment);
         return prepare_stage(context, r, Reporter().without_results());
     }
-    fs::path dir_;
+    ScratchDirectory scratch_{"prepare-stage"};
+    const fs::path dir_ = scratch_.path();
     std::string commit_;
 };
 

@@ -2,6 +2,7 @@
 // and a tool's process group ended with the tool (what it leaves behind, and on a timeout).
 // /bin/sh is the tool here only to have a process that starts others, as nvcc does.
 #include "support/errors.h"
+#include "scratch_directory.h"
 #include "support/process_runner.h"
 
 #include <gtest/gtest.h>
@@ -40,8 +41,8 @@ TEST(ProcessRunner, ExitStatusesAndOutputs) {
 }
 
 TEST(ProcessRunner, WorkingDirectoryAndStartFailures) {
-    const fs::path dir = fs::temp_directory_path() / ("s2tp-pr-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    const ScratchDirectory scratch("process-runner");
+    const fs::path &dir = scratch.path();
     ProcessOptions options;
     options.working_directory = dir;
     EXPECT_EQ(run_process({"pwd"}, options).out, dir.string() + "\n");
@@ -59,7 +60,6 @@ TEST(ProcessRunner, WorkingDirectoryAndStartFailures) {
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::missing_tool);
     }
-    fs::remove_all(dir);
 }
 
 TEST(ProcessRunner, WhatTheToolLeavesInItsGroupEndsWithIt) {
@@ -72,7 +72,8 @@ TEST(ProcessRunner, WhatTheToolLeavesInItsGroupEndsWithIt) {
 }
 
 TEST(ProcessRunner, TimeoutKillsTheWholeGroup) {
-    const fs::path pid_file = fs::temp_directory_path() / ("s2tp-pr-timeout-" + std::to_string(::getpid()));
+    const ScratchDirectory scratch("process-timeout");
+    const fs::path pid_file = scratch / "grandchild.pid";
     ProcessOptions options;
     options.timeout = std::chrono::seconds(1);
     ProcessResult r = run_process({"sh", "-c", "sleep 60 & echo $! > " + pid_file.string() + "; wait"}, options);
@@ -84,7 +85,6 @@ TEST(ProcessRunner, TimeoutKillsTheWholeGroup) {
     ASSERT_GT(grandchild, 0);
     EXPECT_FALSE(running(grandchild)) << "the grandchild " << grandchild << " survived the timeout";
     if (running(grandchild)) ::kill(grandchild, SIGKILL);
-    fs::remove(pid_file);
 }
 
 TEST(ProcessRunner, NoInterruptWithoutASignal) {

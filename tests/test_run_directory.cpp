@@ -1,4 +1,5 @@
 #include "support/errors.h"
+#include "scratch_directory.h"
 #include "pipeline/run_directory.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,8 @@ namespace fs = std::filesystem;
 using namespace s2tp;
 
 TEST(RunDirectory, SecondProcessIsRefusedWithTheHoldersPid) {
-    fs::path root = fs::temp_directory_path() / ("s2tp-lock-" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    const ScratchDirectory scratch("lock");
+    const fs::path &root = scratch.path();
     int ready[2], release[2];
     ASSERT_EQ(::pipe(ready), 0);
     ASSERT_EQ(::pipe(release), 0);
@@ -69,8 +70,8 @@ TEST(RunIds, OnlyTheSafeSetIsAccepted) {
 }
 
 TEST(RunIds, NewIdsAreClaimedAndSafe) {
-    const std::filesystem::path root = std::filesystem::temp_directory_path() / ("s2tp-ids-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(root);
+    const ScratchDirectory scratch("ids");
+    const std::filesystem::path &root = scratch.path();
     const std::string first = new_run_id("exp", root), second = new_run_id("exp", root);
     EXPECT_NE(first, second);
     EXPECT_TRUE(std::filesystem::is_directory(root / first));
@@ -78,5 +79,4 @@ TEST(RunIds, NewIdsAreClaimedAndSafe) {
     const std::string odd = new_run_id("-my exp$(x)", root);
     EXPECT_NO_THROW(check_run_id(odd)) << odd;
     EXPECT_EQ(odd.rfind("my_exp__x_-", 0), 0u) << odd;
-    std::filesystem::remove_all(root);
 }

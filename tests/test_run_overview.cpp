@@ -3,6 +3,7 @@
 #include "figures/gate_figures.h"
 #include "figures/set_time_figures.h"
 #include "lock_holder.h"
+#include "scratch_run.h"
 #include "pipeline/run_directory.h"
 #include "stages/gate_evidence.h"
 #include "views/pull_request_report.h"
@@ -22,44 +23,27 @@ namespace fs = std::filesystem;
 
 class RunOverviewTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        root = fs::temp_directory_path() / ("s2tp-overview-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(root);
-        fs::create_directories(root / "checkpoints");
-        std::ofstream(root / "experiment.toml") << "name = 'x'\n";
-        std::ofstream(root / ".lock");
-    }
-    void TearDown() override { fs::remove_all(root); }
-
-    Checkpoint write(Stage stage, StageStatus status, const std::string &previous_digest) {
-        RunDirectory run(root);
-        Checkpoint c;
-        c.stage = stage_name(stage);
-        c.status = status;
-        c.started_utc = c.finished_utc = "2026-12-01T00:00:00Z";
-        c.previous_digest = previous_digest;
+    // A failed stage records two reasons and its entries' logs, as build does.
+    Checkpoint write(Stage stage, StageStatus status) {
+        Checkpoint c = scratch.chained(stage, status);
         if (status == StageStatus::failed) {
-            c.reasons = {"baseline:kernels/attention_entry.cu does not compile (nvcc exit 1): error: x",
-                         "a second reason"};
+            c.reasons = {"baseline:kernels/attention_entry.cu does not compile (nvcc exit 1): error: x", "a second reason"};
             c.artifacts.insert("candidate:kernels/quantize.cu",
                                toml::table{{"log", "builds/candidate/quantize.log"}, {"command", "q.cmd"}, {"path", "q.cubin"}});
             c.artifacts.insert("baseline:kernels/attention_entry.cu",
                                toml::table{{"log", "builds/baseline/attention_entry.log"}, {"command", "a.cmd"}});
         }
-        write_checkpoint(checkpoint_path(run, stage), c);
-        return c;
+        return scratch.write(stage, std::move(c));
     }
 
     // prepare, build, sanitize and parity, passed, each on the one before: what time builds on.
     std::string write_chain_to_parity() {
-        std::string digest;
-        for (Stage stage : {Stage::prepare, Stage::build, Stage::sanitize, Stage::parity})
-            digest = write(stage, StageStatus::passed, digest).digest;
-        return digest;
+        scratch.write_chain_to(Stage::parity);
+        return scratch.last_digest();
     }
 
-    fs::path root;
+    ScratchRun scratch{"overview"};
+    const fs::path &root = scratch.root();
 };
 
 TEST_F(RunOverviewTest, AFreshRunSaysToPrepare) {
@@ -69,14 +53,14 @@ TEST_F(RunOverviewTest, AFreshRunSaysToPrepare) {
 }
 
 TEST_F(RunOverviewTest, APreparedRunSaysToRunAndNamesTheNextStage) {
-    write(Stage::prepare, StageStatus::passed, "");
+    write(Stage::prepare, StageStatus::passed);
     RunOverview o = overview_run(RunDirectory(root), "");
     EXPECT_EQ(o.next, "sage2tp run   (or sage2tp build for build alone)");
 }
 
 TEST_F(RunOverviewTest, AFailedStageShowsItsFirstReasonAndTheLogOfTheFailedEntry) {
-    Checkpoint prepared = write(Stage::prepare, StageStatus::passed, "");
-    write(Stage::build, StageStatus::failed, prepared.digest);
+    write(Stage::prepare, StageStatus::passed);
+    write(Stage::build, StageStatus::failed);
     RunOverview o = overview_run(RunDirectory(root), "");
     const StageOverview &build = o.stages[static_cast<std::size_t>(Stage::build)];
     EXPECT_EQ(build.status, "failed");
@@ -87,7 +71,7 @@ TEST_F(RunOverviewTest, AFailedStageShowsItsFirstReasonAndTheLogOfTheFailedEntry
 }
 
 TEST_F(RunOverviewTest, AStageRunByAnotherProcessShowsItsPid) {
-    write(Stage::prepare, StageStatus::passed, "");
+    write(Stage::prepare, StageStatus::passed);
     {
         const LockHolder other(root);
         const pid_t child = other.pid();
@@ -110,8 +94,8 @@ TEST_F(RunOverviewTest, AStageRunByAnotherProcessShowsItsPid) {
 // Issue 26: a stage that stopped for want of a GPU is not recommended again: next says why and how to go
 // on; a stage that then writes its checkpoint clears the record.
 TEST_F(RunOverviewTest, ARecordedStopGivesItsNextStepInsteadOfTheSameCommand) {
-    Checkpoint prepared = write(Stage::prepare, StageStatus::passed, "");
-    write(Stage::build, StageStatus::passed, prepared.digest);
+    write(Stage::prepare, StageStatus::passed);
+    write(Stage::build, StageStatus::passed);
     RunDirectory run(root);
     record_stop(run, StageStop{Stage::sanitize, "no GPU", "sanitize needs an NVIDIA GPU ...", "copy it to a GPU host",
                                "2026-12-01T00:00:01Z"});
@@ -152,7 +136,7 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
                                                          {"confidence", 0.95}}}}}}},
                                {"aa", toml::table{{"median", 1.0001}}}};
     time.previous_digest = write_chain_to_parity();
-    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    scratch.write(Stage::time, time);
     Checkpoint gate;
     gate.stage = "gate";
     gate.status = StageStatus::failed;
@@ -162,8 +146,8 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
                                {"candidates", toml::table{{"candidate", toml::table{{"summary", "FAIL: relative-speed"},
                                                                                     {"verdict", "FAIL"},
                                                                                     {"conditions", conditions}}}}}};
-    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
-    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+    gate.previous_digest = scratch.last_digest();
+    scratch.write(Stage::gate, gate);
 
     const std::string text = pull_request_report(run, "text");
     // The ratio in words names the candidate, as time's own summary does.
@@ -202,20 +186,20 @@ TEST_F(RunOverviewTest, ReportMarksAStaleGateAndAMissingIntervalEnd) {
     time.figures = toml::table{{"workload", "w"},
                                {"candidates", toml::table{{"candidate", toml::table{
                                    {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"confidence", 0.9}}}}}}}};
-    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    scratch.write(Stage::time, time);
     Checkpoint gate;
     gate.stage = "gate";
     gate.status = StageStatus::passed;
-    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
+    gate.previous_digest = scratch.last_digest();
     gate.figures = toml::table{{"summary", "PASS: every candidate passed"}, {"verdict", "PASS"}};
-    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+    scratch.write(Stage::gate, gate);
     std::string text = pull_request_report(run, "text");
     EXPECT_EQ(text.find("stale"), std::string::npos) << text;
     EXPECT_EQ(text.find("0.0000"), std::string::npos) << text;
     EXPECT_NE(text.find("1.3441 (90% CI 1.3427 .. -)"), std::string::npos) << text;  // the level it records
 
     time.started_utc = time.finished_utc = "2026-12-01T01:00:00Z";  // time --force
-    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    scratch.write(Stage::time, time);
     for (const char *format : {"text", "markdown", "csv", "json"}) {
         text = pull_request_report(run, format);
         EXPECT_NE(text.find("stale: time has been re-run since"), std::string::npos) << format << ": " << text;
@@ -276,7 +260,7 @@ TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows)
     time.status = StageStatus::passed;
     time.figures = two_shape_set_figures().to_toml();
     time.previous_digest = write_chain_to_parity();
-    write_checkpoint(checkpoint_path(run, Stage::time), time);
+    scratch.write(Stage::time, time);
 
     const GateEvidence evidence = gather_gate_evidence(inspect_run(run), {"candidate"}).at("candidate");
     EXPECT_EQ(evidence.workload_set, "wan21-14b");
@@ -301,8 +285,8 @@ TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows)
     gate.status = figures.passed ? StageStatus::passed : StageStatus::failed;
     gate.figures = figures.to_toml();
     gate.reasons = figures.reasons();
-    gate.previous_digest = read_checkpoint(checkpoint_path(run, Stage::time)).checkpoint->digest;
-    write_checkpoint(checkpoint_path(run, Stage::gate), gate);
+    gate.previous_digest = scratch.last_digest();
+    scratch.write(Stage::gate, gate);
     EXPECT_FALSE(figures.passed);
 
     const std::string text = pull_request_report(run, "text");

@@ -4,6 +4,7 @@
 //   grep -cE '^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[T0-9]+\s+)?HMMA[ .]' baseline.hd128_bf16_nomask.sass   # 384
 // and the loop bounds from the only backward BRA of each listing.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include "formats/sass_listing.h"
 #include "tools/sass_histogram.h"
 #include "support/errors.h"
@@ -172,8 +173,8 @@ TEST(SassHistogram, ComparisonFiguresRoundTrip) {
 TEST(SassHistogram, MissingDisassemblerGivesNothing) {
     if (fs::exists("/usr/local/cuda/bin/cuobjdump") || fs::exists("/usr/local/cuda/bin/nvdisasm"))
         GTEST_SKIP() << "a disassembler is installed in /usr/local/cuda/bin";
-    const fs::path empty = fs::temp_directory_path() / ("s2tp-sass-empty-" + std::to_string(::getpid()));
-    fs::create_directories(empty);
+    const ScratchDirectory scratch("sass-empty");
+    const fs::path &empty = scratch.path();
     const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
     ::setenv("PATH", empty.c_str(), 1);
     ::unsetenv("CUDA_HOME");
@@ -181,7 +182,6 @@ TEST(SassHistogram, MissingDisassemblerGivesNothing) {
     EXPECT_FALSE(find_disassembler());
     EXPECT_FALSE(sass_of_build({}, kernel_abi("sage2tp", "test"), kernel_abi("sage2tp", "test"), Reporter(false, 0)));
     ::setenv("PATH", old_path.c_str(), 1);
-    fs::remove_all(empty);
 }
 
 }  // namespace

@@ -134,7 +134,8 @@ protected:
             skip_reason_ = "not root: slurmd starts job steps as the submitting user, which only root may do";
             return;
         }
-        dir_ = fresh_temp_directory("slurm-cluster");
+        scratch_.emplace("slurm-cluster");
+        dir_ = scratch_->path();
         for (const char *sub : {"munge", "state", "spool", "log"}) fs::create_directories(dir_ / sub);
         fs::permissions(dir_ / "munge", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
         const fs::path key = dir_ / "munge/munge.key";
@@ -191,10 +192,8 @@ protected:
         stop_daemon(slurmd_);
         stop_daemon(slurmctld_);
         stop_daemon(munged_);
-        if (!dir_.empty()) {
-            std::error_code ec;
-            fs::remove_all(dir_, ec);
-        }
+        scratch_.reset();
+        dir_.clear();
     }
 
     void SetUp() override {
@@ -256,6 +255,7 @@ protected:
     }
 
     static inline std::string skip_reason_;
+    static inline std::optional<ScratchDirectory> scratch_;
     static inline fs::path dir_;
     static inline pid_t munged_ = 0, slurmctld_ = 0, slurmd_ = 0;
     fs::path work_;

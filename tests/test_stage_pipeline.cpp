@@ -1,4 +1,5 @@
 #include "support/errors.h"
+#include "scratch_directory.h"
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 
@@ -16,9 +17,6 @@ namespace {
 class Pipeline : public ::testing::Test {
 protected:
     void SetUp() override {
-        root_ = fs::temp_directory_path() / ("s2tp-pipeline-" + std::to_string(::getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(root_);
         run_ = std::make_unique<RunDirectory>(root_);
     }
     ExitCode stage(Stage s, const std::string &input, bool force = false, StageStatus status = StageStatus::passed) {
@@ -44,7 +42,8 @@ protected:
     }
     bool fresh(Stage s) { return inspect_run(*run_)[static_cast<std::size_t>(s)].fresh; }
 
-    fs::path root_;
+    ScratchDirectory scratch_{"pipeline"};
+    const fs::path root_ = scratch_.path();
     std::unique_ptr<RunDirectory> run_;
     Reporter quiet_{false, 0};
     int runs_ = 0;
@@ -193,8 +192,8 @@ TEST_F(Pipeline, AnUnavailableStageKeepsItsIntactCheckpointOrEndsWithItsError) {
 }
 
 TEST(TreeDigest, ASymbolicLinkIsHashedAsALinkNeverFollowed) {
-    const fs::path root = fs::temp_directory_path() / ("s2tp-tree-" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    const ScratchDirectory scratch("tree");
+    const fs::path &root = scratch.path();
     fs::create_directories(root / "tree/sub");
     std::ofstream(root / "outside.txt") << "secret";
     std::ofstream(root / "tree/sub/a.cu") << "a";
@@ -206,7 +205,6 @@ TEST(TreeDigest, ASymbolicLinkIsHashedAsALinkNeverFollowed) {
     fs::remove(root / "tree/link");
     fs::create_symlink(root / "elsewhere.txt", root / "tree/link");
     EXPECT_NE(Fingerprint().add_tree("t", root / "tree").hex(), before) << "a changed link target went unnoticed";
-    fs::remove_all(root);
 }
 
 namespace s2tp {

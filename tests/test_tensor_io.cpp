@@ -1,6 +1,7 @@
 // Tensor type, scalar conversions, .npy and .safetensors reading/writing, and rejection of every kind
 // of malformed file with a message that names the file and the problem.
 #include "build_config.h"
+#include "scratch_directory.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -85,21 +86,6 @@ std::string float_bytes(std::initializer_list<float> values) {
     for (float v : values) out.append(reinterpret_cast<const char *>(&v), 4);
     return out;
 }
-
-class TempDir {
-public:
-    TempDir() {
-        path_ = fs::temp_directory_path() / ("s2tp_tensor_io_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    fs::path operator/(const std::string &name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
 
 void write_file(const fs::path &path, const std::string &bytes) {
     std::ofstream out(path, std::ios::binary);
@@ -257,7 +243,7 @@ TEST(TensorType, AttentionShapeGeometry) {
 // .npy
 
 TEST(Npy, RoundTripsEveryDtypeAndRank) {
-    TempDir dir;
+    const ScratchDirectory dir("tensor-io");
     const std::vector<std::pair<DType, Shape>> cases = {
         {DType::f16, {2, 3, 4}}, {DType::bf16, {5}},     {DType::f32, {}},  {DType::f64, {1, 1}},
         {DType::i8, {3, 0, 2}},  {DType::e4m3, {7, 9}},  {DType::i32, {4}}, {DType::u16, {2, 2, 2, 2, 2}},
@@ -392,7 +378,7 @@ TEST(Npy, ReportsNaNAndInfWithTheirIndex) {
 }
 
 TEST(Npy, FileErrorsNameThePath) {
-    TempDir dir;
+    const ScratchDirectory dir("tensor-io");
     expect_usage_error([&] { read_npy(dir / "missing.npy"); }, {"missing.npy", "not a readable regular file"});
     write_file(dir / "bad.npy", "\x93NUMPX\x01\x00");
     expect_usage_error([&] { load_tensor(dir / "bad.npy"); }, {"bad.npy", "too short"});
@@ -479,7 +465,7 @@ TEST(Safetensors, ReadsAllTensorsAndNamedOnes) {
     EXPECT_EQ(tensors.at("c").shape, Shape{});
     EXPECT_EQ(tensors.at("c").value_at(0), 1.0);
 
-    TempDir dir;
+    const ScratchDirectory dir("tensor-io");
     write_file(dir / "w.safetensors", good_safetensors());
     TensorRequest request;
     request.dtype = DType::bf16;
@@ -496,7 +482,7 @@ TEST(Safetensors, U16IsAcceptedAsBf16WhenAsked) {
     const std::uint16_t bits = float_to_bf16(-1.25f);
     const std::string file = safetensors_with_header(R"({"x":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}})",
                                                      std::string(reinterpret_cast<const char *>(&bits), 2));
-    TempDir dir;
+    const ScratchDirectory dir("tensor-io");
     write_file(dir / "x.safetensors", file);
     TensorRequest request;
     request.dtype = DType::bf16;
@@ -597,7 +583,7 @@ TEST(Safetensors, U16WorkloadTensorsInOneFileAreAcceptedAsBf16) {
         }
     }
     header += "}";
-    TempDir dir;
+    const ScratchDirectory dir("tensor-io");
     write_file(dir / "qkv.safetensors", safetensors_with_header(header, data));
     workload.q_file = workload.k_file = workload.v_file = (dir / "qkv.safetensors").string();
 

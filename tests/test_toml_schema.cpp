@@ -1,6 +1,7 @@
 // Reading TOML: UTF-8 is checked first, every syntax error is Error(usage) naming the source, and
 // the inputs that stop toml++ 3.3.0 (assertions, an unreachable branch) are parse errors too.
 #include "formats/toml_schema.h"
+#include "scratch_directory.h"
 #include "formats/utf8.h"
 #include "support/errors.h"
 
@@ -68,9 +69,8 @@ TEST(TomlText, NonAsciiAfterALineEndingBackslashParses) {
 }
 
 TEST(TomlFile, NamesTheFileInEveryError) {
-    const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("s2tp-toml-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
+    const ScratchDirectory scratch("toml");
+    const std::filesystem::path &dir = scratch.path();
     const std::string file = (dir / "m.toml").string();
     std::ofstream(file, std::ios::binary) << "[)l)";
     try {
@@ -87,7 +87,6 @@ TEST(TomlFile, NamesTheFileInEveryError) {
         EXPECT_EQ(e.code(), ExitCode::usage);
         EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
     }
-    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

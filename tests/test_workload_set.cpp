@@ -1,4 +1,5 @@
 #include "model/workload_set.h"
+#include "scratch_directory.h"
 
 #include "build_config.h"
 #include "model/experiment_manifest.h"
@@ -46,12 +47,6 @@ void expect_set(const std::string &set_name, const std::vector<Expected> &expect
 
 class SetErrors : public ::testing::Test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("s2tp-set-" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
     // The message of loading `text` as a set file, which must fail with a usage error.
     std::string error_for(const std::string &text) {
         std::ofstream(dir_ / "s.toml") << text;
@@ -69,7 +64,8 @@ protected:
     static std::string entry(const std::string &name, const std::string &extra = "") {
         return "[[workload]]\nname = \"" + name + "\"\nsource = \"a config\"\nlen_q = 256\n" + extra;
     }
-    fs::path dir_;
+    ScratchDirectory scratch_{"set"};
+    const fs::path dir_ = scratch_.path();
 };
 
 }  // namespace
