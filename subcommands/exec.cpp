@@ -1,8 +1,9 @@
-// sage2tp exec: one launch of one variant on one problem, for running under a wrapper: the sanitize
-// stage runs it under compute-sanitizer (one process per variant, tool and shape), the time stage
-// under ncu. Read-only: it takes no lock, because the stage that starts it holds the run's lock.
+// sage2tp exec: launches of one variant, for running under a wrapper: the sanitize stage runs it
+// under compute-sanitizer on several sanitizer shapes in turn (one process per variant and tool, see
+// stages/sanitize_matrix.h), the time stage under ncu on the workload. Read-only: it takes no lock,
+// because the stage that starts it holds the run's lock.
 //
-// Exit status: 0 when the launch completed and wrote every output element, 1 when some element still
+// Exit status: 0 when every launch completed and wrote every output element, 1 when some element still
 // holds the NaN poison (the generator never makes inputs with a legitimately NaN output), otherwise
 // sage2tp's error codes (a fault in the kernel surfaces as 5).
 #include "subcommands.h"
@@ -31,9 +32,10 @@ int exec_command(const Args &args) {
     const RunDirectory run(request.run);
     const Experiment experiment = load_experiment(run.manifest());
 
-    AttentionProblem problem;
+    // One problem per launch: the workload's, or each sanitizer shape in the order asked.
+    std::vector<AttentionProblem> problems;
     std::optional<WorkloadSpec> workload;
-    if (!request.sanitize_shape) {
+    if (request.sanitize_shapes.empty()) {
         workload = request.workload_file ? load_workload(*request.workload_file) : experiment.workload;
         if (request.seed) {
             if (workload->q_file)
@@ -47,45 +49,47 @@ int exec_command(const Args &args) {
             if (len < 1) fail(ExitCode::usage, "--seq-len must be at least 1, got " + std::to_string(len));
             workload->problem.shape.len_q = workload->problem.shape.len_kv = len;
         }
-        problem = workload->problem;
+        problems.push_back(workload->problem);
     } else {
-        const auto &shapes = sanitizer_shapes();
-        const int index = *request.sanitize_shape;
-        if (index < 0 || static_cast<std::size_t>(index) >= shapes.size())
-            fail(ExitCode::usage, "--sanitize-shape " + std::to_string(index) + " is out of range: there are " +
-                                      std::to_string(shapes.size()) + " sanitizer shapes (0.." +
-                                      std::to_string(shapes.size() - 1) + ")");
-        problem = shapes[static_cast<std::size_t>(index)];
+        for (const int index : request.sanitize_shapes)  // from_args checked each index against the list
+            problems.push_back(sanitizer_shapes()[static_cast<std::size_t>(index)]);
     }
 
     const BuiltKernels kernels = built_kernels(run, inspect_run(run), experiment);
     const BuiltAttention &built = kernels.variant(variant);  // a usage error before any GPU is asked for
     const DeviceFacts device = require_gpu("exec", request.device_index);
     require_kernels_for_device("exec", kernels, device);
-    const GeneratedInputs host =
-        workload ? workload_inputs(*workload)
-                 : problem_inputs(problem, request.seed.value_or(1));
     const CubinModule quantize(kernels.quantize);
     const CubinModule attention(built.cubin);
-    const DeviceQuantizedInputs inputs =
-        quantize_on_gpu(quantize, problem, host.q, host.k, host.v, {}, built.abi->quantization());
-    const KernelRun out =
-        run_attention(*built.abi, attention, problem, inputs, variant);
 
-    const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);
-    const std::int64_t elements = out.o.numel() + (problem.with_lse ? out.lse.numel() : 0);
-    const std::string o_sha256 = sha256_hex(out.o.bytes.data(), out.o.bytes.size());
-    cl.reporter().say("exec " + variant + " " + problem.describe() + " on " + device.name + ": o sha256 " + o_sha256 +
-                      ", " + std::to_string(unwritten) + " of " + std::to_string(elements) +
-                      " output elements unwritten");
+    // Each launch with inputs and outputs of its own, freed before the next, and waited for before
+    // its line is printed (run_attention synchronizes): a fault stops exec at the shape that caused
+    // it, and the line of every shape before it shows that shape ran to the end.
+    bool all_written = true;
+    toml::array launches;
+    for (const AttentionProblem &problem : problems) {
+        const GeneratedInputs host =
+            workload ? workload_inputs(*workload) : problem_inputs(problem, request.seed.value_or(1));
+        const DeviceQuantizedInputs inputs =
+            quantize_on_gpu(quantize, problem, host.q, host.k, host.v, {}, built.abi->quantization());
+        const KernelRun out = run_attention(*built.abi, attention, problem, inputs, variant);
+
+        const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);
+        const std::int64_t elements = out.o.numel() + (problem.with_lse ? out.lse.numel() : 0);
+        const std::string o_sha256 = sha256_hex(out.o.bytes.data(), out.o.bytes.size());
+        cl.reporter().say("exec " + variant + " " + problem.describe() + " on " + device.name + ": o sha256 " +
+                          o_sha256 + ", " + std::to_string(unwritten) + " of " + std::to_string(elements) +
+                          " output elements unwritten");
+        launches.push_back(toml::table{
+            {"shape", problem.describe()}, {"o_sha256", o_sha256}, {"unwritten_elements", unwritten}});
+        all_written = all_written && unwritten == 0;
+    }
     cl.reporter().emit_json(toml::table{{"command", "exec"},
                                         {"variant", variant},
-                                        {"shape", problem.describe()},
                                         {"device", device.summary()},
-                                        {"o_sha256", o_sha256},
-                                        {"unwritten_elements", unwritten},
-                                        {"exit_code", unwritten == 0 ? 0 : 1}});
-    return unwritten == 0 ? 0 : 1;
+                                        {"launches", launches},
+                                        {"exit_code", all_written ? 0 : 1}});
+    return all_written ? 0 : 1;
 }
 
 }  // namespace s2tp

@@ -4,7 +4,8 @@
 //   gpu_pipeline_check broken-rounding   tests/manifests/broken-rounding.toml: parity exits 1 and names a
 //                                        shape, a differing-element count and both values
 //   gpu_pipeline_check missing-barrier   tests/manifests/missing-barrier.toml: sanitize exits 1 with
-//                                        racecheck (or synccheck) errors on the candidate only
+//                                        racecheck (or synccheck) errors on the candidate only, the
+//                                        failing batch split and each failure in its own shape's log
 //   gpu_pipeline_check long-sequence-fault  tests/manifests/long-sequence-fault.toml: tolerance parity passes
 //                                        the 32,768-token shape and fails the 170,000-token one, with the
 //                                        accuracy figures of both variants against the float64 reference
@@ -63,6 +64,8 @@ public:
                   << tail(result.out + result.err) << std::endl;
         return result;
     }
+
+    const fs::path &run() const { return run_; }
 
     Checkpoint checkpoint(const std::string &file) const {
         CheckpointRead read = read_checkpoint(run_ / "checkpoints" / file);
@@ -140,6 +143,9 @@ void missing_barrier(const Pipeline &pipeline, const fs::path &manifest, Expecta
     const Checkpoint c = pipeline.checkpoint("03-sanitize.toml");
     expect.check(c.status == StageStatus::failed, "the sanitize checkpoint records a failure");
     std::int64_t candidate_race_errors = 0, baseline_failures = 0;
+    // Batched (one process per variant and tool): the failing batch was split, each failed check
+    // carries the log of its own shape's process, and the batch's log is kept beside them.
+    std::size_t failed_checks = 0, failed_alone = 0, batch_logs_kept = 0;
     if (const toml::array *checks = c.figures["checks"].as_array())
         for (const auto &node : *checks) {
             const toml::table &check = *node.as_table();
@@ -148,7 +154,18 @@ void missing_barrier(const Pipeline &pipeline, const fs::path &manifest, Expecta
             if (variant == "candidate" && (tool == "racecheck" || tool == "synccheck"))
                 candidate_race_errors += check["errors"].value_or<std::int64_t>(0);
             if (variant == "baseline" && !check["passed"].value_or(false)) ++baseline_failures;
+            if (check["passed"].value_or(true)) continue;
+            ++failed_checks;
+            failed_alone += contains(check["log"].value_or(std::string()), "-shape");
+            batch_logs_kept +=
+                fs::is_regular_file(pipeline.run() / "logs/sanitize" / (variant + "-" + tool + "-batch.log"));
         }
+    const std::string text = sanitize.out + sanitize.err;
+    expect.check(contains(text, "processes for") && contains(text, "split into one process per shape"),
+                 "the output counts the processes and says which batch was split");
+    expect.check(failed_checks > 0 && failed_alone == failed_checks,
+                 "each of the " + std::to_string(failed_checks) + " failed checks has its own shape's log");
+    expect.check(batch_logs_kept == failed_checks, "the split batches' logs are kept");
     expect.check(candidate_race_errors > 0,
                  "the candidate's racecheck/synccheck errors are counted: " + std::to_string(candidate_race_errors));
     expect.check(baseline_failures == 0, "every baseline check passes");

@@ -56,9 +56,10 @@ TEST(ArchMismatch, AGpuWithoutARowIsNamedWithTheSupportedTargets) {
 // The words sanitize and time --ncu start `sage2tp exec` with are the ones exec reads back.
 TEST(ExecRequest, WhatTheStagesWriteIsWhatExecReads) {
     for (const ExecRequest &sent :
-         {ExecRequest{"/runs/r", "baseline", 3, std::nullopt, 1, std::nullopt, 1},
-          ExecRequest{"/runs/r", "double-v", std::nullopt, std::nullopt, std::nullopt, 8192, 0},
-          ExecRequest{"/runs/r", "double-v", std::nullopt, "/work/shapes/t2v.toml", std::nullopt, std::nullopt, 0}}) {
+         {ExecRequest{"/runs/r", "baseline", {3}, std::nullopt, 1, std::nullopt, 1},
+          ExecRequest{"/runs/r", "candidate", {9, 0, 4, 1}, std::nullopt, 1, std::nullopt, 0},
+          ExecRequest{"/runs/r", "double-v", {}, std::nullopt, std::nullopt, 8192, 0},
+          ExecRequest{"/runs/r", "double-v", {}, "/work/shapes/t2v.toml", std::nullopt, std::nullopt, 0}}) {
         std::vector<std::string> words = sent.to_argv("/usr/bin/sage2tp");
         ASSERT_EQ(words.at(1), "exec");
         words.erase(words.begin(), words.begin() + 2);
@@ -68,11 +69,49 @@ TEST(ExecRequest, WhatTheStagesWriteIsWhatExecReads) {
         const ExecRequest read = ExecRequest::from_args(cl, cl.selection().run_dir.value_or(""));
         EXPECT_EQ(read.run, sent.run);
         EXPECT_EQ(read.variant, sent.variant);
-        EXPECT_EQ(read.sanitize_shape, sent.sanitize_shape);
+        EXPECT_EQ(read.sanitize_shapes, sent.sanitize_shapes);
         EXPECT_EQ(read.workload_file, sent.workload_file);
         EXPECT_EQ(read.seed, sent.seed);
         EXPECT_EQ(read.seq_len, sent.seq_len);
         EXPECT_EQ(read.device_index, sent.device_index);
+    }
+}
+
+// exec's reading of --sanitize-shape LIST: the Error(usage) message, or "" when it is read.
+std::string shape_list_error(const std::string &list) {
+    CommandLine cl("exec", "", {"--run", "/runs/r", "--variant", "baseline", "--sanitize-shape", list});
+    ExecRequest::add_options(cl);
+    if (!cl.parse()) return "no parse";
+    try {
+        ExecRequest::from_args(cl, "/runs/r");
+        return "";
+    } catch (const Error &error) {
+        EXPECT_EQ(error.code(), ExitCode::usage) << error.what();
+        return error.what();
+    }
+}
+
+TEST(ExecRequest, AShapeListIsReadInItsOrder) {
+    CommandLine cl("exec", "", {"--run", "/runs/r", "--variant", "baseline", "--sanitize-shape", "7,0,3"});
+    ExecRequest::add_options(cl);
+    ASSERT_TRUE(cl.parse());
+    EXPECT_EQ(ExecRequest::from_args(cl, "/runs/r").sanitize_shapes, (std::vector<int>{7, 0, 3}));
+    EXPECT_EQ(shape_list_error("9"), "");
+}
+
+TEST(ExecRequest, ABadShapeListIsRefusedNamingTheWord) {
+    const std::string empty = shape_list_error("");
+    EXPECT_NE(empty.find("at least one index"), std::string::npos) << empty;
+    const std::string range = shape_list_error("0,10");
+    EXPECT_NE(range.find("--sanitize-shape 10 is out of range"), std::string::npos) << range;
+    EXPECT_NE(range.find("(0..9)"), std::string::npos) << range;
+    EXPECT_NE(shape_list_error("-1").find("out of range"), std::string::npos);
+    const std::string twice = shape_list_error("2,5,2");
+    EXPECT_NE(twice.find("names shape 2 twice"), std::string::npos) << twice;
+    for (const std::string list : {"a", "1,x", "1,,2", "1,", ",1", "3 ", "0x1", "1.5", "99999999999"}) {
+        const std::string message = shape_list_error(list);
+        EXPECT_NE(message.find("is not a shape index"), std::string::npos) << list << ": " << message;
+        EXPECT_NE(message.find("'" + list + "'"), std::string::npos) << list << ": " << message;
     }
 }
 

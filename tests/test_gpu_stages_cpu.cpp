@@ -225,9 +225,13 @@ TEST_F(GpuStagesWithoutGpu, ExecChecksItsArgumentsThenNeedsAGpu) {
     r = sage2tp({"exec", "--run", run, "--variant", "baseline", "--sanitize-shape", "999"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_TRUE(contains(r.err, "out of range")) << r.err;
+    r = sage2tp({"exec", "--run", run, "--variant", "baseline", "--sanitize-shape", "0,4,0"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "names shape 0 twice")) << r.err;
 
     for (const std::vector<std::string> &target :
-         {std::vector<std::string>{"--sanitize-shape", "0"}, std::vector<std::string>{"--workload"}}) {
+         {std::vector<std::string>{"--sanitize-shape", "0"}, std::vector<std::string>{"--sanitize-shape", "0,3,9"},
+          std::vector<std::string>{"--workload"}}) {
         std::vector<std::string> args = {"exec", "--run", run, "--variant", "candidate"};
         args.insert(args.end(), target.begin(), target.end());
         r = sage2tp(args);

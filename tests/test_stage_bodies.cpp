@@ -152,6 +152,142 @@ TEST(SanitizeMatrix, ManyFailuresAreQuotedUpToTheLimit) {
     EXPECT_EQ(fold.figures.failed_checks, 20);
 }
 
+TEST(SanitizeMatrix, OneBatchPerVariantAndToolCoversEveryCheck) {
+    const std::vector<SanitizerTool> tools{SanitizerTool::memcheck, SanitizerTool::racecheck};
+    const std::vector<std::string> shapes{"s0", "s1", "s2"};
+    const auto batches = plan_sanitize_batches({"baseline", "a"}, tools, shapes);
+    ASSERT_EQ(batches.size(), 4u);
+    EXPECT_EQ(batches[0].variant, "baseline");
+    EXPECT_EQ(batches[0].tool, SanitizerTool::memcheck);
+    EXPECT_EQ(batches[1].tool, SanitizerTool::racecheck);
+    EXPECT_EQ(batches[3].variant, "a");
+    EXPECT_EQ(batches[3].log_name, "a-racecheck-batch.log");
+    EXPECT_EQ(batches[3].describe(), "a racecheck on 3 shapes");
+    // The batches hold exactly the checks of the unbatched plan, in its order.
+    const auto plan = plan_sanitize_checks({"baseline", "a"}, tools, shapes);
+    std::vector<std::string> batched;
+    for (const SanitizeBatchPlan &batch : batches) {
+        EXPECT_EQ(batch.shape_indices(), (std::vector<int>{0, 1, 2}));
+        for (const SanitizeCheckPlan &check : batch.checks) {
+            EXPECT_EQ(check.variant, batch.variant);
+            EXPECT_EQ(check.tool, batch.tool);
+            batched.push_back(check.log_name);
+        }
+    }
+    ASSERT_EQ(batched.size(), plan.size());
+    for (std::size_t i = 0; i < plan.size(); ++i) EXPECT_EQ(batched[i], plan[i].log_name);
+}
+
+TEST(SanitizeMatrix, AFailedBatchIsReplannedOneShapePerProcess) {
+    const SanitizeBatchPlan batch =
+        plan_sanitize_batches({"candidate"}, {SanitizerTool::initcheck}, {"s0", "s1", "s2"}).front();
+    const auto singles = split_sanitize_batch(batch);
+    ASSERT_EQ(singles.size(), 3u);
+    for (std::size_t i = 0; i < singles.size(); ++i) {
+        ASSERT_EQ(singles[i].checks.size(), 1u);
+        EXPECT_EQ(singles[i].variant, "candidate");
+        EXPECT_EQ(singles[i].tool, SanitizerTool::initcheck);
+        EXPECT_EQ(singles[i].shape_indices(), std::vector<int>{static_cast<int>(i)});
+        EXPECT_EQ(singles[i].log_name, "candidate-initcheck-shape" + std::to_string(i) + ".log");
+        EXPECT_EQ(singles[i].log_name, batch.checks[i].log_name);
+    }
+    EXPECT_EQ(singles[1].describe(), "candidate initcheck on s1");
+}
+
+SanitizerReport clean_report() {
+    SanitizerReport report;
+    report.passed = true;
+    report.summary_found = true;
+    report.verdict = "no errors";
+    return report;
+}
+
+SanitizerReport failed_report(std::int64_t errors, const std::string &record) {
+    SanitizerReport report;
+    report.errors = errors;
+    report.summary_found = true;
+    report.verdict = std::to_string(errors) + " errors";
+    report.first_error_lines = {record};
+    return report;
+}
+
+TEST(SanitizeMatrix, APassedBatchPassesEachShapeWithTheBatchLog) {
+    const auto batches = plan_sanitize_batches({"baseline", "candidate"}, {SanitizerTool::memcheck}, {"s0", "s1"});
+    std::vector<SanitizeOutcome> outcomes;
+    for (const SanitizeBatchPlan &batch : batches)
+        for (SanitizeOutcome &o : batch_outcomes(batch, clean_report(), "logs/sanitize/" + batch.log_name))
+            outcomes.push_back(std::move(o));
+    const SanitizeFold fold = fold_sanitize_checks(outcomes, 2, {"memcheck"}, {"candidate"});
+    EXPECT_TRUE(fold.passed);
+    EXPECT_TRUE(fold.reasons.empty());
+    ASSERT_EQ(fold.figures.checks.size(), 4u);
+    EXPECT_EQ(fold.figures.checks[1].shape, "s1");
+    EXPECT_EQ(fold.figures.checks[1].log, "logs/sanitize/baseline-memcheck-batch.log");
+    EXPECT_EQ(fold.figures.checks[3].variant, "candidate");
+    EXPECT_EQ(fold.figures.checks[3].log, "logs/sanitize/candidate-memcheck-batch.log");
+    EXPECT_EQ(fold.figures.checks[3].errors, 0);
+    EXPECT_EQ(fold.figures.checks[3].passed, true);
+    EXPECT_EQ(fold.figures.errors_for("candidate"), 0);
+    EXPECT_EQ(fold.figures.summary, "4 checks (2 shapes x 1 tools x 2 variants), 0 failed, 0 errors");
+}
+
+// The candidate's racecheck batch found a race; alone, shape 1 reproduces it and shape 0 is clean.
+TEST(SanitizeMatrix, ASplitBatchIsAttributedToItsShapes) {
+    const SanitizeBatchPlan batch = plan_sanitize_batches({"candidate"}, {SanitizerTool::racecheck}, {"s0", "s1"}).front();
+    const SanitizeSplit split{batch, failed_report(3, "Race reported between Write access"),
+                              "logs/sanitize/candidate-racecheck-batch.log", false};
+    const auto singles = split_sanitize_batch(batch);
+    const std::vector<SanitizeOutcome> outcomes{
+        SanitizeOutcome{singles[0].checks[0], clean_report(), "logs/sanitize/" + singles[0].log_name},
+        SanitizeOutcome{singles[1].checks[0], failed_report(3, "Race reported between Write access"),
+                        "logs/sanitize/" + singles[1].log_name}};
+    const SanitizeFold fold = fold_sanitize_checks(outcomes, 2, {"racecheck"}, {"candidate"}, {split});
+    EXPECT_FALSE(fold.passed);
+    EXPECT_EQ(fold.figures.total_errors, 3) << "the batch's errors are the shape's, not counted twice";
+    EXPECT_EQ(fold.figures.failed_checks, 1);
+    ASSERT_EQ(fold.reasons.size(), 1u);
+    EXPECT_EQ(fold.reasons[0], "candidate racecheck on s1: 3 errors; first record: Race reported between Write access "
+                               "(log logs/sanitize/candidate-racecheck-shape1.log)");
+    EXPECT_EQ(fold.figures.checks[0].log, "logs/sanitize/candidate-racecheck-shape0.log");
+    EXPECT_EQ(fold.figures.summary, "2 checks (2 shapes x 1 tools x 2 variants), 1 failed, 3 errors");
+}
+
+// What the batch found stays found, even when no shape alone shows it.
+TEST(SanitizeMatrix, ABatchFindingNoShapeReproducesStillFails) {
+    const SanitizeBatchPlan batch = plan_sanitize_batches({"baseline"}, {SanitizerTool::initcheck}, {"s0", "s1"}).front();
+    std::vector<SanitizeOutcome> outcomes;
+    for (const SanitizeBatchPlan &single : split_sanitize_batch(batch))
+        outcomes.push_back(SanitizeOutcome{single.checks[0], clean_report(), "logs/sanitize/" + single.log_name});
+    SanitizeSplit split{batch, failed_report(1, "Uninitialized __global__ memory read of size 4"),
+                        "logs/sanitize/baseline-initcheck-batch.log", false};
+    SanitizeFold fold = fold_sanitize_checks(outcomes, 2, {"initcheck"}, {}, {split});
+    EXPECT_FALSE(fold.passed);
+    EXPECT_EQ(fold.figures.total_errors, 1);
+    EXPECT_EQ(fold.figures.baseline.errors, 1);
+    EXPECT_EQ(fold.figures.errors_for("candidate"), std::nullopt) << "no such candidate";
+    ASSERT_EQ(fold.reasons.size(), 1u);
+    EXPECT_EQ(fold.reasons[0], "baseline initcheck on 2 shapes in one process: 1 errors; first record: "
+                               "Uninitialized __global__ memory read of size 4 "
+                               "(log logs/sanitize/baseline-initcheck-batch.log), which no shape reproduced alone");
+    EXPECT_EQ(fold.figures.summary, "2 checks (2 shapes x 1 tools x 1 variants), 0 failed, 1 errors, "
+                                    "1 batch finding that no single shape reproduced");
+
+    // A batch that failed without a record (here: exited non-zero) is a finding as well.
+    split.report = SanitizerReport{};
+    split.report.verdict = "compute-sanitizer exited 5";
+    fold = fold_sanitize_checks(outcomes, 2, {"initcheck"}, {}, {split});
+    EXPECT_FALSE(fold.passed);
+
+    // Only a batch that ran out of time with no record is settled by its shapes, each run to the end.
+    split.timed_out = true;
+    fold = fold_sanitize_checks(outcomes, 2, {"initcheck"}, {}, {split});
+    EXPECT_TRUE(fold.passed);
+    EXPECT_TRUE(fold.reasons.empty());
+    split.report = failed_report(2, "Uninitialized __global__ memory read of size 4");
+    fold = fold_sanitize_checks(outcomes, 2, {"initcheck"}, {}, {split});
+    EXPECT_FALSE(fold.passed) << "records before the timeout still stand";
+}
+
 TEST(ParityCheck, ByteDifferenceCountsStoredBytes) {
     Tensor a, b;
     a.dtype = b.dtype = DType::f32;

@@ -1,5 +1,7 @@
 #include "stages/sanitize_matrix.h"
 
+#include <algorithm>
+
 namespace s2tp {
 
 std::vector<SanitizeCheckPlan> plan_sanitize_checks(const std::vector<std::string> &variants,
@@ -15,8 +17,69 @@ std::vector<SanitizeCheckPlan> plan_sanitize_checks(const std::vector<std::strin
     return plan;
 }
 
+std::vector<int> SanitizeBatchPlan::shape_indices() const {
+    std::vector<int> indices;
+    for (const SanitizeCheckPlan &check : checks) indices.push_back(static_cast<int>(check.shape_index));
+    return indices;
+}
+
+std::string SanitizeBatchPlan::describe() const {
+    return variant + " " + sanitizer_tool_name(tool) + " on " +
+           (checks.size() == 1 ? checks.front().shape : std::to_string(checks.size()) + " shapes");
+}
+
+std::vector<SanitizeBatchPlan> plan_sanitize_batches(const std::vector<std::string> &variants,
+                                                     const std::vector<SanitizerTool> &tools,
+                                                     const std::vector<std::string> &shapes) {
+    std::vector<SanitizeBatchPlan> batches;
+    for (SanitizeCheckPlan &check : plan_sanitize_checks(variants, tools, shapes)) {
+        if (batches.empty() || batches.back().variant != check.variant || batches.back().tool != check.tool)
+            batches.push_back(SanitizeBatchPlan{check.variant, check.tool, {},
+                                                check.variant + "-" + sanitizer_tool_name(check.tool) + "-batch.log"});
+        batches.back().checks.push_back(std::move(check));
+    }
+    return batches;
+}
+
+std::vector<SanitizeBatchPlan> split_sanitize_batch(const SanitizeBatchPlan &batch) {
+    std::vector<SanitizeBatchPlan> singles;
+    for (const SanitizeCheckPlan &check : batch.checks)
+        singles.push_back(SanitizeBatchPlan{batch.variant, batch.tool, {check}, check.log_name});
+    return singles;
+}
+
+std::vector<SanitizeOutcome> batch_outcomes(const SanitizeBatchPlan &batch, const SanitizerReport &report,
+                                            const std::string &log) {
+    std::vector<SanitizeOutcome> outcomes;
+    for (const SanitizeCheckPlan &check : batch.checks) outcomes.push_back(SanitizeOutcome{check, report, log});
+    return outcomes;
+}
+
+namespace {
+
+// A split batch's finding stands on its own when none of its shapes failed alone, unless the batch
+// only ran out of time without a record: then its shapes, each run to the end, settle it.
+bool finding_unattributed(const SanitizeSplit &split, const std::vector<SanitizeOutcome> &outcomes) {
+    if (split.timed_out && split.report.errors == 0) return false;
+    return std::none_of(outcomes.begin(), outcomes.end(), [&](const SanitizeOutcome &o) {
+        return !o.report.passed && o.check.variant == split.batch.variant && o.check.tool == split.batch.tool &&
+               std::any_of(split.batch.checks.begin(), split.batch.checks.end(), [&](const SanitizeCheckPlan &c) {
+                   return c.shape_index == o.check.shape_index;
+               });
+    });
+}
+
+std::string quoted_failure(const std::string &what, const SanitizerReport &report, const std::string &log) {
+    std::string line = what + ": " + report.verdict;
+    if (!report.first_error_lines.empty()) line += "; first record: " + report.first_error_lines.front();
+    return line + " (log " + log + ")";
+}
+
+}  // namespace
+
 SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, std::size_t shapes,
-                                  const std::vector<std::string> &tools, const std::vector<std::string> &candidates) {
+                                  const std::vector<std::string> &tools, const std::vector<std::string> &candidates,
+                                  const std::vector<SanitizeSplit> &splits) {
     SanitizeFold fold;
     SanitizeFigures &f = fold.figures;
     f.tools = tools;
@@ -25,20 +88,31 @@ SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, 
     f.baseline = VariantSanitize{0, 0};
     for (const std::string &name : candidates) f.candidates[name] = VariantSanitize{0, 0};
     std::vector<std::string> failures;
+    auto variant_of = [&f](const std::string &name) -> VariantSanitize & {
+        auto found = f.candidates.find(name);
+        return found == f.candidates.end() ? f.baseline : found->second;
+    };
+    // Quoted first, so that the limit on quoted reasons never hides them.
+    std::size_t unattributed = 0;
+    for (const SanitizeSplit &split : splits) {
+        if (!finding_unattributed(split, outcomes)) continue;
+        ++unattributed;
+        *f.total_errors += split.report.errors;
+        *variant_of(split.batch.variant).errors += split.report.errors;
+        failures.push_back(quoted_failure(split.batch.describe() + " in one process", split.report, split.log) +
+                           ", which no shape reproduced alone");
+    }
     for (const SanitizeOutcome &o : outcomes) {
         const SanitizerReport &r = o.report;
         const std::string tool = sanitizer_tool_name(o.check.tool);
         f.checks.push_back(SanitizeCheck{o.check.variant, tool, o.check.shape, r.errors, r.passed, o.log});
-        auto found = f.candidates.find(o.check.variant);
-        VariantSanitize &variant = found == f.candidates.end() ? f.baseline : found->second;
+        VariantSanitize &variant = variant_of(o.check.variant);
         *f.total_errors += r.errors;
         *variant.errors += r.errors;
         if (r.passed) continue;
         ++*f.failed_checks;
         ++*variant.failed_checks;
-        std::string line = o.check.variant + " " + tool + " on " + o.check.shape + ": " + r.verdict;
-        if (!r.first_error_lines.empty()) line += "; first record: " + r.first_error_lines.front();
-        failures.push_back(line + " (log " + o.log + ")");
+        failures.push_back(quoted_failure(o.check.variant + " " + tool + " on " + o.check.shape, r, o.log));
     }
     for (std::size_t i = 0; i < failures.size() && i < kSanitizeReasonsShown; ++i) fold.reasons.push_back(failures[i]);
     if (failures.size() > kSanitizeReasonsShown)
@@ -48,6 +122,9 @@ SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, 
     f.summary = std::to_string(f.checks.size()) + " checks (" + std::to_string(shapes) + " shapes x " +
                 std::to_string(tools.size()) + " tools x " + std::to_string(candidates.size() + 1) + " variants), " +
                 std::to_string(*f.failed_checks) + " failed, " + std::to_string(*f.total_errors) + " errors";
+    if (unattributed > 0)
+        f.summary += ", " + std::to_string(unattributed) + " batch finding" + (unattributed == 1 ? "" : "s") +
+                     " that no single shape reproduced";
     return fold;
 }
 

@@ -20,6 +20,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -53,7 +56,8 @@ std::string skip_reason(bool skip_option) {
     return "";
 }
 
-// The sanitize stage's body: every check of the plan in its own sanitizer process, then the fold.
+// The sanitize stage's body: one sanitizer process per variant and tool over every shape, a failed
+// one re-run shape by shape, then the fold.
 StageResult run_sanitize_checks(const StageContext &context, const SanitizeRequest &request, const Reporter &reporter,
                                 const std::string &skipped, const std::vector<SanitizerTool> &tools,
                                 const std::vector<std::string> &shape_names, const std::vector<std::string> &candidates) {
@@ -85,23 +89,38 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
 
     const fs::path log_dir = run.logs() / "sanitize";
     fs::create_directories(log_dir);
-    const std::vector<SanitizeCheckPlan> plan = plan_sanitize_checks(experiment.variant_names(), tools, shape_names);
-    // Each check is a process of its own, with its own context on the GPU and its own
-    // instrumentation, so several at once find what one at a time finds; only the wall time is
-    // shared. At most request.jobs at once.
-    std::vector<std::optional<SanitizeOutcome>> outcomes(plan.size());
+    const std::vector<SanitizeBatchPlan> batches = plan_sanitize_batches(experiment.variant_names(), tools, shape_names);
+    // Every check's place in the figures, in plan order, whichever process settles it.
+    std::map<std::string, std::size_t> slot_of;
+    for (const SanitizeBatchPlan &batch : batches)
+        for (const SanitizeCheckPlan &check : batch.checks) slot_of.emplace(check.log_name, slot_of.size());
+    const std::size_t check_count = slot_of.size();
+
+    // Each process has its own context on the GPU and its own instrumentation, so several at once
+    // find what one at a time finds; only the wall time is shared. At most request.jobs at once. A
+    // batch that does not pass queues one process per shape (sanitize_matrix.h says why that is sound).
+    std::vector<std::optional<SanitizeOutcome>> outcomes(check_count);
+    std::vector<SanitizeSplit> splits;
+    std::deque<SanitizeBatchPlan> pending(batches.begin(), batches.end());
     std::mutex mutex;
-    std::size_t next = 0, finished = 0;
+    std::condition_variable changed;
+    std::size_t running = 0, settled = 0, processes = 0;
     std::exception_ptr failure;
     const auto began = std::chrono::steady_clock::now();
-    auto run_check = [&](const SanitizeCheckPlan &check) {
-        const std::string tool_name = sanitizer_tool_name(check.tool);
+    struct Ran {
+        SanitizerReport report;
+        std::string log;  // run-relative
+        double seconds = 0;
+        bool timed_out = false;
+    };
+    auto run_batch = [&](const SanitizeBatchPlan &batch) {
+        const std::string tool_name = sanitizer_tool_name(batch.tool);
         SanitizerRun config;
         config.sanitizer = *sanitizer;
-        config.tool = check.tool;
-        config.log_file = log_dir / check.log_name;
+        config.tool = batch.tool;
+        config.log_file = log_dir / batch.log_name;
         fs::remove(*config.log_file);
-        const ExecRequest exec{run.root(), check.variant, static_cast<int>(check.shape_index), std::nullopt,
+        const ExecRequest exec{run.root(), batch.variant, batch.shape_indices(), std::nullopt,
                                kSanitizeSeed, std::nullopt, request.device_index};
         const std::vector<std::string> target = exec.to_argv(current_executable());
         ProcessOptions process;
@@ -115,11 +134,12 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         }
         const ProcessResult ran = run_process(argv, process);
 
-        // One log per check: the tool's records, then what sage2tp exec itself printed.
+        // One log per process: the tool's records, then what sage2tp exec itself printed (a line per
+        // shape that ran to the end).
         const std::string log =
             (fs::exists(*config.log_file) ? read_text_file(*config.log_file) : std::string()) +
             "\n--- sage2tp exec stdout ---\n" + ran.out + "\n--- sage2tp exec stderr ---\n" + ran.err;
-        SanitizerReport report = parse_sanitizer_output(check.tool, log, ran.exit_code);
+        SanitizerReport report = parse_sanitizer_output(batch.tool, log, ran.exit_code);
         if (ran.timed_out) {
             report.passed = false;
             report.verdict =
@@ -127,51 +147,74 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         }
         std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
             << log << "\n--- verdict ---\n" << report.verdict << "\n";
-        return std::make_pair(SanitizeOutcome{check, report, run.relative(*config.log_file)}, ran.seconds);
+        return Ran{report, run.relative(*config.log_file), ran.seconds, ran.timed_out};
+    };
+    // Under the lock: what one finished process settles, or the singles it queues.
+    auto settle = [&](const SanitizeBatchPlan &batch, Ran ran) {
+        ++processes;
+        const std::string timing = " (" + fixed(ran.seconds, 1) + " s, log " + ran.log + ")";
+        if (!ran.report.passed && batch.checks.size() > 1) {
+            reporter.progress("  " + batch.describe() + " in one process: " + ran.report.verdict + timing +
+                              "; split into one process per shape");
+            for (SanitizeBatchPlan &single : split_sanitize_batch(batch)) pending.push_back(std::move(single));
+            splits.push_back(SanitizeSplit{batch, std::move(ran.report), ran.log, ran.timed_out});
+            return;
+        }
+        settled += batch.checks.size();
+        const std::string what = "[" + std::to_string(settled) + "/" + std::to_string(check_count) + "] " +
+                                 batch.describe();
+        // On a terminal one line, rewritten in place; in a pipe one line per process.
+        if (reporter.live()) {
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+            reporter.live_line("  sanitize " + what + ", " +
+                               elapsed_and_eta(elapsed, static_cast<double>(settled) / check_count));
+        } else {
+            reporter.progress(what);
+        }
+        reporter.detail("  " + what + ": " + (ran.report.passed ? "passed" : "FAILED") + ", " + ran.report.verdict +
+                        timing);
+        for (SanitizeOutcome &outcome : batch_outcomes(batch, ran.report, ran.log))
+            outcomes[slot_of.at(outcome.check.log_name)] = std::move(outcome);
     };
     auto worker = [&] {
+        std::unique_lock<std::mutex> lock(mutex);
         for (;;) {
-            std::size_t index;
-            {
-                std::lock_guard<std::mutex> lock(mutex);
-                if (next >= plan.size() || failure) return;
-                index = next++;
-            }
+            // Idle while others run: a failed batch may still queue its singles.
+            changed.wait(lock, [&] { return failure || !pending.empty() || running == 0; });
+            if (failure || pending.empty()) return;
+            const SanitizeBatchPlan batch = std::move(pending.front());
+            pending.pop_front();
+            ++running;
+            lock.unlock();
             try {
-                auto [outcome, seconds] = run_check(plan[index]);
-                std::lock_guard<std::mutex> lock(mutex);
-                const SanitizeCheckPlan &check = plan[index];
-                const std::string what = "[" + std::to_string(++finished) + "/" + std::to_string(plan.size()) + "] " +
-                                         sanitizer_tool_name(check.tool) + " " + check.variant + " " + check.shape;
-                // On a terminal one line, rewritten in place; in a pipe one line per check.
-                if (reporter.live()) {
-                    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-                    reporter.live_line("  sanitize " + what + ", " +
-                                       elapsed_and_eta(elapsed, static_cast<double>(finished) / plan.size()));
-                } else {
-                    reporter.progress(what);
-                }
-                reporter.detail("  " + what + ": " + (outcome.report.passed ? "passed" : "FAILED") + ", " +
-                                outcome.report.verdict + " (" + fixed(seconds, 1) + " s, log " + outcome.log + ")");
-                outcomes[index] = std::move(outcome);
+                Ran ran = run_batch(batch);
+                lock.lock();
+                settle(batch, std::move(ran));
             } catch (...) {
-                std::lock_guard<std::mutex> lock(mutex);
+                if (!lock.owns_lock()) lock.lock();
                 if (!failure) failure = std::current_exception();
             }
+            --running;
+            changed.notify_all();
         }
     };
-    reporter.progress("  " + std::to_string(plan.size()) + " checks, " +
-                      std::to_string(std::min<std::size_t>(request.jobs, plan.size())) + " at a time");
+    // As many workers as --jobs allows the singles of split batches, which may outnumber the batches.
+    const std::size_t jobs = static_cast<std::size_t>(std::max(1, request.jobs));
+    reporter.progress("  " + std::to_string(batches.size()) + " processes for " + std::to_string(check_count) +
+                      " checks, " + std::to_string(std::min(jobs, batches.size())) + " at a time");
     std::vector<std::thread> workers;
-    for (int i = 0; i < std::max(1, std::min<int>(request.jobs, static_cast<int>(plan.size()))); ++i)
-        workers.emplace_back(worker);
+    for (std::size_t i = 0; i < std::min(jobs, std::max<std::size_t>(1, check_count)); ++i) workers.emplace_back(worker);
     for (auto &w : workers) w.join();
     if (failure) std::rethrow_exception(failure);
     std::vector<SanitizeOutcome> done;
     for (auto &outcome : outcomes) done.push_back(std::move(*outcome));
     reporter.end_live_line();
+    if (!splits.empty())
+        reporter.progress("  " + std::to_string(processes) + " processes ran for " + std::to_string(check_count) +
+                          " checks: " + std::to_string(splits.size()) + " of " + std::to_string(batches.size()) +
+                          " batches split into one process per shape");
 
-    SanitizeFold fold = fold_sanitize_checks(done, shapes.size(), experiment.sanitizer_tools, candidates);
+    SanitizeFold fold = fold_sanitize_checks(done, shapes.size(), experiment.sanitizer_tools, candidates, splits);
     fold.figures.device = device.summary();
     fold.figures.seed = static_cast<std::int64_t>(kSanitizeSeed);
     result.status = fold.passed ? StageStatus::passed : StageStatus::failed;

@@ -68,7 +68,7 @@ NcuProfiles profile_with_ncu(const RunDirectory &run, const NcuRequest &request,
         std::vector<std::string> argv{ncu->string(), "--clock-control", "none", "--force-overwrite",
                                       "--kernel-name-base", "mangled", "--kernel-name", kernel, "--launch-count", "1",
                                       "--metrics", joined(request.metrics), "-o", report_base.string()};
-        const ExecRequest exec{run.root(), variant, std::nullopt, request.workload_file, std::nullopt,
+        const ExecRequest exec{run.root(), variant, {}, request.workload_file, std::nullopt,
                                request.seq_len > 0 ? std::optional<std::int64_t>(request.seq_len) : std::nullopt,
                                request.device_index};
         for (std::string &word : exec.to_argv(current_executable())) argv.push_back(std::move(word));
