@@ -20,6 +20,7 @@
 // Golden data and cubins are named per host function, "sm90_" + its name: both rows of a host function
 // read the one cubin of qk_int_sv_f8_cuda_sm90.cu under that name.
 #include "gpu/kernel_abi.h"
+#include "gpu/upstream_launchers.h"
 
 #include "formats/demangled_name.h"
 #include "support/errors.h"
@@ -50,8 +51,6 @@ constexpr Sm90Launcher kLaunchers[] = {
      true, QkGranularity::per_warp},
 };
 
-const char *boolean(bool value) { return value ? "true" : "false"; }
-
 constexpr std::uint32_t kCtaQ = 64, kCtaK = 128, kThreads = 128;
 constexpr std::size_t kKnownTemplateArguments = 10;
 // Template argument positions that depend on the problem.
@@ -73,8 +72,8 @@ std::array<std::string, kKnownTemplateArguments> expected_arguments(const Sm90La
             granularity_argument(launcher.granularity),  // K
             dtype == DType::f16 ? "__half" : "__nv_bfloat16",
             causal ? "(MaskMode)1" : "(MaskMode)0",
-            boolean(return_lse),
-            boolean(launcher.fuse_v_scale)};
+            template_bool(return_lse),
+            template_bool(launcher.fuse_v_scale)};
 }
 
 // The kernel's parameter list, in order: what pack() passes.
@@ -123,16 +122,11 @@ std::string describe_wanted(const Sm90Launcher &launcher, const AttentionProblem
     const char *granularity = launcher.granularity == QkGranularity::per_thread ? "kPerThread" : "kPerWarp";
     return std::string(kTemplate) + "<64, 128, 128, " + std::to_string(problem.shape.head_dim) + ", " + granularity +
            ", " + granularity + ", " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", " +
-           (problem.causal ? "kCausal" : "kNone") + ", " + boolean(problem.with_lse) + ", " +
-           boolean(launcher.fuse_v_scale) + ", ...>";
+           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
+           template_bool(launcher.fuse_v_scale) + ", ...>";
 }
 
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
-
-// Element strides of a contiguous tensor, as torch's Tensor::stride() gives them.
-std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes) {
-    return {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
-}
 
 // The swizzle create_tensor_map_4D picks: as wide as a box row of `row_bytes` (32, 64 or 128).
 TensorMapSwizzle swizzle_for(std::int64_t row_bytes) {
@@ -159,26 +153,16 @@ public:
 
     std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
                              const std::string &cubin) const override {
-        std::vector<std::string> matches;
-        std::string candidates;
-        for (const std::string &mangled : entry_names) {
-            const std::optional<std::string> demangled = demangle(mangled);
-            candidates += "\n  " + demangled.value_or(mangled);
+        const auto serves = [&](const std::string &mangled) {
             const std::optional<Instance> instance = read_instance(launcher_, mangled);
-            if (instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
-                instance->causal == problem.causal && instance->return_lse == problem.with_lse)
-                matches.push_back(mangled);
-        }
-        if (matches.size() == 1) return matches.front();
-        std::string matched;
-        for (const std::string &mangled : matches) matched += "\n  " + demangle(mangled).value_or(mangled);
-        fail(ExitCode::usage,
-             "cubin '" + cubin + "' has " + (matches.empty() ? "no entry" : std::to_string(matches.size()) + " entries") +
-                 " matching " + describe_wanted(launcher_, problem) + " (kernel ABI " + launcher_.abi_name +
-                 ", the launcher " + (launcher_.file + 5) + " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, for " +
-                 problem.describe() + ")" +
-                 (matches.empty() ? "; its entries:" + (candidates.empty() ? std::string(" none") : candidates)
-                                  : "; they are:" + matched));
+            return instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
+                   instance->causal == problem.causal && instance->return_lse == problem.with_lse;
+        };
+        const std::string host_function = launcher_.file + std::string("sm90_").size();
+        return select_one_entry(entry_names, serves, describe_wanted(launcher_, problem),
+                                std::string("kernel ABI ") + launcher_.abi_name + ", the launcher " + host_function +
+                                    " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, for " + problem.describe(),
+                                cubin);
     }
 
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
