@@ -9,14 +9,17 @@
 //   gpu_kernel_check occupancy --baseline-cubin B --candidate-cubin C [--arch-limits FILE]
 //   gpu_kernel_check upstream  --upstream-cubin U --baseline-cubin B --quant-cubin Q [--golden DIR]
 //   gpu_kernel_check launchers --launcher-cubins DIR --quant-cubin Q [--launcher-golden DIR]
-//                              [--seq-len N --rounds R]
+//                              [--launchers-matching TEXT] [--seq-len N --rounds R]
 //
 // launchers: every upstream launcher adapter (kernel_abi_names() with a launcher_file()) on the golden
 // cases of tests/golden (cases.toml, upstream.toml, means/): inputs regenerated from each case's seed,
 // quantized by sage2tp's quantizers with the launcher's recipe (and upstream's K and V means), must
 // have upstream's digests, and the launcher's cubin DIR/<launcher_file>.cubin, launched through its
-// adapter on them, must write upstream's o and LSE bytes. With --seq-len it then times every launcher
-// in this one process at the Wan 480p shape (B1 H40 N D128), interleaved, CUDA events.
+// adapter on them, must write upstream's o and LSE bytes; the Q/K granularity is the adapter's (the
+// sm90 adapters, per_thread and per_warp, run on an sm_90 GPU only). The sm90 path's GPU quantizer is
+// also checked on its own, against upstream's digests and the host quantizer. With --seq-len it then
+// times every launcher in this one process at the Wan 480p shape (B1 H40 N D128), interleaved, CUDA
+// events. --launchers-matching keeps only the adapters whose names contain TEXT.
 //
 // Every attention launch goes through the product's kernel ABI adapters (src/gpu/kernel_abi.h): the
 // sage2tp cubins through `sage2tp`, upstream SageAttention's own cubin through `sageattention-sm89`.
@@ -92,6 +95,7 @@ struct Options {
     int device = 0;
     std::string variant = "both";
     std::string baseline_abi = "sage2tp", candidate_abi = "sage2tp";
+    std::string launchers_matching;  // launchers: only the adapters whose names contain it (empty: all)
     std::string tool;
     std::int64_t n = 32760;
     int rounds = 30;
@@ -528,6 +532,7 @@ int run_launchers(const Options &options) {
     std::cout << device.summary() << "\n";
     std::vector<const KernelAbi *> adapters;
     for (const KernelAbi *abi : launcher_adapters()) {
+        if (abi->name().find(options.launchers_matching) == std::string::npos) continue;
         const std::string arch = abi->required_arch();
         if (arch.empty() || arch == device.arch() || arch == device.arch() + "a") adapters.push_back(abi);
         else std::cout << "skipping " << abi->name() << ": its kernel needs " << arch << ", this GPU is " << device.arch() << "\n";
@@ -1026,6 +1031,8 @@ Options parse_options(int argc, char **argv) {
         ("launcher-cubins", "launchers: directory of <launcher file stem>.cubin", cxxopts::value<std::string>())
         ("launcher-golden", "launchers: cases.toml, upstream.toml and means/ (default: tests/golden)",
          cxxopts::value<std::string>())
+        ("launchers-matching", "launchers: only the adapters whose names contain this text (say, sm90)",
+         cxxopts::value<std::string>())
         ("golden", "golden case directory (default: $S2TP_GOLDEN_DIR)", cxxopts::value<std::string>())
         ("out", "directory for <mode>.json and sanitizer logs", cxxopts::value<std::string>())
         ("device", "CUDA device index", cxxopts::value<int>()->default_value("0"))
@@ -1071,6 +1078,7 @@ Options parse_options(int argc, char **argv) {
     o.upstream_cubin = path("upstream-cubin");
     o.launcher_cubins = path("launcher-cubins");
     o.launcher_golden = path("launcher-golden");
+    if (result.count("launchers-matching")) o.launchers_matching = result["launchers-matching"].as<std::string>();
     o.seq_len_given = result.count("seq-len") > 0;
     o.golden_dir = path("golden");
     o.out_dir = path("out");
