@@ -191,6 +191,18 @@ Shape v_fp8_shape(const AttentionShape &shape, std::int64_t v_pad_tokens) {
 
 Shape v_scale_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_kv, shape.head_dim}; }
 
+std::int64_t q_scale_index(const QkQuantization &qk, std::int64_t token) {
+    const std::int64_t warp = token / qk.q_warp;
+    if (qk.granularity == QkGranularity::per_warp) return warp;
+    return warp * kQThreadGroups + token % kThreadGroupStride;  // rows g, g + 8, ... of the warp
+}
+
+std::int64_t k_scale_index(const QkQuantization &qk, std::int64_t token) {
+    if (qk.granularity == QkGranularity::per_warp) return token / qk.k_block;
+    // rows 2g, 2g + 1, 2g + 8, 2g + 9, ... of the warp
+    return token / qk.k_warp * kKThreadGroups + token % kThreadGroupStride / 2;
+}
+
 Tensor compute_k_mean(const AttentionShape &shape, const Tensor &k) {
     shape.validate("host quantizer");
     require_half_input(k, shape.kv_shape(), "k");

@@ -89,6 +89,11 @@ Shape k_scale_shape(const AttentionShape &shape, const QkQuantization &qk = {});
 Shape v_fp8_shape(const AttentionShape &shape, std::int64_t v_pad_tokens = 64);
 Shape v_scale_shape(const AttentionShape &shape);
 
+// Which of its (batch, head)'s scales (q_scale_shape()[2] or k_scale_shape()[2] of them) a token's row
+// was quantized with: per warp its warp's (Q) or block's (K); per thread its thread group's.
+std::int64_t q_scale_index(const QkQuantization &qk, std::int64_t token);
+std::int64_t k_scale_index(const QkQuantization &qk, std::int64_t token);
+
 // Mean of K over tokens per (batch, kv head, channel): fp32 sum in token order, one fp32 division,
 // rounded to K's dtype (torch computes km in the input dtype).
 Tensor compute_k_mean(const AttentionShape &shape, const Tensor &k);
