@@ -145,6 +145,107 @@ __device__ __forceinline__ void quantize_int8(const s2tp_quant_int8_params &p, u
     }
 }
 
+// ---- int8 Q / K per thread (upstream's Triton quantizer) -------------------------------------------------------
+// One CTA of 128 threads per scale j of a (batch, head): thread group g = j % Groups of warp j / Groups,
+// whose rows are warp * WarpTokens + i * 8 + g * RowsPerStep + r (i < WarpTokens / 8, r < RowsPerStep;
+// Q: 8 groups of single rows, K: 4 groups of row pairs). K is k - mean rounded to its dtype first (torch's
+// subtraction before the Triton kernel). scale = fma(amax, fl(1/127), 1e-7), as Triton's compiled
+// amax / 127 + 1e-7 is; code = trunc(x / scale +- 0.5) with an IEEE division (__fdiv_rn: --use_fast_math
+// must not turn it into an approximate one). Rows past the end count as absent and are not written.
+
+template <typename T, uint32_t HeadDim, uint32_t WarpTokens, uint32_t Groups, uint32_t RowsPerStep, bool SubtractMean>
+__device__ __forceinline__ void quantize_int8_per_thread_group(const s2tp_quant_int8_params &p, uint32_t scales) {
+    constexpr uint32_t kChunksPerRow = HeadDim / 8;
+    constexpr uint32_t kRows = WarpTokens / 8 * RowsPerStep;
+    constexpr uint32_t kChunks = kRows * kChunksPerRow;
+    constexpr uint32_t kChunksPerThread = (kChunks + kInt8Threads - 1) / kInt8Threads;
+    static_assert(WarpTokens % 8 == 0, "a thread group's rows are 8 apart");
+
+    __shared__ float warp_amax[kInt8Threads / 32];
+
+    const uint32_t j = blockIdx.x;
+    const uint32_t head = blockIdx.y;
+    const uint32_t batch = blockIdx.z;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t warp = j / Groups, group = j % Groups;
+
+    const T *input = static_cast<const T *>(p.input) + batch * p.stride_bz_in + head * p.stride_h_in;
+    int8_t *output = p.output + batch * p.stride_bz_out + head * p.stride_h_out;
+    const T *mean = SubtractMean ? static_cast<const T *>(p.mean) + batch * p.stride_bz_mean + head * p.stride_h_mean
+                                 : nullptr;
+
+    float x[kChunksPerThread][8];
+    uint32_t token[kChunksPerThread];
+    bool present[kChunksPerThread];
+    float amax = 0.0f;
+#pragma unroll
+    for (uint32_t c = 0; c < kChunksPerThread; ++c) {
+        const uint32_t chunk = tid + c * kInt8Threads;
+        const uint32_t row = chunk / kChunksPerRow;
+        const uint32_t column = (chunk % kChunksPerRow) * 8;
+        token[c] = warp * WarpTokens + (row / RowsPerStep) * 8 + group * RowsPerStep + row % RowsPerStep;
+        present[c] = chunk < kChunks && token[c] < p.len;
+        if (present[c]) {
+            load8(input + token[c] * p.stride_seq_in + column, x[c]);
+            if constexpr (SubtractMean) {
+                float m[8];
+                load8(mean + column, m);
+#pragma unroll
+                for (uint32_t e = 0; e < 8; ++e) {
+                    x[c][e] = to_f32(from_f32<T>(__fsub_rn(x[c][e], m[e])));
+                }
+            }
+#pragma unroll
+            for (uint32_t e = 0; e < 8; ++e) {
+                amax = fmaxf(amax, fabsf(x[c][e]));
+            }
+        }
+    }
+#pragma unroll
+    for (uint32_t offset = 16; offset > 0; offset /= 2) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    }
+    if (tid % 32 == 0) {
+        warp_amax[tid / 32] = amax;
+    }
+    __syncthreads();
+    amax = fmaxf(fmaxf(warp_amax[0], warp_amax[1]), fmaxf(warp_amax[2], warp_amax[3]));
+    const float scale = __fmaf_rn(amax, 1.0f / kInt8Max, kInt8AmaxFloor);
+    if (tid == 0) {
+        p.scale[(batch * p.heads + head) * scales + j] = scale;
+    }
+
+#pragma unroll
+    for (uint32_t c = 0; c < kChunksPerThread; ++c) {
+        if (present[c]) {
+            const uint32_t column = ((tid + c * kInt8Threads) % kChunksPerRow) * 8;
+            uint32_t packed[2];
+#pragma unroll
+            for (uint32_t half = 0; half < 2; ++half) {
+                uint32_t word = 0;
+#pragma unroll
+                for (uint32_t byte = 0; byte < 4; ++byte) {
+                    const float ratio = __fdiv_rn(x[c][4 * half + byte], scale);
+                    const float shifted = __fadd_rn(ratio, ratio >= 0.0f ? 0.5f : -0.5f);
+                    const int code = max(-128, min(127, __float2int_rz(shifted)));
+                    word |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(code))) << (8 * byte);
+                }
+                packed[half] = word;
+            }
+            *reinterpret_cast<uint2 *>(output + token[c] * p.stride_seq_out + column) = make_uint2(packed[0], packed[1]);
+        }
+    }
+}
+
+template <typename T, uint32_t WarpTokens, uint32_t Groups, uint32_t RowsPerStep, bool SubtractMean>
+__device__ __forceinline__ void quantize_int8_per_thread(const s2tp_quant_int8_params &p, uint32_t scales) {
+    if (p.head_dim == 128) {
+        quantize_int8_per_thread_group<T, 128, WarpTokens, Groups, RowsPerStep, SubtractMean>(p, scales);
+    } else {
+        quantize_int8_per_thread_group<T, 64, WarpTokens, Groups, RowsPerStep, SubtractMean>(p, scales);
+    }
+}
+
 // ---- fp8 V -------------------------------------------------------------------------------------------------
 // One CTA of 256 threads per 32 channels of one (batch, head). Pass 1: amax per channel = max |v| over
 // all tokens (upstream takes max(|max|, |min|) over the zero-padded tokens; both are the same value).
@@ -167,7 +268,7 @@ __device__ __forceinline__ uint32_t permuted_position(uint32_t token_in_tile) {
     return (token_in_tile / 16) * 16 + (r / 8) * 2 + ((r / 2) % 4) * 4 + r % 2;
 }
 
-template <typename T>
+template <typename T, uint32_t PadTokens = kVTileTokens>
 __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p) {
     __shared__ float warp_amax[kVThreads / 32][kVChannels];
     __shared__ float channel_multiplier[kVChannels];
@@ -240,7 +341,10 @@ __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p)
 
     uint8_t *output = p.output + batch * p.stride_bz_out + head * p.stride_h_out + channel0 * p.stride_d_out;
     const uint32_t position = permuted_position(token_in_tile);
-    const uint32_t padded_len = S2TP_V_PADDED_LEN(p.len);
+    // PadTokens is a multiple of the 64-token tile: core.py pads V to it before per_channel_fp8 pads to 64.
+    static_assert(PadTokens % kVTileTokens == 0, "V padding must be whole tiles");
+    const uint32_t padded_len = PadTokens == kVTileTokens ? S2TP_V_PADDED_LEN(p.len)
+                                                          : (p.len + PadTokens - 1) / PadTokens * PadTokens;
     for (uint32_t base = 0; base < padded_len; base += kVTileTokens) {
         const uint32_t token = base + token_in_tile;
         float x[8];
@@ -460,4 +564,40 @@ extern "C" __global__ void s2tp_sm_clock_probe(const s2tp_clock_probe_params par
     } while (now_ns - start_ns < params.spin_ns);
     params.out[0] = now_cycles - start_cycles;
     params.out[1] = now_ns - start_ns;
+}
+
+// The sm90 path's quantizers (after the others, so that their PTX keeps its labels).
+extern "C" __global__ void s2tp_quant_q_int8_sm90_f16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__half, S2TP_SM90_Q_WARP_TOKENS, false>(params, S2TP_SM90_Q_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_q_int8_sm90_bf16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__nv_bfloat16, S2TP_SM90_Q_WARP_TOKENS, false>(params, S2TP_SM90_Q_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_k_int8_sm90_f16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__half, S2TP_SM90_K_BLOCK_TOKENS, true>(params, S2TP_SM90_K_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_k_int8_sm90_bf16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8<__nv_bfloat16, S2TP_SM90_K_BLOCK_TOKENS, true>(params, S2TP_SM90_K_SCALE_GROUPS(params.len));
+}
+extern "C" __global__ void s2tp_quant_q_int8_per_thread_sm90_f16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8_per_thread<__half, S2TP_SM90_Q_WARP_TOKENS, S2TP_PER_THREAD_Q_GROUPS, 1, false>(
+        params, S2TP_SM90_Q_SCALE_GROUPS(params.len) * S2TP_PER_THREAD_Q_GROUPS);
+}
+extern "C" __global__ void s2tp_quant_q_int8_per_thread_sm90_bf16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8_per_thread<__nv_bfloat16, S2TP_SM90_Q_WARP_TOKENS, S2TP_PER_THREAD_Q_GROUPS, 1, false>(
+        params, S2TP_SM90_Q_SCALE_GROUPS(params.len) * S2TP_PER_THREAD_Q_GROUPS);
+}
+extern "C" __global__ void s2tp_quant_k_int8_per_thread_sm90_f16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8_per_thread<__half, S2TP_SM90_K_BLOCK_TOKENS, S2TP_PER_THREAD_K_GROUPS, 2, true>(
+        params, S2TP_SM90_K_SCALE_GROUPS(params.len) * S2TP_PER_THREAD_K_GROUPS);
+}
+extern "C" __global__ void s2tp_quant_k_int8_per_thread_sm90_bf16(const s2tp_quant_int8_params params) {
+    s2tp::quantize_int8_per_thread<__nv_bfloat16, S2TP_SM90_K_BLOCK_TOKENS, S2TP_PER_THREAD_K_GROUPS, 2, true>(
+        params, S2TP_SM90_K_SCALE_GROUPS(params.len) * S2TP_PER_THREAD_K_GROUPS);
+}
+extern "C" __global__ void s2tp_quant_v_fp8_pad128_f16(const s2tp_quant_v_fp8_params params) {
+    s2tp::quantize_v_fp8<__half, S2TP_SM90_V_PAD_TOKENS>(params);
+}
+extern "C" __global__ void s2tp_quant_v_fp8_pad128_bf16(const s2tp_quant_v_fp8_params params) {
+    s2tp::quantize_v_fp8<__nv_bfloat16, S2TP_SM90_V_PAD_TOKENS>(params);
 }

@@ -84,8 +84,22 @@ typedef struct s2tp_attn_params {
 /* V's token axis is zero-padded to a multiple of 64. */
 #define S2TP_V_PADDED_LEN(len_kv) ((((uint32_t)(len_kv) + 63u) / 64u) * 64u)
 
+/* The sm90 path (core.py's sageattn_qk_int8_pv_fp8_cuda_sm90): Q per 16-token warp in 64-token blocks,
+ * K per 128-token block; per thread (Triton), 8 Q scales per warp and 4 K scales per block; V padded to
+ * a multiple of 128 tokens. */
+#define S2TP_SM90_Q_WARP_TOKENS 16
+#define S2TP_SM90_K_BLOCK_TOKENS 128
+#define S2TP_SM90_Q_SCALE_GROUPS(len_q) ((((uint32_t)(len_q) + 63u) / 64u) * 4u)
+#define S2TP_SM90_K_SCALE_GROUPS(len_kv) (((uint32_t)(len_kv) + 127u) / 128u)
+#define S2TP_PER_THREAD_Q_GROUPS 8
+#define S2TP_PER_THREAD_K_GROUPS 4
+#define S2TP_SM90_V_PAD_TOKENS 128
+
 /* Entry points (quantize.cu): s2tp_k_mean_{f16,bf16}, s2tp_v_mean_{f16,bf16}, s2tp_quant_{q,k}_int8_{f16,bf16},
- * s2tp_quant_v_fp8_{f16,bf16}, each named after the dtype of its input. */
+ * s2tp_quant_v_fp8_{f16,bf16}, each named after the dtype of its input; for the sm90 path
+ * s2tp_quant_{q,k}_int8_sm90_{f16,bf16} (per warp), s2tp_quant_{q,k}_int8_per_thread_sm90_{f16,bf16} and
+ * s2tp_quant_v_fp8_pad128_{f16,bf16}, with the same parameter structs. Per-thread entries: grid
+ * (scales per (batch, head), H, B), one CTA per scale. */
 
 /* Per-channel K mean in the input dtype, fp32 accumulation in token order; the V entries write an fp32
  * V mean, the same sum divided by S2TP_V_MEAN_DIVISOR(N) as upstream's smooth_v divides it.

@@ -9,14 +9,17 @@
 //   gpu_kernel_check occupancy --baseline-cubin B --candidate-cubin C [--arch-limits FILE]
 //   gpu_kernel_check upstream  --upstream-cubin U --baseline-cubin B --quant-cubin Q [--golden DIR]
 //   gpu_kernel_check launchers --launcher-cubins DIR --quant-cubin Q [--launcher-golden DIR]
-//                              [--seq-len N --rounds R]
+//                              [--launchers-matching TEXT] [--seq-len N --rounds R]
 //
 // launchers: every upstream launcher adapter (kernel_abi_names() with a launcher_file()) on the golden
 // cases of tests/golden (cases.toml, upstream.toml, means/): inputs regenerated from each case's seed,
 // quantized by sage2tp's quantizers with the launcher's recipe (and upstream's K and V means), must
 // have upstream's digests, and the launcher's cubin DIR/<launcher_file>.cubin, launched through its
-// adapter on them, must write upstream's o and LSE bytes. With --seq-len it then times every launcher
-// in this one process at the Wan 480p shape (B1 H40 N D128), interleaved, CUDA events.
+// adapter on them, must write upstream's o and LSE bytes; the Q/K granularity is the adapter's (the
+// sm90 adapters, per_thread and per_warp, run on an sm_90 GPU only). The sm90 path's GPU quantizer is
+// also checked on its own, against upstream's digests and the host quantizer. With --seq-len it then
+// times every launcher in this one process at the Wan 480p shape (B1 H40 N D128), interleaved, CUDA
+// events. --launchers-matching keeps only the adapters whose names contain TEXT.
 //
 // Every attention launch goes through the product's kernel ABI adapters (src/gpu/kernel_abi.h): the
 // sage2tp cubins through `sage2tp`, upstream SageAttention's own cubin through `sageattention-sm89`.
@@ -65,6 +68,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -91,6 +95,7 @@ struct Options {
     int device = 0;
     std::string variant = "both";
     std::string baseline_abi = "sage2tp", candidate_abi = "sage2tp";
+    std::string launchers_matching;  // launchers: only the adapters whose names contain it (empty: all)
     std::string tool;
     std::int64_t n = 32760;
     int rounds = 30;
@@ -474,6 +479,47 @@ void time_launchers(const Options &options, const std::vector<const KernelAbi *>
     result.insert("timing", toml::table{{"problem", problem.describe()}, {"rounds", options.rounds}, {"launchers", rows}});
 }
 
+// The sm90 path's quantized inputs (sm90_recipe) from the GPU quantizer, against upstream's digests (both
+// sm90 launchers read the same, so the fuse_v_scale launcher's stand for them) and against the host
+// quantizer: per thread the two must agree byte for byte; per warp they may differ only where upstream's
+// hardware reciprocal decides a tie (host_quantizer.h), which is reported, not failed.
+std::vector<std::string> sm90_quantizer_problems(const CubinModule &quant, const AttentionProblem &problem,
+                                                 const GeneratedInputs &host, const Tensor &k_mean,
+                                                 const toml::table &digests, const std::string &case_name,
+                                                 QkGranularity granularity) {
+    const QuantizationRecipe recipe = sm90_recipe(granularity);
+    const char *launcher = "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf";
+    const toml::table *expected = golden_digests(digests, case_name, launcher, granularity_name(granularity));
+    if (!expected)
+        return {std::string("upstream.toml has no [case.\"") + case_name + "\"." + launcher + "." +
+                granularity_name(granularity) + "]"};
+    const QuantizedInputs ours = download_quantized(
+        problem, quantize_on_gpu(quant, problem, host.q, host.k, host.v, GivenMeans{k_mean, std::nullopt}, recipe));
+    QuantizedInputs cpu;
+    const AttentionShape &shape = problem.shape;
+    quantize_q(shape, host.q, cpu.q_int8, cpu.q_scale, recipe.qk);
+    quantize_k(shape, host.k, k_mean, cpu.k_int8, cpu.k_scale, recipe.qk);
+    quantize_v(shape, host.v, cpu.v_fp8, cpu.v_scale, recipe.v_scale_max, recipe.v_pad_tokens);
+    std::vector<std::string> problems;
+    for (const auto &[name, gpu, host_tensor] :
+         {std::tuple<const char *, const Tensor *, const Tensor *>{"q_int8", &ours.q_int8, &cpu.q_int8},
+          {"q_scale", &ours.q_scale, &cpu.q_scale}, {"k_int8", &ours.k_int8, &cpu.k_int8},
+          {"k_scale", &ours.k_scale, &cpu.k_scale}, {"v_fp8", &ours.v_fp8, &cpu.v_fp8},
+          {"v_scale", &ours.v_scale, &cpu.v_scale}}) {
+        const std::optional<std::string> want = (*expected)[name].value<std::string>();
+        const std::string got = digest_of(*gpu);
+        if (!want) problems.push_back(std::string("upstream.toml has no ") + name);
+        else if (got != *want) problems.push_back(std::string(name) + ": sha256 " + got + ", upstream's " + *want);
+        const std::string host_difference = byte_difference(std::string(name) + " (GPU vs host quantizer)", *gpu, *host_tensor);
+        const bool may_tie = granularity == QkGranularity::per_warp || std::string(name) == "v_fp8";
+        if (!host_difference.empty()) {
+            if (may_tie) std::cout << "    " << host_difference << " [informational: hardware reciprocal ties]\n";
+            else problems.push_back(host_difference);
+        }
+    }
+    return problems;
+}
+
 int run_launchers(const Options &options) {
     const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
     if (!options.launcher_cubins || !fs::is_directory(*options.launcher_cubins))
@@ -482,10 +528,15 @@ int run_launchers(const Options &options) {
         options.launcher_golden.value_or(fs::path(S2TP_SOURCE_ROOT) / "tests" / "golden");
     const std::vector<golden::SeededCase> cases = golden::seeded_cases(golden_dir / "cases.toml");
     const toml::table digests = golden::parse_toml_file(golden_dir / "upstream.toml");
-    const std::vector<const KernelAbi *> adapters = launcher_adapters();
-
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
+    std::vector<const KernelAbi *> adapters;
+    for (const KernelAbi *abi : launcher_adapters()) {
+        if (abi->name().find(options.launchers_matching) == std::string::npos) continue;
+        const std::string arch = abi->required_arch();
+        if (arch.empty() || arch == device.arch() || arch == device.arch() + "a") adapters.push_back(abi);
+        else std::cout << "skipping " << abi->name() << ": its kernel needs " << arch << ", this GPU is " << device.arch() << "\n";
+    }
     const CubinModule quant(quant_path);
     std::vector<std::unique_ptr<CubinModule>> modules;
     for (const KernelAbi *abi : adapters) {
@@ -509,10 +560,12 @@ int run_launchers(const Options &options) {
                                load_tensor(golden_dir / "means" / c.name / "v_mean.npy", v_mean_request)};
         for (std::size_t i = 0; i < adapters.size(); ++i) {
             const KernelAbi &abi = *adapters[i];
-            const toml::table *expected = golden_digests(digests, c.name, abi.launcher_file(), "per_warp");
+            const std::string granularity = granularity_name(abi.quantization().qk.granularity);
+            const toml::table *expected = golden_digests(digests, c.name, abi.launcher_file(), granularity);
             std::vector<std::string> problems;
             if (!expected) {
-                problems.push_back("upstream.toml has no [case.\"" + c.name + "\"." + abi.launcher_file() + ".per_warp]");
+                problems.push_back("upstream.toml has no [case.\"" + c.name + "\"." + abi.launcher_file() + "." +
+                                   granularity + "]");
             } else {
                 const DeviceQuantizedInputs inputs =
                     quantize_on_gpu(quant, problem, host.q, host.k, host.v, means, abi.quantization());
@@ -545,12 +598,31 @@ int run_launchers(const Options &options) {
             case_results.push_back(toml::table{
                 {"case", c.name}, {"abi", abi.name()}, {"passed", passed}, {"problems", problem_list}});
         }
+        for (QkGranularity granularity : {QkGranularity::per_warp, QkGranularity::per_thread}) {
+            const std::string label = std::string("sm90 quantizer ") + granularity_name(granularity);
+            const std::vector<std::string> problems =
+                sm90_quantizer_problems(quant, problem, host, *means.k_mean, digests, c.name, granularity);
+            const bool passed = problems.empty();
+            if (passed) ++identical[label];
+            else ++failed;
+            std::cout << (passed ? "PASS " : "FAIL ") << c.name << " " << label << "\n";
+            for (const std::string &line : problems) std::cout << "    " << line << "\n";
+            toml::array problem_list;
+            for (const auto &line : problems) problem_list.push_back(line);
+            case_results.push_back(
+                toml::table{{"case", c.name}, {"abi", label}, {"passed", passed}, {"problems", problem_list}});
+        }
     }
-    std::cout << "\nlaunchers, per-warp Q/K (the per-thread Triton quantization and the sm90 launchers have digests in "
-                 "upstream.toml but no sage2tp quantizer or adapter yet):\n";
+    std::cout << "\nlaunchers, each with the Q/K granularity of its adapter (the sm89 launchers per warp only: their "
+                 "per-thread digests have no sage2tp quantizer yet); the sm90 path's quantizer on its own:\n";
     for (const KernelAbi *abi : adapters)
         std::cout << "  " << std::left << std::setw(56) << abi->name() << identical[abi->name()] << " of "
                   << cases.size() << " cases byte-identical (quantized inputs, o, lse)\n";
+    for (const char *granularity : {"per_warp", "per_thread"}) {
+        const std::string label = std::string("sm90 quantizer ") + granularity;
+        std::cout << "  " << std::left << std::setw(56) << label << identical[label] << " of " << cases.size()
+                  << " cases byte-identical (q_int8, q_scale, k_int8, k_scale, v_fp8, v_scale)\n";
+    }
     toml::table result{{"mode", "launchers"}, {"device", device.summary()}, {"passed", failed == 0},
                        {"cases", case_results}};
     if (options.seq_len_given) time_launchers(options, adapters, modules, quant, result);
@@ -959,6 +1031,8 @@ Options parse_options(int argc, char **argv) {
         ("launcher-cubins", "launchers: directory of <launcher file stem>.cubin", cxxopts::value<std::string>())
         ("launcher-golden", "launchers: cases.toml, upstream.toml and means/ (default: tests/golden)",
          cxxopts::value<std::string>())
+        ("launchers-matching", "launchers: only the adapters whose names contain this text (say, sm90)",
+         cxxopts::value<std::string>())
         ("golden", "golden case directory (default: $S2TP_GOLDEN_DIR)", cxxopts::value<std::string>())
         ("out", "directory for <mode>.json and sanitizer logs", cxxopts::value<std::string>())
         ("device", "CUDA device index", cxxopts::value<int>()->default_value("0"))
@@ -1004,6 +1078,7 @@ Options parse_options(int argc, char **argv) {
     o.upstream_cubin = path("upstream-cubin");
     o.launcher_cubins = path("launcher-cubins");
     o.launcher_golden = path("launcher-golden");
+    if (result.count("launchers-matching")) o.launchers_matching = result["launchers-matching"].as<std::string>();
     o.seq_len_given = result.count("seq-len") > 0;
     o.golden_dir = path("golden");
     o.out_dir = path("out");

@@ -183,3 +183,21 @@ TEST_F(Upstream, MissingTorchHeadersExitThreeNamingBothWaysToInstallThem) {
     ASSERT_EQ(sage2tp({"clean", "--yes", "again"}).exit_code, 0);
     EXPECT_EQ(git({"worktree", "list", "--porcelain"}).out.find("/trees/"), std::string::npos);
 }
+
+// wgmma exists only on sm_90a: a build of the sm90 kernel for anything else is refused before any
+// compile, naming both architectures and the kernel (exit 2, sage2tp-build(1)).
+TEST_F(Upstream, Sm90KernelBelowSm90aIsRefusedNamingTheArchAndTheKernel) {
+    ProcessResult r = prepare(source_root / "tests/manifests/sageattention-sm90-granularity.toml", "sm90");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char *arch : {"sm_89", "sm_120a"}) {
+        r = sage2tp({"build", "--run", "sm90", "--arch", arch});
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find("[source] abi sageattention-sm90-accum-f32-fuse-v-scale: its kernel (the launcher "
+                             "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf) compiles only for sm_90a, not "
+                             "for " + std::string(arch) + "; build with --arch sm_90a"),
+                  std::string::npos)
+            << r.err;
+        EXPECT_FALSE(fs::exists(dir_ / "sm90/checkpoints/02-build.toml")) << arch << ": nothing was built";
+    }
+}
+

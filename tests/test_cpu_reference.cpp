@@ -14,6 +14,7 @@
 #include "model/cpu_reference.h"
 #include "support/errors.h"
 #include "model/host_quantizer.h"
+#include "model/input_generator.h"
 #include "formats/tensor_io.h"
 #include "golden_cases.h"
 
@@ -163,6 +164,35 @@ TEST(CpuReference, RejectsInconsistentInputs) {
         EXPECT_EQ(error.code(), ExitCode::usage);
         EXPECT_NE(std::string(error.what()).find("k_scale: shape is [1, 1, 2], expected [1, 1, 1]"), std::string::npos)
             << error.what();
+    }
+}
+
+// The sm90 path's inputs (per-thread and per-warp scales, V padded to 128): dequantized by their recipe,
+// the reference stays within the quantization error of the unquantized attention, and read by another
+// recipe they are refused rather than misread.
+TEST(CpuReference, ReadsTheSm90RecipesScaleGroups) {
+    AttentionShape s;
+    s.batch = 1, s.heads_q = 4, s.heads_kv = 2, s.len_q = 150, s.len_kv = 200, s.head_dim = 64;
+    s.layout = Layout::hnd;
+    const GeneratedInputs in = generate_inputs(s, DType::bf16, 5);
+    const double sm_scale = 0.125;
+    std::vector<std::uint32_t> rows;
+    for (std::uint32_t r = 0; r < 150; r += 7) rows.push_back(r);
+    const Tensor exact = unquantized_reference(s, in.q, in.k, in.v, sm_scale, false, rows);
+    for (QkGranularity g : {QkGranularity::per_thread, QkGranularity::per_warp}) {
+        const QuantizationRecipe recipe = sm90_recipe(g);
+        const QuantizedInputs qi = quantize_inputs(s, in.q, in.k, in.v, recipe);
+        const ReferenceResult ref = reference_attention(s, qi, sm_scale, false, 0, recipe);
+        Tensor picked(DType::f64, exact.shape);
+        for (std::int64_t h = 0; h < s.heads_q; ++h)
+            for (std::size_t r = 0; r < rows.size(); ++r)
+                for (std::int64_t d = 0; d < s.head_dim; ++d)
+                    picked.data<double>()[(h * static_cast<std::int64_t>(rows.size()) + static_cast<std::int64_t>(r)) * s.head_dim + d] =
+                        ref.o.data<double>()[s.offset(false, 0, h, rows[r], d)];
+        const RelL2 error = relative_l2(picked, exact);
+        EXPECT_EQ(error.non_finite, 0);
+        EXPECT_LT(error.rel_l2, 0.05) << granularity_name(g);
+        EXPECT_THROW(reference_attention(s, qi, sm_scale, false), Error) << "sm89 layout on sm90 inputs";
     }
 }
 

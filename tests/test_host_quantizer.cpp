@@ -9,13 +9,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/errors.h"
+#include "support/hashing.h"
 #include "model/host_quantizer.h"
+#include "model/input_generator.h"
 #include "formats/tensor_io.h"
 #include "golden_cases.h"
+#include "golden/golden_cases_file.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;
@@ -210,4 +217,183 @@ TEST(HostQuantizer, RejectsMismatchedInputs) {
     }
     EXPECT_THROW(quantize_q(s, Tensor(DType::f16, {1, 4, 1, 8}), q_int8, q_scale), Error);
     EXPECT_THROW(quantize_inputs(s, good, Tensor(DType::bf16, s.kv_shape()), good), Error);
+}
+
+// ---- The sm90 path's recipes against upstream's digests (tests/golden/upstream.toml) ----
+//
+// Inputs regenerate from the cases' seeds and K is centred on upstream's own mean (tests/golden/means),
+// so this runs in CI without the golden arrays. Both sm90 launchers read identically quantized inputs.
+
+namespace {
+
+const char *const kSm90Launchers[] = {"sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf",
+                                      "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf"};
+
+struct Sm90Digests {
+    std::string case_name;
+    std::map<std::string, std::string> host;  // tensor name -> sha256 of the host quantizer's bytes
+    const toml::table *upstream[2] = {nullptr, nullptr};  // per launcher
+};
+
+std::vector<Sm90Digests> sm90_digests(QkGranularity granularity) {
+    const fs::path dir = fs::path(S2TP_SOURCE_ROOT) / "tests" / "golden";
+    static const toml::table digests = golden::parse_toml_file(dir / "upstream.toml");
+    std::vector<Sm90Digests> result;
+    for (const golden::SeededCase &c : golden::seeded_cases(dir / "cases.toml")) {
+        const AttentionShape &shape = c.problem.shape;
+        const GeneratedInputs in = generate_inputs(shape, c.problem.dtype, c.seed);
+        TensorRequest mean_request;
+        mean_request.dtype = c.problem.dtype, mean_request.shape = k_mean_shape(shape);
+        const Tensor k_mean = load_tensor(dir / "means" / c.name / "k_mean.npy", mean_request);
+        const QuantizationRecipe recipe = sm90_recipe(granularity);
+        QuantizedInputs host;
+        quantize_q(shape, in.q, host.q_int8, host.q_scale, recipe.qk);
+        quantize_k(shape, in.k, k_mean, host.k_int8, host.k_scale, recipe.qk);
+        quantize_v(shape, in.v, host.v_fp8, host.v_scale, recipe.v_scale_max, recipe.v_pad_tokens);
+        Sm90Digests d;
+        d.case_name = c.name;
+        for (const auto &[name, tensor] :
+             {std::pair<const char *, const Tensor *>{"q_int8", &host.q_int8}, {"q_scale", &host.q_scale},
+              {"k_int8", &host.k_int8}, {"k_scale", &host.k_scale}, {"v_fp8", &host.v_fp8}, {"v_scale", &host.v_scale}})
+            d.host[name] = sha256_hex(tensor->bytes.data(), tensor->nbytes());
+        for (int i = 0; i < 2; ++i)
+            d.upstream[i] = digests["case"][c.name][kSm90Launchers[i]][granularity_name(granularity)].as_table();
+        result.push_back(std::move(d));
+    }
+    return result;
+}
+
+
+// Where upstream's CUDA quantizers (per-warp Q/K, V) round c * MUFU.RCP(amax) and the host c * fl(1/amax)
+// to different sides of a tie (host_quantizer.h): an element whose exact x * c / amax is a rounding
+// boundary, e.g. 63.5 for x = amax / 2, or an e4m3 midpoint such as 336 for x = 0.75 amax. Compared
+// with upstream's arrays (the fuse_v_scale launcher's, made on the H200), every differing byte is one
+// step apart: q_int8 1, 5, 28, 4, 2 and 30 bytes; k_int8 6, 1 and 13; v_fp8 3, 2, 6, 1, 9, 1 and 68.
+const std::set<std::pair<std::string, std::string>> kTiesUnderTheHardwareReciprocal = {
+    {"tiles3_nhd_f16", "q_int8"},      {"partial200_nhd_bf16", "q_int8"}, {"gqa8x2_hnd_bf16", "q_int8"},
+    {"d64_hnd_bf16", "q_int8"},        {"causal300_nhd_bf16", "q_int8"},  {"mid_hnd_bf16", "q_int8"},
+    {"partial200_nhd_bf16", "k_int8"}, {"causal384_hnd_f16", "k_int8"},   {"mid_hnd_bf16", "k_int8"},
+    {"tiles2_nhd_f16", "v_fp8"},       {"tiles3_nhd_f16", "v_fp8"},       {"partial200_nhd_bf16", "v_fp8"},
+    {"cross300x257_hnd_f16", "v_fp8"}, {"gqa8x2_hnd_bf16", "v_fp8"},      {"causal300_nhd_bf16", "v_fp8"},
+    {"mid_hnd_bf16", "v_fp8"},
+};
+
+// Every digest equal, except where a CUDA quantizer's hardware reciprocal decides a tie; those are
+// asserted to differ, so that a change in either quantizer shows here.
+void expect_sm90_digests(QkGranularity granularity, const std::set<std::string> &exact_tensors) {
+    const std::vector<Sm90Digests> all = sm90_digests(granularity);
+    ASSERT_EQ(all.size(), 12u);
+    for (const Sm90Digests &d : all)
+        for (int i = 0; i < 2; ++i) {
+            ASSERT_TRUE(d.upstream[i]) << d.case_name << " " << kSm90Launchers[i] << " " << granularity_name(granularity);
+            for (const auto &[name, digest] : d.host) {
+                const std::optional<std::string> upstream = (*d.upstream[i])[name].value<std::string>();
+                ASSERT_TRUE(upstream) << d.case_name << " " << kSm90Launchers[i] << " has no " << name;
+                const bool tie = !exact_tensors.count(name) && kTiesUnderTheHardwareReciprocal.count({d.case_name, name});
+                if (tie)
+                    EXPECT_NE(*upstream, digest) << d.case_name << " " << name << " now matches: update the list";
+                else
+                    EXPECT_EQ(*upstream, digest) << d.case_name << " " << kSm90Launchers[i] << " "
+                                                 << granularity_name(granularity) << " " << name;
+            }
+        }
+}
+
+}  // namespace
+
+TEST(HostQuantizerSm90, PerWarpScalesEqualUpstreamAndCodesBarHardwareReciprocalTies) {
+    expect_sm90_digests(QkGranularity::per_warp, {"q_scale", "k_scale", "v_scale"});
+}
+
+// Triton's per-thread Q/K bytes are reproduced exactly; V is the same CUDA per_channel_fp8 as per warp.
+TEST(HostQuantizerSm90, PerThreadQAndKBytesEqualUpstreamOnEveryGoldenCase) {
+    expect_sm90_digests(QkGranularity::per_thread, {"q_int8", "q_scale", "k_int8", "k_scale", "v_scale"});
+}
+
+TEST(HostQuantizerSm90, RecipeIsCorePysSm90Path) {
+    for (QkGranularity g : {QkGranularity::per_warp, QkGranularity::per_thread}) {
+        const QuantizationRecipe r = sm90_recipe(g);
+        EXPECT_EQ(r.qk.granularity, g);
+        EXPECT_EQ(r.qk.q_block, 64);
+        EXPECT_EQ(r.qk.q_warp, 16);
+        EXPECT_EQ(r.qk.k_block, 128);
+        EXPECT_EQ(r.qk.k_warp, 128);
+        EXPECT_EQ(r.v_scale_max, 448.0f);
+        EXPECT_EQ(r.v_pad_tokens, 128);
+        EXPECT_FALSE(r.smooth_v);
+        EXPECT_FALSE(r == QuantizationRecipe{});
+    }
+    EXPECT_EQ(sm90_recipe(QkGranularity::per_thread).describe(), "Q/K per_thread 64/16 128/128, V scale_max 448 padded to 128");
+    EXPECT_EQ(QuantizationRecipe{}.describe(), "Q/K per_warp 128/32 64/64, V scale_max 2.25 padded to 64");
+    // The shapes core.py allocates: per thread, 8 Q scales per 16-row warp and 4 K scales per 128-row block.
+    AttentionShape s = tiny_shape(Layout::nhd, 65, 129);
+    EXPECT_EQ(q_scale_shape(s, sm90_recipe(QkGranularity::per_warp).qk), (Shape{1, 1, 8}));
+    EXPECT_EQ(q_scale_shape(s, sm90_recipe(QkGranularity::per_thread).qk), (Shape{1, 1, 64}));
+    EXPECT_EQ(k_scale_shape(s, sm90_recipe(QkGranularity::per_warp).qk), (Shape{1, 1, 2}));
+    EXPECT_EQ(k_scale_shape(s, sm90_recipe(QkGranularity::per_thread).qk), (Shape{1, 1, 8}));
+    EXPECT_EQ(v_fp8_shape(s, 128), (Shape{1, 4, 1, 256}));
+    EXPECT_EQ(v_fp8_shape(s), (Shape{1, 4, 1, 192}));
+}
+
+// Per thread, Q rows t and t + 8 of each 16-row warp share a scale (8 per warp); K rows 2g, 2g + 1,
+// 2g + 8, 2g + 9, ... of each 128-row block share one (4 per block). Codes round half away from zero.
+TEST(HostQuantizerSm90, PerThreadGroupsRowsAsTritonDoes) {
+    const QkQuantization qk = sm90_recipe(QkGranularity::per_thread).qk;
+    const AttentionShape s = tiny_shape(Layout::nhd, 20, 20);
+    std::vector<float> q_values(20 * 4, 1.0f), k_values(20 * 4, 1.0f);
+    for (std::int64_t t = 0; t < 20; ++t) q_values[t * 4] = static_cast<float>(t + 1);  // row t's max is t + 1
+    for (std::int64_t t = 0; t < 20; ++t) k_values[t * 4] = static_cast<float>(t + 1);
+    Tensor q_int8, q_scale;
+    quantize_q(s, half_tensor(s.q_shape(), DType::f16, q_values), q_int8, q_scale, qk);
+    ASSERT_EQ(q_scale.shape, (Shape{1, 1, 32}));
+    const auto triton_scale = [](float amax) { return std::fma(amax, 1.0f / 127.0f, 1e-7f); };
+    for (std::int64_t g = 0; g < 8; ++g) {
+        EXPECT_EQ(q_scale.data<float>()[g], triton_scale(g + 9.0f)) << g;           // rows g and g + 8
+        EXPECT_EQ(q_scale.data<float>()[8 + g], triton_scale(g < 4 ? g + 17.0f : 0.0f)) << g;  // row 16 + g, if any
+    }
+    for (std::int64_t j = 12; j < 32; ++j) EXPECT_EQ(q_scale.data<float>()[j], 1e-7f) << j;  // rows past the end
+    // Row 0: 1 / (9 / 127) = 14.11 -> 14; the other channels 1 -> 14 too; row 8 holds the max, 127.
+    EXPECT_EQ(q_int8.data<std::int8_t>()[0], 14);
+    EXPECT_EQ(q_int8.data<std::int8_t>()[8 * 4], 127);
+
+    Tensor k_int8, k_scale;
+    const Tensor k = half_tensor(s.kv_shape(), DType::f16, k_values);
+    const Tensor zero_mean(DType::f16, k_mean_shape(s));
+    quantize_k(s, k, zero_mean, k_int8, k_scale, qk);
+    ASSERT_EQ(k_scale.shape, (Shape{1, 1, 4}));
+    // Group g: rows 2g, 2g + 1, 2g + 8, 2g + 9, 2g + 16, 2g + 17 (those below 20).
+    for (std::int64_t g = 0; g < 4; ++g) {
+        const float amax = g < 2 ? 2.0f * g + 18.0f : 2.0f * g + 10.0f;
+        EXPECT_EQ(k_scale.data<float>()[g], triton_scale(amax)) << g;
+    }
+    // Half away from zero: 0.5 * 127 / 127.0000x rounds to 1 in magnitude either side of zero.
+    const AttentionShape one = tiny_shape(Layout::nhd, 1, 1);
+    quantize_q(one, half_tensor(one.q_shape(), DType::f16, {1.0f, 0.5f, -0.5f, 0.0f}), q_int8,
+               q_scale, qk);
+    const float scale = triton_scale(1.0f);
+    EXPECT_EQ(q_int8.data<std::int8_t>()[1], static_cast<std::int8_t>(std::trunc(0.5f / scale + 0.5f)));
+    EXPECT_EQ(q_int8.data<std::int8_t>()[2], -q_int8.data<std::int8_t>()[1]);
+    EXPECT_EQ(q_int8.data<std::int8_t>()[3], 0);
+}
+
+TEST(HostQuantizerSm90, RejectsBlocksUpstreamCannotTake) {
+    const AttentionShape s = tiny_shape(Layout::nhd, 4, 4);
+    const Tensor q(DType::f16, s.q_shape());
+    Tensor q_int8, q_scale;
+    QkQuantization bad = sm90_recipe(QkGranularity::per_thread).qk;
+    bad.q_warp = 12;
+    try {
+        quantize_q(s, q, q_int8, q_scale, bad);
+        FAIL();
+    } catch (const Error &error) {
+        EXPECT_EQ(error.code(), ExitCode::usage);
+        EXPECT_NE(std::string(error.what()).find("Q/K blocks 64/12 and 128/128: each warp must divide its block"),
+                  std::string::npos)
+            << error.what();
+    }
+    bad.q_warp = 4, bad.q_block = 64;
+    EXPECT_THROW(quantize_q(s, q, q_int8, q_scale, bad), Error);  // per thread needs 8-row steps
+    QuantizationRecipe smooth = sm90_recipe(QkGranularity::per_warp);
+    smooth.smooth_v = true;
+    EXPECT_THROW(quantize_inputs(s, q, Tensor(DType::f16, s.kv_shape()), Tensor(DType::f16, s.kv_shape()), smooth), Error);
 }

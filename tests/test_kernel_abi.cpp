@@ -154,9 +154,40 @@ std::vector<std::string> launcher_entries(const std::string &file) {
     return names;
 }
 
+// The sm90 adapters: per host function of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, per thread (core.py's
+// default) and per warp.
+struct Sm90Row {
+    std::string abi, file;
+    bool fuse_v_scale;
+    QkGranularity granularity;
+};
+const std::vector<Sm90Row> &sm90_rows() {
+    static const std::vector<Sm90Row> rows = {
+        {"sageattention-sm90-accum-f32", "sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf", false, QkGranularity::per_thread},
+        {"sageattention-sm90-accum-f32-fuse-v-scale", "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf", true,
+         QkGranularity::per_thread},
+        {"sageattention-sm90-accum-f32-per-warp", "sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf", false,
+         QkGranularity::per_warp},
+        {"sageattention-sm90-accum-f32-fuse-v-scale-per-warp",
+         "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf", true, QkGranularity::per_warp},
+    };
+    return rows;
+}
+
+// The 64 entry names (mangled) of upstream's sm90 extension built for sm_90a by make_golden.py on the
+// H200 (_qattn_sm90), its symbol table read with `readelf -sW`.
+std::vector<std::string> sm90_entries() {
+    std::ifstream in(std::string(S2TP_SOURCE_ROOT) + "/tests/data/sm90_launchers/qk_int_sv_f8_cuda_sm90.entries");
+    std::vector<std::string> names;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) names.push_back(line);
+    return names;
+}
+
 TEST(KernelAbiRegistry, KnowsEveryAdapterAndListsThemForAnUnknownOne) {
     std::vector<std::string> expected = {"sage2tp"};
     for (const LauncherRow &row : launcher_rows()) expected.push_back(row.abi);
+    for (const Sm90Row &row : sm90_rows()) expected.push_back(row.abi);
     EXPECT_EQ(kernel_abi_names(), expected);
     const std::string message = error_of([] { kernel_abi("flash", "run.toml [candidate] abi"); });
     EXPECT_NE(message.find("run.toml [candidate] abi"), std::string::npos) << message;
@@ -569,6 +600,91 @@ TEST(Sage2tpAbi, PacksOneParameterStructWithTheSameGeometryAsUpstream) {
     p.with_lse = false;
     EXPECT_EQ(sage2tp().pack(p, fake_buffers()).arguments.get<s2tp_attn_params>(0).lse, nullptr);
 }
+
+
+// ---- the sm90 adapters ----
+
+TEST(SageAttentionSm90Launchers, EachSelectsItsOwnInstanceForEveryProblemOfTheRealCubin) {
+    const std::vector<std::string> names = sm90_entries();
+    ASSERT_EQ(names.size(), 64u);  // 2 head dims x 2 granularities x 2 dtypes x 2 masks x LSE x fuse_v_scale
+    for (const Sm90Row &row : sm90_rows()) {
+        const KernelAbi &abi = kernel_abi(row.abi, "test");
+        EXPECT_EQ(abi.launcher_file(), row.file);
+        EXPECT_EQ(abi.quantization(), sm90_recipe(row.granularity)) << row.abi;
+        int described = 0;
+        for (const std::string &name : names) {
+            const std::optional<AbiEntry> entry = abi.describe_entry(name);
+            if (!entry) continue;
+            ++described;
+            EXPECT_EQ(entry->threads_per_block, 128);
+            const std::int64_t head_dim = parsed(name).template_arguments[3] == "64u" ? 64 : 128;
+            EXPECT_EQ(entry->dynamic_smem_bytes, (64 + 128 + 128) * head_dim);  // Q, K and V tiles in int8
+        }
+        EXPECT_EQ(described, 8) << row.abi;  // its granularity and fusion, no LSE: 2 head dims x 2 dtypes x 2 masks
+        for (std::int64_t head_dim : {64, 128})
+            for (DType dtype : {DType::f16, DType::bf16})
+                for (bool causal : {false, true})
+                    for (bool with_lse : {false, true}) {
+                        const AttentionProblem p = problem(head_dim, dtype, causal, with_lse);
+                        const FunctionName f = parsed(abi.select_entry(p, names, "qk_int_sv_f8_cuda_sm90.cubin"));
+                        const std::string g = row.granularity == QkGranularity::per_thread ? "(QuantGranularity)3"
+                                                                                           : "(QuantGranularity)2";
+                        const std::vector<std::string> expected = {
+                            "64u", "128u", "128u", std::to_string(head_dim) + "u", g, g,
+                            dtype == DType::f16 ? "__half" : "__nv_bfloat16", causal ? "(MaskMode)1" : "(MaskMode)0",
+                            with_lse ? "true" : "false", row.fuse_v_scale ? "true" : "false"};
+                        EXPECT_EQ(f.template_arguments, expected) << row.abi << " " << p.describe();
+                        const std::string out = dtype == DType::f16 ? "__half*" : "__nv_bfloat16*";
+                        EXPECT_EQ(f.parameters, (std::vector<std::string>{
+                                                    "CUtensorMap_st", "CUtensorMap_st", "CUtensorMap_st", "float*",
+                                                    "float*", "float*", out, "float*", "unsigned int", "unsigned int",
+                                                    "unsigned int", "unsigned int", "unsigned int", "unsigned int",
+                                                    "float"}));
+                    }
+    }
+}
+
+TEST(SageAttentionSm90Launchers, AnSm89CubinMatchesNothingAndListsItsDemangledEntries) {
+    const AttentionProblem p = problem(128, DType::bf16, false, false);
+    const std::vector<std::string> names = launcher_entries(launcher_rows().front().file);
+    for (const Sm90Row &row : sm90_rows()) {
+        const std::string message =
+            error_of([&] { kernel_abi(row.abi, "test").select_entry(p, names, "sm89.cubin"); });
+        EXPECT_NE(message.find("'sm89.cubin' has no entry matching qk_int8_sv_f8_attn_kernel<64, 128, 128, 128, "),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("kernel ABI " + row.abi + ", the launcher " + row.file.substr(5) +
+                               " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu"),
+                  std::string::npos)
+            << message;
+        for (const std::string &name : names) EXPECT_NE(message.find("\n  " + *demangle(name)), std::string::npos);
+    }
+    // And an sm89 adapter finds nothing in the sm90 cubin.
+    EXPECT_NE(error_of([&] { upstream().select_entry(p, sm90_entries(), "sm90.cubin"); }).find("has no entry matching"),
+              std::string::npos);
+}
+
+TEST(SageAttentionSm90Launchers, TwoMatchingEntriesListBoth) {
+    const AttentionProblem p = problem(64, DType::f16, true, false);
+    const KernelAbi &abi = kernel_abi("sageattention-sm90-accum-f32-fuse-v-scale", "test");
+    const std::string chosen = abi.select_entry(p, sm90_entries(), "sm90.cubin");
+    const std::string message = error_of([&] { abi.select_entry(p, {chosen, chosen}, "twice.cubin"); });
+    EXPECT_NE(message.find("'twice.cubin' has 2 entries matching"), std::string::npos) << message;
+    EXPECT_NE(message.find("they are:\n  " + *demangle(chosen)), std::string::npos) << message;
+}
+
+TEST(SageAttentionSm90Launchers, TheGoldenDataHasBothGranularitiesOfEveryCase) {
+    const std::filesystem::path dir = std::filesystem::path(S2TP_SOURCE_ROOT) / "tests" / "golden";
+    const toml::table digests = golden::parse_toml_file(dir / "upstream.toml");
+    for (const golden::SeededCase &c : golden::seeded_cases(dir / "cases.toml"))
+        for (const Sm90Row &row : sm90_rows()) {
+            const toml::table *t = digests["case"][c.name][row.file][granularity_name(row.granularity)].as_table();
+            ASSERT_TRUE(t) << c.name << " " << row.abi;
+            for (const char *key : {"q_int8", "q_scale", "k_int8", "k_scale", "v_fp8", "v_scale", "o", "lse"})
+                EXPECT_EQ((*t)[key].value_or(std::string()).size(), 64u) << c.name << " " << row.abi << " " << key;
+        }
+}
+
 
 }  // namespace
 }  // namespace s2tp

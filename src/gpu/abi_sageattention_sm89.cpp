@@ -23,6 +23,7 @@
 // smooth_v (V minus its mean, the mean passed as V_mean) for the fuse_v_mean launcher. core.py never
 // calls the three launchers without fuse_v_scale; their rows use the scale_max of their accumulation.
 #include "gpu/kernel_abi.h"
+#include "gpu/upstream_launchers.h"
 
 #include "formats/demangled_name.h"
 #include "support/errors.h"
@@ -56,8 +57,6 @@ constexpr Sm89Launcher kLaunchers[] = {
      "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn", false, true, true, false},
 };
 
-const char *boolean(bool value) { return value ? "true" : "false"; }
-
 constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpQ = 32, kWarpK = 64;
 constexpr std::size_t kKnownTemplateArguments = 17;
 // Template argument positions that depend on the problem.
@@ -77,14 +76,14 @@ std::array<std::string, kKnownTemplateArguments> expected_arguments(const Sm89La
             "(QuantGranularity)2",  // Q: kPerWarp
             "(QuantGranularity)2",  // K: kPerWarp
             "float",                // DTypeSVAccum
-            boolean(launcher.use_inst_buffer),
+            template_bool(launcher.use_inst_buffer),
             dtype == DType::f16 ? "__half" : "__nv_bfloat16",
             "(ComputeUnit)1",  // DenominatorAccumUnit: kCudaCore
             causal ? "(MaskMode)1" : "(MaskMode)0",
-            boolean(return_lse),
-            boolean(launcher.fuse_v_scale),
-            boolean(launcher.fuse_v_mean),
-            boolean(launcher.use_pv_fp16_accu)};
+            template_bool(return_lse),
+            template_bool(launcher.fuse_v_scale),
+            template_bool(launcher.fuse_v_mean),
+            template_bool(launcher.use_pv_fp16_accu)};
 }
 
 // The kernel's parameter list, in order: what pack() passes.
@@ -132,19 +131,14 @@ std::optional<Instance> read_instance(const Sm89Launcher &launcher, const std::s
 
 std::string describe_wanted(const Sm89Launcher &launcher, const AttentionProblem &problem) {
     return std::string(kTemplate) + "<128, 64, 32, 64, " + std::to_string(problem.shape.head_dim) +
-           ", kInt8, kPerWarp, kPerWarp, float, " + boolean(launcher.use_inst_buffer) + ", " +
+           ", kInt8, kPerWarp, kPerWarp, float, " + template_bool(launcher.use_inst_buffer) + ", " +
            (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", kCudaCore, " +
-           (problem.causal ? "kCausal" : "kNone") + ", " + boolean(problem.with_lse) + ", " +
-           boolean(launcher.fuse_v_scale) + ", " + boolean(launcher.fuse_v_mean) + ", " +
-           boolean(launcher.use_pv_fp16_accu) + ", ...>";
+           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
+           template_bool(launcher.fuse_v_scale) + ", " + template_bool(launcher.fuse_v_mean) + ", " +
+           template_bool(launcher.use_pv_fp16_accu) + ", ...>";
 }
 
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
-
-// Element strides of a contiguous tensor, as torch's Tensor::stride() gives them.
-std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes) {
-    return {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
-}
 
 class SageAttentionSm89Abi : public KernelAbi {
 public:
@@ -173,26 +167,15 @@ public:
 
     std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
                              const std::string &cubin) const override {
-        std::vector<std::string> matches;
-        std::string candidates;
-        for (const std::string &mangled : entry_names) {
-            const std::optional<std::string> demangled = demangle(mangled);
-            candidates += "\n  " + demangled.value_or(mangled);
+        const auto serves = [&](const std::string &mangled) {
             const std::optional<Instance> instance = read_instance(launcher_, mangled);
-            if (instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
-                instance->causal == problem.causal && instance->return_lse == problem.with_lse)
-                matches.push_back(mangled);
-        }
-        if (matches.size() == 1) return matches.front();
-        std::string matched;
-        for (const std::string &mangled : matches) matched += "\n  " + demangle(mangled).value_or(mangled);
-        fail(ExitCode::usage,
-             "cubin '" + cubin + "' has " + (matches.empty() ? "no entry" : std::to_string(matches.size()) + " entries") +
-                 " matching " + describe_wanted(launcher_, problem) + " (kernel ABI " + launcher_.abi_name +
-                 ", the launcher of csrc/qattn/" + launcher_.file + ".cu, for " +
-                 problem.describe() + ")" +
-                 (matches.empty() ? "; its entries:" + (candidates.empty() ? std::string(" none") : candidates)
-                                  : "; they are:" + matched));
+            return instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
+                   instance->causal == problem.causal && instance->return_lse == problem.with_lse;
+        };
+        return select_one_entry(entry_names, serves, describe_wanted(launcher_, problem),
+                                std::string("kernel ABI ") + launcher_.abi_name + ", the launcher of csrc/qattn/" +
+                                    launcher_.file + ".cu, for " + problem.describe(),
+                                cubin);
     }
 
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {

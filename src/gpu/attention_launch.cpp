@@ -4,7 +4,6 @@
 #include "formats/tensor_io.h"
 
 #include <cmath>
-#include <sstream>
 #include <limits>
 #include <utility>
 
@@ -35,9 +34,9 @@ void require(const Tensor &tensor, DType dtype, const Shape &shape, const std::s
 
 }  // namespace
 
-AttentionStrides attention_strides(const AttentionShape &shape) {
+AttentionStrides attention_strides(const AttentionShape &shape, std::int64_t v_pad_tokens) {
     const std::int64_t d = shape.head_dim;
-    const std::int64_t padded = S2TP_V_PADDED_LEN(shape.len_kv);
+    const std::int64_t padded = v_fp8_shape(shape, v_pad_tokens)[3];
     AttentionStrides s{};
     if (shape.layout == Layout::nhd) {  // [B, N, H, D]; V fp8 [B, D, Hk, Npad]
         s.bz_q = u32(shape.len_q * shape.heads_q * d), s.seq_q = u32(shape.heads_q * d), s.h_q = u32(d);
@@ -55,12 +54,6 @@ AttentionStrides attention_strides(const AttentionShape &shape) {
 
 Shape lse_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_q, shape.len_q}; }
 Shape v_mean_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_kv, shape.head_dim}; }
-
-std::string QuantizationRecipe::describe() const {
-    std::ostringstream s;
-    s << "V scale_max " << v_scale_max << (smooth_v ? ", V mean subtracted" : "");
-    return s.str();
-}
 
 // ---- Quantized inputs ----
 
@@ -110,17 +103,46 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
                                          std::to_string(bytes_of(dtype, tensor_shape)) + " of " + dtype_name(dtype) +
                                          " " + shape_to_string(tensor_shape));
     const DeviceBuffer &q_in = inputs.q, &k_in = inputs.k, &v_in = inputs.v;
+    // quantize.cu's entries for the recipe's Q/K blocks and V padding: the sm89 path's or the sm90 path's.
+    struct Entries {
+        std::string q, k, v;
+        std::uint32_t q_groups, k_groups;  // grid x: per warp one CTA per scale group, per thread one per scale
+    };
+    const std::string suffix = dtype_suffix(dtype);
+    const auto scales_of = [](const Shape &scale_shape) { return u32(scale_shape[2]); };
+    const Shape q_scales = q_scale_shape(shape, recipe.qk), k_scales = k_scale_shape(shape, recipe.qk);
+    Entries entries;
+    QuantizationRecipe layout = recipe;  // the recipe without what every entry takes (scale_max, smooth_v)
+    layout.v_scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM, layout.smooth_v = false;
+    if (layout == QuantizationRecipe{}) {
+        entries = {"s2tp_quant_q_int8_" + suffix, "s2tp_quant_k_int8_" + suffix, "s2tp_quant_v_fp8_" + suffix,
+                   S2TP_Q_SCALE_GROUPS(shape.len_q), S2TP_K_SCALE_GROUPS(shape.len_kv)};
+    } else if (layout.qk == sm90_recipe(QkGranularity::per_warp).qk && layout.v_pad_tokens == S2TP_SM90_V_PAD_TOKENS) {
+        entries = {"s2tp_quant_q_int8_sm90_" + suffix, "s2tp_quant_k_int8_sm90_" + suffix,
+                   "s2tp_quant_v_fp8_pad128_" + suffix, scales_of(q_scales), scales_of(k_scales)};
+    } else if (layout.qk == sm90_recipe(QkGranularity::per_thread).qk && layout.v_pad_tokens == S2TP_SM90_V_PAD_TOKENS) {
+        entries = {"s2tp_quant_q_int8_per_thread_sm90_" + suffix, "s2tp_quant_k_int8_per_thread_sm90_" + suffix,
+                   "s2tp_quant_v_fp8_pad128_" + suffix, scales_of(q_scales), scales_of(k_scales)};
+    } else {
+        fail(ExitCode::usage, "quantizing " + context + ": " + recipe.describe() +
+                                  ": sage2tp's GPU quantizer has kernels only for the sm89 path's recipe (" +
+                                  QuantizationRecipe{}.describe() + ") and the sm90 path's (" +
+                                  sm90_recipe(QkGranularity::per_warp).describe() + ", or per_thread)");
+    }
+    if (recipe.smooth_v && recipe.v_pad_tokens != QuantizationRecipe{}.v_pad_tokens)
+        fail(ExitCode::usage, "quantizing " + context + ": " + recipe.describe() +
+                                  ": the V mean is subtracted only with the sm89 path's padding to 64 tokens");
 
     DeviceQuantizedInputs out;
+    out.recipe = recipe;
     out.q_int8 = allocate(DType::i8, shape.q_shape(), "q_int8");
-    out.q_scale = allocate(DType::f32, q_scale_shape(shape), "q_scale");
+    out.q_scale = allocate(DType::f32, q_scales, "q_scale");
     out.k_int8 = allocate(DType::i8, shape.kv_shape(), "k_int8");
-    out.k_scale = allocate(DType::f32, k_scale_shape(shape), "k_scale");
-    out.v_fp8 = allocate(DType::e4m3, v_fp8_shape(shape), "v_fp8");
+    out.k_scale = allocate(DType::f32, k_scales, "k_scale");
+    out.v_fp8 = allocate(DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8");
     out.v_scale = allocate(DType::f32, v_scale_shape(shape), "v_scale");
 
-    const AttentionStrides s = attention_strides(shape);
-    const std::string suffix = dtype_suffix(dtype);
+    const AttentionStrides s = attention_strides(shape, recipe.v_pad_tokens);
     const std::uint32_t batch = u32(shape.batch), d = u32(shape.head_dim);
 
     // The per-channel mean of K or V (s2tp_{k,v}_mean_*) into `mean`.
@@ -150,8 +172,8 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     qp.batch = batch, qp.heads = u32(shape.heads_q), qp.len = u32(shape.len_q), qp.head_dim = d;
     qp.stride_bz_in = s.bz_q, qp.stride_seq_in = s.seq_q, qp.stride_h_in = s.h_q;
     qp.stride_bz_out = s.bz_q, qp.stride_seq_out = s.seq_q, qp.stride_h_out = s.h_q;
-    quantize_module.function("s2tp_quant_q_int8_" + suffix)
-        .launch({S2TP_Q_SCALE_GROUPS(shape.len_q), u32(shape.heads_q), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0, &qp,
+    quantize_module.function(entries.q)
+        .launch({entries.q_groups, u32(shape.heads_q), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0, &qp,
                 sizeof qp, nullptr, "q int8, " + context);
 
     s2tp_quant_int8_params kp{};
@@ -163,8 +185,8 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     kp.stride_bz_in = s.bz_kv, kp.stride_seq_in = s.seq_kv, kp.stride_h_in = s.h_kv;
     kp.stride_bz_mean = s.bz_mean, kp.stride_h_mean = s.h_mean;
     kp.stride_bz_out = s.bz_kv, kp.stride_seq_out = s.seq_kv, kp.stride_h_out = s.h_kv;
-    quantize_module.function("s2tp_quant_k_int8_" + suffix)
-        .launch({S2TP_K_SCALE_GROUPS(shape.len_kv), u32(shape.heads_kv), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0,
+    quantize_module.function(entries.k)
+        .launch({entries.k_groups, u32(shape.heads_kv), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0,
                 &kp, sizeof kp, nullptr, "k int8, " + context);
 
     if (recipe.smooth_v && given.v_mean) {
@@ -184,7 +206,7 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     vp.stride_bz_out = s.bz_v, vp.stride_h_out = s.h_v, vp.stride_d_out = s.d_v;
     vp.scale_max = recipe.v_scale_max;
     vp.mean = recipe.smooth_v ? out.v_mean.as<const float>() : nullptr;
-    quantize_module.function("s2tp_quant_v_fp8_" + suffix)
+    quantize_module.function(entries.v)
         .launch({d / S2TP_QUANT_V_CHANNELS_PER_CTA, u32(shape.heads_kv), batch}, {S2TP_QUANT_V_THREADS, 1, 1}, 0, &vp,
                 sizeof vp, nullptr, "v fp8, " + context);
 
@@ -193,18 +215,20 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     return out;
 }
 
-DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host) {
+DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host,
+                                       const QuantizationRecipe &recipe) {
     problem.validate();
     const AttentionShape &shape = problem.shape;
-    const std::string context = " for " + problem.describe();
+    const std::string context = " for " + problem.describe() + " (" + recipe.describe() + ")";
     require(host.q_int8, DType::i8, shape.q_shape(), "q_int8" + context);
-    require(host.q_scale, DType::f32, q_scale_shape(shape), "q_scale" + context);
+    require(host.q_scale, DType::f32, q_scale_shape(shape, recipe.qk), "q_scale" + context);
     require(host.k_mean, problem.dtype, k_mean_shape(shape), "k_mean" + context);
     require(host.k_int8, DType::i8, shape.kv_shape(), "k_int8" + context);
-    require(host.k_scale, DType::f32, k_scale_shape(shape), "k_scale" + context);
-    require(host.v_fp8, DType::e4m3, v_fp8_shape(shape), "v_fp8" + context);
+    require(host.k_scale, DType::f32, k_scale_shape(shape, recipe.qk), "k_scale" + context);
+    require(host.v_fp8, DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8" + context);
     require(host.v_scale, DType::f32, v_scale_shape(shape), "v_scale" + context);
     DeviceQuantizedInputs device;
+    device.recipe = recipe;
     device.q_int8 = upload(host.q_int8, "q_int8");
     device.q_scale = upload(host.q_scale, "q_scale");
     device.k_mean = upload(host.k_mean, "k_mean");
@@ -223,11 +247,11 @@ QuantizedInputs download_quantized(const AttentionProblem &problem, const Device
     const AttentionShape &shape = problem.shape;
     QuantizedInputs host;
     host.q_int8 = download(device.q_int8, DType::i8, shape.q_shape());
-    host.q_scale = download(device.q_scale, DType::f32, q_scale_shape(shape));
+    host.q_scale = download(device.q_scale, DType::f32, q_scale_shape(shape, device.recipe.qk));
     host.k_mean = download(device.k_mean, problem.dtype, k_mean_shape(shape));
     host.k_int8 = download(device.k_int8, DType::i8, shape.kv_shape());
-    host.k_scale = download(device.k_scale, DType::f32, k_scale_shape(shape));
-    host.v_fp8 = download(device.v_fp8, DType::e4m3, v_fp8_shape(shape));
+    host.k_scale = download(device.k_scale, DType::f32, k_scale_shape(shape, device.recipe.qk));
+    host.v_fp8 = download(device.v_fp8, DType::e4m3, v_fp8_shape(shape, device.recipe.v_pad_tokens));
     host.v_scale = download(device.v_scale, DType::f32, v_scale_shape(shape));
     if (device.v_mean.size() > 0) host.v_mean = download(device.v_mean, DType::f32, v_mean_shape(shape));
     return host;

@@ -41,27 +41,17 @@ struct AttentionStrides {
     std::uint32_t bz_v, h_v, d_v;      // v_fp8: tokens are the contiguous axis
     std::uint32_t bz_mean, h_mean;     // k_mean, [B, Hk, D] contiguous
 };
-AttentionStrides attention_strides(const AttentionShape &shape);
+// v_pad_tokens: the recipe's V padding (host_quantizer.h), which sets v_fp8's token extent.
+AttentionStrides attention_strides(const AttentionShape &shape, std::int64_t v_pad_tokens = 64);
 
 Shape lse_shape(const AttentionShape &shape);  // [B, Hq, Nq]
 Shape v_mean_shape(const AttentionShape &shape);  // [B, Hk, D], fp32
 
-// How a launcher's inputs are quantized, as upstream's Python prepares them for it (an adapter says,
-// kernel_abi.h): Q/K are always per-warp int8 with the K mean subtracted; V is per-channel e4m3 with
-// v_scale = amax / v_scale_max, after subtracting its own mean when smooth_v is on.
-struct QuantizationRecipe {
-    float v_scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM;  // 2.25 for FP16 PV accumulation, else 448
-    bool smooth_v = false;                            // fuse_v_mean launchers: V minus its mean, and the mean
-    bool operator==(const QuantizationRecipe &other) const {
-        return v_scale_max == other.v_scale_max && smooth_v == other.smooth_v;
-    }
-    std::string describe() const;  // "V scale_max 448, V mean subtracted"
-};
-
 // The quantized tensors the attention kernel reads, plus the K mean that K was quantized with and,
-// under smooth_v, the V mean (fp32 [B, Hk, D]; empty otherwise).
+// under smooth_v, the V mean (fp32 [B, Hk, D]; empty otherwise); `recipe` says their scale and V shapes.
 struct DeviceQuantizedInputs {
     DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale, v_mean;
+    QuantizationRecipe recipe;
 };
 
 // q, k and v in device memory, in the problem's dtype and shape's q/kv shapes, contiguous (the device
@@ -78,8 +68,9 @@ struct GivenMeans {
 };
 
 // Quantizes q, k, v with the kernels of the quantize cubin by `recipe`: the K mean first (unless given),
-// then Q, K minus the mean, the V mean under smooth_v (unless given), and V.
-// Throws Error(internal) when a buffer's size does not match the problem.
+// then Q, K minus the mean, the V mean under smooth_v (unless given), and V. The kernels cover the sm89
+// path's recipes and the sm90 path's (sm90_recipe, per warp and per thread), bytes as the host quantizer's.
+// Throws Error(internal) when a buffer's size does not match the problem, Error(usage) for other recipes.
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
                                       const DeviceInputs &inputs, const GivenMeans &given = {},
                                       const QuantizationRecipe &recipe = {});
@@ -108,10 +99,13 @@ private:
     std::vector<std::pair<QuantizationRecipe, std::unique_ptr<DeviceQuantizedInputs>>> sets_;  // stable addresses
 };
 
-// Uploads already quantized tensors (e.g. upstream's golden ones) after checking each dtype and shape.
-DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host);
+// Uploads already quantized tensors (e.g. upstream's golden ones) after checking each dtype and shape
+// (the scale and V shapes by `recipe`).
+DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const QuantizedInputs &host,
+                                       const QuantizationRecipe &recipe = {});
 
-// Copies the device tensors back, shaped as host_quantizer.h's QuantizedInputs (v_mean only under smooth_v).
+// Copies the device tensors back, shaped as host_quantizer.h's QuantizedInputs by their recipe (v_mean
+// only under smooth_v).
 QuantizedInputs download_quantized(const AttentionProblem &problem, const DeviceQuantizedInputs &device);
 
 struct AttentionOutputs {

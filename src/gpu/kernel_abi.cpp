@@ -15,6 +15,11 @@ const KernelAbi &sageattention_sm89_accum_f32_inst_buf_abi();
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_abi();
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi();
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi();
+// abi_sageattention_sm90.cpp: per host function of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu and granularity
+const KernelAbi &sageattention_sm90_accum_f32_abi();  // qk_int8_sv_f8_accum_f32_attn_inst_buf, per thread
+const KernelAbi &sageattention_sm90_accum_f32_fuse_v_scale_abi();
+const KernelAbi &sageattention_sm90_accum_f32_per_warp_abi();
+const KernelAbi &sageattention_sm90_accum_f32_fuse_v_scale_per_warp_abi();
 
 namespace {
 
@@ -28,6 +33,10 @@ constexpr AdapterFactory kAdapters[] = {
     sageattention_sm89_accum_f32_fuse_v_scale_abi,
     sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi,
     sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi,
+    sageattention_sm90_accum_f32_abi,
+    sageattention_sm90_accum_f32_fuse_v_scale_abi,
+    sageattention_sm90_accum_f32_per_warp_abi,
+    sageattention_sm90_accum_f32_fuse_v_scale_per_warp_abi,
 };
 
 }  // namespace

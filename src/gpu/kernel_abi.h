@@ -84,6 +84,9 @@ public:
     // ("sm89_qk_int8_sv_f8_accum_f32_attn" for csrc/qattn/sm89_qk_int8_sv_f8_accum_f32_attn.cu); empty
     // for kernels written to sage2tp's own ABI. Golden data and cubins are named after it.
     virtual std::string launcher_file() const { return {}; }
+    // The one architecture the kernel can be compiled for ("sm_90a" for wgmma kernels), or empty when
+    // any the build supports will do.
+    virtual std::string required_arch() const { return {}; }
 };
 
 // The adapter called `name`; Error(usage) naming `where` and listing the known adapters otherwise.

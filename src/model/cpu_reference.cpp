@@ -15,8 +15,6 @@ namespace s2tp {
 
 namespace {
 
-constexpr std::int64_t kQGroupTokens = 32;
-constexpr std::int64_t kKBlockTokens = 64;
 constexpr std::int64_t kRowsPerTask = 16;
 
 void require(const Tensor &tensor, DType dtype, const Shape &shape, const char *name) {
@@ -38,7 +36,8 @@ struct KvHead {
     std::vector<double> v;        // dequantized
 };
 
-KvHead prepare_kv_head(const AttentionShape &shape, const QuantizedInputs &in, std::int64_t b, std::int64_t h) {
+KvHead prepare_kv_head(const AttentionShape &shape, const QuantizedInputs &in, const QkQuantization &qk,
+                       std::int64_t b, std::int64_t h) {
     const std::int64_t len = shape.len_kv, dim = shape.head_dim;
     KvHead head;
     head.k_codes.resize(static_cast<std::size_t>(len * dim));
@@ -55,7 +54,7 @@ KvHead prepare_kv_head(const AttentionShape &shape, const QuantizedInputs &in, s
     for (int s = 0; s < 16; ++s) position_of_token[kVTokenAtPosition[s]] = s;
 
     for (std::int64_t t = 0; t < len; ++t) {
-        head.k_scale[t] = k_scale[(b * shape.heads_kv + h) * k_blocks + t / kKBlockTokens];
+        head.k_scale[t] = k_scale[(b * shape.heads_kv + h) * k_blocks + k_scale_index(qk, t)];
         for (std::int64_t d = 0; d < dim; ++d) head.k_codes[t * dim + d] = k_codes[shape.offset(true, b, h, t, d)];
     }
     for (std::int64_t d = 0; d < dim; ++d) {
@@ -96,18 +95,18 @@ void add_scaled(double *acc, double factor, const double *x, std::int64_t n) {
 }  // namespace
 
 ReferenceResult reference_attention(const AttentionShape &shape, const QuantizedInputs &inputs, double sm_scale,
-                                    bool causal, unsigned threads) {
+                                    bool causal, unsigned threads, const QuantizationRecipe &recipe) {
     shape.validate("cpu reference");
     require(inputs.q_int8, DType::i8, shape.q_shape(), "q_int8");
-    require(inputs.q_scale, DType::f32, q_scale_shape(shape), "q_scale");
+    require(inputs.q_scale, DType::f32, q_scale_shape(shape, recipe.qk), "q_scale");
     require(inputs.k_int8, DType::i8, shape.kv_shape(), "k_int8");
-    require(inputs.k_scale, DType::f32, k_scale_shape(shape), "k_scale");
-    require(inputs.v_fp8, DType::e4m3, v_fp8_shape(shape), "v_fp8");
+    require(inputs.k_scale, DType::f32, k_scale_shape(shape, recipe.qk), "k_scale");
+    require(inputs.v_fp8, DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8");
     require(inputs.v_scale, DType::f32, v_scale_shape(shape), "v_scale");
 
     std::vector<KvHead> kv_heads;
     for (std::int64_t b = 0; b < shape.batch; ++b)
-        for (std::int64_t h = 0; h < shape.heads_kv; ++h) kv_heads.push_back(prepare_kv_head(shape, inputs, b, h));
+        for (std::int64_t h = 0; h < shape.heads_kv; ++h) kv_heads.push_back(prepare_kv_head(shape, inputs, recipe.qk, b, h));
 
     ReferenceResult result;
     result.o = Tensor(DType::f64, shape.q_shape());
@@ -136,7 +135,7 @@ ReferenceResult reference_attention(const AttentionShape &shape, const Quantized
             const std::int64_t row_end = std::min(shape.len_q, (row_task + 1) * kRowsPerTask);
             for (std::int64_t i = row_task * kRowsPerTask; i < row_end; ++i) {
                 const double row_scale =
-                    q_scale[(b * shape.heads_q + h) * q_groups + i / kQGroupTokens] * logit_scale;
+                    q_scale[(b * shape.heads_q + h) * q_groups + q_scale_index(recipe.qk, i)] * logit_scale;
                 for (std::int64_t d = 0; d < dim; ++d) q[d] = q_codes[shape.offset(false, b, h, i, d)];
                 // Top-left causal: key j is visible to query i when j <= i.
                 const std::int64_t visible = causal ? std::min(shape.len_kv, i + 1) : shape.len_kv;

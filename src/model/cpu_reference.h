@@ -1,6 +1,7 @@
 // float64 CPU reference of the attention the kernel computes, on the DEQUANTIZED inputs the kernel
-// sees (q_int8 * q_scale per 32-token group, k_int8 * k_scale per 64-token block, e4m3 V decoded from
-// its permuted, padded layout * v_scale per channel), and the rel-L2 comparison used against it.
+// sees (q_int8 * q_scale and k_int8 * k_scale per scale group of the quantization recipe, e4m3 V
+// decoded from its permuted, padded layout * v_scale per channel), and the rel-L2 comparison used
+// against it.
 //
 // Usage:
 //   s2tp::QuantizedInputs qi = s2tp::quantize_inputs(shape, q, k, v);   // or loaded golden tensors
@@ -24,11 +25,13 @@ struct ReferenceResult {
 };
 
 // Uses q_int8, q_scale, k_int8, k_scale, v_fp8, v_scale of `inputs` (k_mean is not needed: the
-// smoothed K is what the kernel sees). causal masks kv > q (top-left aligned). GQA: q head h reads kv
+// smoothed K is what the kernel sees), laid out by `recipe` (its Q/K scale groups and V padding; the
+// sm90 path's is sm90_recipe). causal masks kv > q (top-left aligned). GQA: q head h reads kv
 // head h / (heads_q / heads_kv). threads = 0 picks min(hardware threads, 8).
-// Throws Error(usage) if a tensor's dtype or shape does not match `shape`.
+// Throws Error(usage) if a tensor's dtype or shape does not match `shape` and `recipe`.
 ReferenceResult reference_attention(const AttentionShape &shape, const QuantizedInputs &inputs,
-                                    double sm_scale, bool causal, unsigned threads = 0);
+                                    double sm_scale, bool causal, unsigned threads = 0,
+                                    const QuantizationRecipe &recipe = {});
 
 // float64 attention on the UNQUANTIZED q, k, v (f16 or bf16, shape.q_shape() / kv_shape()) at query rows
 // `rows` of every (batch, q head): f64 [B, Hq, R, D]. What the GPU reference (gpu/gpu_reference.h)

@@ -249,6 +249,15 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
         candidate_abis[candidate.name] = &kernel_abi(candidate.abi, manifest + " [candidate] abi");
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
     const std::string arch = resolve_target_arch(requested_arch(context, request), table);
+    // A kernel written for one architecture (wgmma: sm_90a) cannot be compiled for another.
+    std::vector<std::pair<std::string, const KernelAbi *>> abis = {{"[source]", &baseline_abi}};
+    for (const CandidateSpec &candidate : experiment.candidates)
+        abis.emplace_back("[candidate] " + candidate.name, candidate_abis.at(candidate.name));
+    for (const auto &[where, abi] : abis)
+        if (!abi->required_arch().empty() && abi->required_arch() != arch)
+            fail(ExitCode::usage, manifest + " " + where + " abi " + abi->name() + ": its kernel (the launcher " +
+                                      abi->launcher_file() + ") compiles only for " + abi->required_arch() +
+                                      ", not for " + arch + "; build with --arch " + abi->required_arch());
     const ArchLimits limits = resolve_arch(table, arch);
     // A GPU host may have no compiler: a passed, intact build made elsewhere is then used as it is.
     const CompilerLookup lookup = look_for_nvcc(request.nvcc);

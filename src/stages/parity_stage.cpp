@@ -150,7 +150,7 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
                 c.cpu_reference_checked = !accuracy_only;
                 if (!accuracy_only) {
                     const ReferenceResult cpu = reference_attention(problem.shape, download_quantized(problem, inputs),
-                                                                    problem.sm_scale, problem.causal);
+                                                                    problem.sm_scale, problem.causal, 0, inputs.recipe);
                     const RelL2 error = relative_l2(base.o, cpu.o);
                     c.reference_rel_l2 = error.rel_l2;
                     c.reference_non_finite = error.non_finite;

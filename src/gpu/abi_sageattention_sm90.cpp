@@ -1,0 +1,242 @@
+// The `sageattention-sm90*` adapters: upstream SageAttention's wgmma kernel qk_int8_sv_f8_attn_kernel as
+// the two host functions of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu instantiate and launch it at upstream
+// commit d1a57a5 (github.com/thu-ml/SageAttention): qk_int8_sv_f8_accum_f32_attn_inst_buf and
+// qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf (the one core.py's sageattn() runs on sm_90). They
+// differ only in fuse_v_scale, and so in whether V_scale is passed.
+//
+// Entries are found by their template arguments, read from the demangled names of the cubin's entries:
+//   <CTA_Q, CTA_K, NUM_THREADS, HEAD_DIM, Q_GRAN, K_GRAN, DTypeOut, mask_mode, RETURN_LSE, fuse_v_scale>
+// Both host functions instantiate <64, 128, 128, D, G, G, DTypeOut, mask, return_lse, <row>> with D 64 or
+// 128 and G the granularity core.py's qk_quant_gran selects: per_thread (3, its default, what sageattn()
+// uses) or per_warp (2). Each granularity is a row of its own, since it decides the quantized inputs
+// (host_quantizer.h's sm90_recipe) as well as the entry. Template arguments after these 10 are ignored.
+//
+// The kernel reads Q, K and V through TMA: three `const __grid_constant__ CUtensorMap` parameters,
+// encoded here as the host function's create_tensor_map_4D encodes them (rank 4, innermost first:
+// head_dim x tokens x heads x batch for Q and K, tokens x head_dim x heads x batch for V; boxes of
+// head_dim x CTA_Q, head_dim x CTA_K and CTA_K x head_dim bytes; swizzle as wide as a box row; no L2
+// promotion, no interleave). Encoding needs the driver, so pack() runs only where a GPU driver is.
+//
+// Golden data and cubins are named per host function, "sm90_" + its name: both rows of a host function
+// read the one cubin of qk_int_sv_f8_cuda_sm90.cu under that name.
+#include "gpu/kernel_abi.h"
+#include "gpu/upstream_launchers.h"
+
+#include "formats/demangled_name.h"
+#include "support/errors.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace s2tp {
+namespace {
+
+constexpr const char *kTemplate = "qk_int8_sv_f8_attn_kernel";
+
+struct Sm90Launcher {
+    const char *abi_name;  // the manifest's `abi`
+    const char *file;      // "sm90_" + the host function's name in csrc/qattn/qk_int_sv_f8_cuda_sm90.cu
+    bool fuse_v_scale;
+    QkGranularity granularity;
+};
+
+constexpr Sm90Launcher kLaunchers[] = {
+    {"sageattention-sm90-accum-f32", "sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf", false, QkGranularity::per_thread},
+    {"sageattention-sm90-accum-f32-fuse-v-scale", "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf", true,
+     QkGranularity::per_thread},
+    {"sageattention-sm90-accum-f32-per-warp", "sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf", false,
+     QkGranularity::per_warp},
+    {"sageattention-sm90-accum-f32-fuse-v-scale-per-warp", "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf",
+     true, QkGranularity::per_warp},
+};
+
+constexpr std::uint32_t kCtaQ = 64, kCtaK = 128, kThreads = 128;
+constexpr std::size_t kKnownTemplateArguments = 10;
+// Template argument positions that depend on the problem.
+constexpr std::size_t kHeadDim = 3, kOutputType = 6, kMaskMode = 7, kReturnLse = 8;
+
+// The demangler's spelling of QuantGranularity's kPerWarp (2) and kPerThread (3).
+const char *granularity_argument(QkGranularity granularity) {
+    return granularity == QkGranularity::per_thread ? "(QuantGranularity)3" : "(QuantGranularity)2";
+}
+
+std::array<std::string, kKnownTemplateArguments> expected_arguments(const Sm90Launcher &launcher,
+                                                                    std::int64_t head_dim, DType dtype, bool causal,
+                                                                    bool return_lse) {
+    return {std::to_string(kCtaQ) + "u",
+            std::to_string(kCtaK) + "u",
+            std::to_string(kThreads) + "u",
+            std::to_string(head_dim) + "u",
+            granularity_argument(launcher.granularity),  // Q
+            granularity_argument(launcher.granularity),  // K
+            dtype == DType::f16 ? "__half" : "__nv_bfloat16",
+            causal ? "(MaskMode)1" : "(MaskMode)0",
+            template_bool(return_lse),
+            template_bool(launcher.fuse_v_scale)};
+}
+
+// The kernel's parameter list, in order: what pack() passes.
+std::vector<std::string> expected_parameters(DType dtype) {
+    const std::string out = std::string(dtype == DType::f16 ? "__half" : "__nv_bfloat16") + "*";
+    std::vector<std::string> p = {"CUtensorMap_st", "CUtensorMap_st", "CUtensorMap_st",  // Q, K, V
+                                  "float*",         "float*",         "float*",          // Q, K, V scales
+                                  out,              "float*"};                           // O, Lse
+    p.insert(p.end(), 6, "unsigned int");  // 3 strides of O, qo_len, kv_len, num_kv_groups
+    p.push_back("float");                  // sm_scale
+    return p;
+}
+
+struct Instance {
+    std::string demangled;
+    std::int64_t head_dim = 0;
+    DType dtype = DType::bf16;
+    bool causal = false;
+    bool return_lse = false;
+};
+
+std::optional<Instance> read_instance(const Sm90Launcher &launcher, const std::string &mangled) {
+    const std::optional<std::string> demangled = demangle(mangled);
+    if (!demangled) return std::nullopt;
+    const std::optional<FunctionName> f = parse_function_name(*demangled);
+    if (!f || f->name != kTemplate || f->template_arguments.size() < kKnownTemplateArguments) return std::nullopt;
+    const std::vector<std::string> &a = f->template_arguments;
+    Instance instance;
+    instance.demangled = *demangled;
+    if (a[kHeadDim] == "64u") instance.head_dim = 64;
+    else if (a[kHeadDim] == "128u") instance.head_dim = 128;
+    else return std::nullopt;
+    if (a[kOutputType] == "__half") instance.dtype = DType::f16;
+    else if (a[kOutputType] == "__nv_bfloat16") instance.dtype = DType::bf16;
+    else return std::nullopt;
+    instance.causal = a[kMaskMode] == "(MaskMode)1";
+    instance.return_lse = a[kReturnLse] == "true";
+    const auto expected =
+        expected_arguments(launcher, instance.head_dim, instance.dtype, instance.causal, instance.return_lse);
+    if (!std::equal(expected.begin(), expected.end(), a.begin())) return std::nullopt;
+    if (f->parameters != expected_parameters(instance.dtype)) return std::nullopt;
+    return instance;
+}
+
+std::string describe_wanted(const Sm90Launcher &launcher, const AttentionProblem &problem) {
+    const char *granularity = launcher.granularity == QkGranularity::per_thread ? "kPerThread" : "kPerWarp";
+    return std::string(kTemplate) + "<64, 128, 128, " + std::to_string(problem.shape.head_dim) + ", " + granularity +
+           ", " + granularity + ", " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", " +
+           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
+           template_bool(launcher.fuse_v_scale) + ", ...>";
+}
+
+std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
+
+// The swizzle create_tensor_map_4D picks: as wide as a box row of `row_bytes` (32, 64 or 128).
+TensorMapSwizzle swizzle_for(std::int64_t row_bytes) {
+    return row_bytes == 128 ? TensorMapSwizzle::bytes128 : row_bytes == 64 ? TensorMapSwizzle::bytes64
+                                                                           : TensorMapSwizzle::bytes32;
+}
+
+class SageAttentionSm90Abi : public KernelAbi {
+public:
+    explicit SageAttentionSm90Abi(const Sm90Launcher &launcher) : launcher_(launcher) {}
+    std::string name() const override { return launcher_.abi_name; }
+    std::string launcher_file() const override { return launcher_.file; }
+    QuantizationRecipe quantization() const override { return sm90_recipe(launcher_.granularity); }
+    std::string required_arch() const override { return "sm_90a"; }  // wgmma exists only there
+
+    // As the sm89 adapters: the instances without LSE, the ones the workload is timed with.
+    std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
+        const std::optional<Instance> instance = read_instance(launcher_, mangled_name);
+        if (!instance || instance->return_lse) return std::nullopt;
+        return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal),
+                        instance->demangled, static_cast<int>(kThreads),
+                        static_cast<std::int64_t>(smem_bytes(instance->head_dim))};
+    }
+
+    std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
+                             const std::string &cubin) const override {
+        const auto serves = [&](const std::string &mangled) {
+            const std::optional<Instance> instance = read_instance(launcher_, mangled);
+            return instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
+                   instance->causal == problem.causal && instance->return_lse == problem.with_lse;
+        };
+        const std::string host_function = launcher_.file + std::string("sm90_").size();
+        return select_one_entry(entry_names, serves, describe_wanted(launcher_, problem),
+                                std::string("kernel ABI ") + launcher_.abi_name + ", the launcher " + host_function +
+                                    " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, for " + problem.describe(),
+                                cubin);
+    }
+
+    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
+        problem.validate();
+        const AttentionShape &s = problem.shape;
+        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
+        const std::int64_t padded_kv = v_fp8_shape(s, quantization().v_pad_tokens)[3];
+        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
+        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
+        const auto v = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv});
+        const auto &o = q;
+        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
+        const int v_head = nhd ? 2 : 1, v_dim = nhd ? 1 : 2;
+        const std::uint64_t d = static_cast<std::uint64_t>(s.head_dim);
+        const auto bytes = [](std::int64_t stride) { return static_cast<std::uint64_t>(stride); };  // int8 elements
+        const std::string context = std::string(launcher_.abi_name) + ", " + problem.describe();
+
+        AttentionLaunch launch;
+        KernelArguments &a = launch.arguments;
+        a.add(encode_tiled_tensor_map_u8(buffers.q_int8, {d, u64(s.len_q), u64(s.heads_q), u64(s.batch)},
+                                         {bytes(q[seq]), bytes(q[head]), bytes(q[0])}, u32(s.head_dim), kCtaQ,
+                                         swizzle_for(s.head_dim), "Q tensor map, " + context));
+        a.add(encode_tiled_tensor_map_u8(buffers.k_int8, {d, u64(s.len_kv), u64(s.heads_kv), u64(s.batch)},
+                                         {bytes(k[seq]), bytes(k[head]), bytes(k[0])}, u32(s.head_dim), kCtaK,
+                                         swizzle_for(s.head_dim), "K tensor map, " + context));
+        a.add(encode_tiled_tensor_map_u8(buffers.v_fp8, {u64(padded_kv), d, u64(s.heads_kv), u64(s.batch)},
+                                         {bytes(v[v_dim]), bytes(v[v_head]), bytes(v[0])}, kCtaK, u32(s.head_dim),
+                                         swizzle_for(kCtaK), "V tensor map, " + context));
+        a.add(buffers.q_scale);
+        a.add(buffers.k_scale);
+        a.add(launcher_.fuse_v_scale ? buffers.v_scale : nullptr);  // V_scale: nullptr unless fused
+        a.add(buffers.o);
+        a.add(problem.with_lse ? buffers.lse : nullptr);
+        for (std::int64_t stride : {o[0], o[head], o[seq]}) a.add(u32(stride));  // stride_bz_o, stride_h_o, stride_seq_o
+        a.add(u32(s.len_q));                                                       // qo_len
+        a.add(u32(s.len_kv));                                                      // kv_len
+        a.add(u32(s.heads_q / s.heads_kv));                                        // num_kv_groups
+        a.add(problem.sm_scale);
+
+        launch.grid = {u32((s.len_q + kCtaQ - 1) / kCtaQ), u32(s.heads_q), u32(s.batch)};
+        launch.block = {kThreads, 1, 1};
+        launch.dynamic_smem_bytes = smem_bytes(s.head_dim);
+        launch.set_smem_attribute = true;  // the host function always sets MaxDynamicSharedMemorySize to it
+        launch.context = problem.describe();
+        return launch;
+    }
+
+private:
+    const Sm90Launcher &launcher_;
+
+    static std::uint64_t u64(std::int64_t value) { return static_cast<std::uint64_t>(value); }
+    // smem_Q + smem_K + smem_V in int8, as the host function computes it.
+    static std::size_t smem_bytes(std::int64_t head_dim) {
+        return (kCtaQ + kCtaK + kCtaK) * static_cast<std::size_t>(head_dim);
+    }
+};
+
+const KernelAbi &sm90_launcher_abi(std::size_t row) {
+    static const std::vector<SageAttentionSm90Abi> adapters = [] {
+        std::vector<SageAttentionSm90Abi> all;
+        for (const Sm90Launcher &launcher : kLaunchers) all.emplace_back(launcher);
+        return all;
+    }();
+    return adapters.at(row);
+}
+
+}  // namespace
+
+const KernelAbi &sageattention_sm90_accum_f32_abi() { return sm90_launcher_abi(0); }
+const KernelAbi &sageattention_sm90_accum_f32_fuse_v_scale_abi() { return sm90_launcher_abi(1); }
+const KernelAbi &sageattention_sm90_accum_f32_per_warp_abi() { return sm90_launcher_abi(2); }
+const KernelAbi &sageattention_sm90_accum_f32_fuse_v_scale_per_warp_abi() { return sm90_launcher_abi(3); }
+
+}  // namespace s2tp
