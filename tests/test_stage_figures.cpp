@@ -1,12 +1,16 @@
 // The typed stage figures (build, sanitize, parity, gate): every struct survives to_toml ->
 // from_toml unchanged, a key a checkpoint lacks reads back unset, and every key a struct writes is
 // named in sage2tp-checkpoint(5), in that stage's "Figures of" section.
+#include "figure_samples.h"
+
 #include "figures/build_figures.h"
 #include "figures/figure_fields.h"
 #include "figures/gate_figures.h"
 #include "figures/parity_figures.h"
 #include "stages/prepare_stage.h"
 #include "figures/sanitize_figures.h"
+#include "figures/set_time_figures.h"
+#include "figures/time_figures.h"
 
 #include "build_config.h"
 
@@ -17,7 +21,9 @@
 #include <limits>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -162,6 +168,58 @@ void expect_documented(const std::string &stage, const toml::table &figures, con
                                              << "', which sage2tp-checkpoint(5) does not name";
 }
 
+// The keys of a table, one level deep; a sub-table named in `sub_tables` is listed by its keys instead,
+// dotted ("sha256.baseline"), as its struct writes them itself.
+std::set<std::string> own_keys(const toml::table &table, const std::set<std::string> &sub_tables = {}) {
+    std::set<std::string> keys;
+    for (const auto &[key, node] : table) {
+        const std::string name(key.str());
+        if (sub_tables.count(name) && node.is_table())
+            for (const auto &[inner, unused] : *node.as_table()) keys.insert(name + "." + std::string(inner.str()));
+        else keys.insert(name);
+    }
+    return keys;
+}
+
+std::string serialised(const toml::table &table) {
+    std::ostringstream out;
+    out << table;
+    return out.str();
+}
+
+// A figures table with every figure set holds exactly `keys` (so a dropped or renamed key fails here
+// as well as in the checkpoints already written), and reads back into a struct that writes the same bytes.
+template <typename Read>
+void expect_keys_and_round_trip(const char *what, const toml::table &written, Read read,
+                                const std::set<std::string> &keys, const std::set<std::string> &sub_tables = {}) {
+    EXPECT_EQ(own_keys(written, sub_tables), keys) << what;
+    EXPECT_EQ(serialised(read(written)), serialised(written)) << what << " does not read back as written";
+}
+
+// Each `Ic word` on the tag lines (".It Ic ...") of a section: the keys the page documents there.
+std::set<std::string> documented_keys(const std::string &section) {
+    std::set<std::string> keys;
+    std::istringstream lines(section);
+    static const std::regex word(R"(\bIc ([a-z_][a-z0-9_]*)\b)");
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind(".It ", 0) == 0)
+            for (std::sregex_iterator it(line.begin(), line.end(), word), end; it != end; ++it) keys.insert((*it)[1]);
+    return keys;
+}
+
+// The field tables against "Figures of <stage>": every key of every table is named in the section, and
+// every key the section's tag lines document is a key of some table.
+void expect_section_matches(const std::string &stage, const std::set<std::string> &keys) {
+    const std::string section = man_section(stage);
+    ASSERT_FALSE(section.empty()) << "sage2tp-checkpoint(5) has no \"Figures of " << stage << "\" section";
+    for (const std::string &key : keys)
+        EXPECT_TRUE(names_key(section, key)) << stage << "'s field tables have the key '" << key
+                                             << "', which sage2tp-checkpoint(5) does not name";
+    for (const std::string &key : documented_keys(section))
+        EXPECT_TRUE(keys.count(key)) << "sage2tp-checkpoint(5) documents '" << key << "' under \"Figures of " << stage
+                                     << "\", which no field table of " << stage << " has";
+}
+
 }  // namespace
 
 TEST(StageFigures, BuildRoundTrips) {
@@ -277,4 +335,77 @@ TEST(FigureFields, NonFiniteOrHugeFiguresReadBackUnset) {
     EXPECT_FALSE(s2tp::figure_fields::real(t, "nan").has_value());
     EXPECT_FALSE(s2tp::figure_fields::real(t, "huge").has_value());
     EXPECT_EQ(s2tp::figure_fields::real(t, "ratio"), 0.9731);
+}
+
+TEST(FigureFields, TimeFiguresWriteEveryKeyAndReadItBack) {
+    const TimeFigures f = figure_samples::time();
+    expect_keys_and_round_trip("time", f.to_toml(), [](const toml::table &t) { return TimeFigures::from_toml(t).to_toml(); },
+                               {"aa", "arch", "baseline", "baseline_accuracy", "baseline_accuracy_conditions",
+                                "baseline_accuracy_passed", "baseline_control", "budget_seconds", "candidate_order",
+                                "candidates", "device", "device_name", "footprint_bytes", "l2_flushed",
+                                "measure_seconds", "min_rounds", "ncu", "order_seed", "repeats", "rounds",
+                                "sha256.baseline", "sha256.expected", "sha256.match", "sha256.replaced_pin", "shape",
+                                "sm_clock_mhz.max", "sm_clock_mhz.median", "sm_clock_mhz.min", "stopped_by",
+                                "summary", "target_half_width", "throttled_rounds", "warmup_launches", "workload"},
+                               {"sha256", "sm_clock_mhz"});
+    expect_keys_and_round_trip("arm", f.baseline->to_toml(),
+                               [](const toml::table &t) { return ArmTimeFigures::from_toml(t).to_toml(); },
+                               {"mean", "n", "p10", "p50", "p90", "stdev", "tops_p50"});
+    expect_keys_and_round_trip("ratio", f.aa->to_toml(), [](const toml::table &t) { return RatioFigures::from_toml(t).to_toml(); },
+                               {"between_repeat_spread", "ci_high", "ci_low", "confidence", "half_width", "median",
+                                "repeat_medians", "resamples", "seed", "within_repeat_half_width"});
+    expect_keys_and_round_trip(
+        "candidate", f.candidates.front().to_toml(),
+        [](const toml::table &t) { return CandidateTimeFigures::from_toml("fast", t).to_toml(); },
+        {"accuracy", "accuracy_conditions", "accuracy_passed", "matches_baseline", "ncu", "parity_mode", "ratio",
+         "sha256", "timing", "vs_baseline"});
+    expect_keys_and_round_trip("ncu", f.ncu->to_toml(), [](const toml::table &t) { return NcuFigures::from_toml(t).to_toml(); },
+                               {"found", "requested", "runs", "seconds", "seq_len"});
+    EXPECT_EQ(own_keys(*f.ncu->to_toml()["runs"]["baseline"].as_table()),
+              (std::set<std::string>{"exit_code", "log", "report", "seconds"}));
+    // The candidates keep the manifest's order, which their tables do not hold.
+    const TimeFigures back = TimeFigures::from_toml(f.to_toml());
+    ASSERT_EQ(back.candidates.size(), 2u);
+    EXPECT_EQ(back.candidates[0].name, "fast");
+    EXPECT_EQ(back.candidates[1].name, "also");
+}
+
+TEST(FigureFields, SetTimeFiguresWriteEveryKeyAndReadItBack) {
+    const SetTimeFigures f = figure_samples::set_time();
+    expect_keys_and_round_trip("set", f.to_toml(), [](const toml::table &t) { return SetTimeFigures::from_toml(t).to_toml(); },
+                               {"arch", "budget_seconds", "candidate_order", "combined", "description", "device",
+                                "device_name", "measure_seconds", "repeats", "shape_order", "shapes", "summary",
+                                "weighted", "workload_set"});
+    expect_keys_and_round_trip(
+        "shape", f.shapes.back().to_toml(),
+        [](const toml::table &t) { return ShapeTimeFigures::from_toml("i2v-480p", t).to_toml(); },
+        {"figures", "passed", "reasons", "source", "weight"});
+    expect_keys_and_round_trip(
+        "combined", f.candidates.front().to_toml(),
+        [](const toml::table &t) { return SetCandidateFigures::from_toml("fast", t).to_toml(); },
+        {"geomean", "worst", "worst_shape"});
+    const SetTimeFigures back = SetTimeFigures::from_toml(f.to_toml());
+    ASSERT_EQ(back.shapes.size(), 2u);
+    EXPECT_EQ(back.shapes[0].name, "t2v-720p") << "the set's order, not the tables' key order";
+}
+
+TEST(FigureFields, GateFiguresWriteEveryKeyAndReadItBack) {
+    const GateFigures f = figure_samples::gate();
+    const toml::table t = f.to_toml();
+    expect_keys_and_round_trip("gate", t, [](const toml::table &t) { return GateFigures::from_toml(t).to_toml(); },
+                               {"candidates", "summary", "thresholds", "verdict"});
+    EXPECT_EQ(own_keys(*t["thresholds"].as_table()),
+              (std::set<std::string>{"max_candidate_p50_ms", "max_geomean_ratio_upper", "max_ratio_upper",
+                                     "max_spill_growth_bytes", "max_worst_ratio_upper", "require_sanitizer"}));
+    EXPECT_EQ(own_keys(*t["candidates"]["slow"].as_table()), (std::set<std::string>{"conditions", "summary", "verdict"}));
+    EXPECT_EQ(own_keys(*t["candidates"]["slow"]["conditions"][0].as_table()),
+              (std::set<std::string>{"detail", "figure", "name", "required", "status"}));
+    EXPECT_TRUE(GateFigures::from_toml(t) == f);
+}
+
+TEST(FigureFields, EveryKeyOfEveryTableIsDocumentedAndNothingDocumentedIsUnknown) {
+    std::set<std::string> time_keys = figure_fields::field_keys(TimeFigures::fields());
+    time_keys.merge(figure_fields::field_keys(SetTimeFigures::fields()));
+    expect_section_matches("time", time_keys);
+    expect_section_matches("gate", figure_fields::field_keys(GateFigures::fields()));
 }
