@@ -11,6 +11,86 @@
 namespace figure_samples {
 using namespace s2tp;
 
+inline EntryResources entry(const std::string &name, std::int64_t smem, double warps, std::int64_t spill_store) {
+    EntryResources e;
+    e.entry = "s2tp_attn_" + name;
+    e.registers = 128;
+    e.barriers = 1;
+    e.stack_frame_bytes = 0;
+    e.spill_store_bytes = spill_store;
+    e.spill_load_bytes = 0;
+    e.static_smem_bytes = smem;
+    e.dynamic_smem_bytes = 0;
+    e.smem_per_block = smem;
+    e.threads_per_block = 128;
+    e.blocks_per_sm = 4;
+    e.resident_warps = 16;
+    e.warps_per_scheduler = warps;
+    e.limited_by = "registers";
+    return e;
+}
+
+inline BuildFigures build() {
+    BuildFigures f;
+    f.arch = "sm_90a";
+    f.nvcc_version = "release 13.0, V13.0.48 / Build cuda_13.0";
+    f.jobs = 2;
+    f.flags = {"-O3", "-lineinfo"};
+    f.torch_headers = TorchHeadersFigure{"libtorch-dev", {"/usr/include/torch/csrc/api/include", "/usr/include"}};
+    f.baseline = {{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 32768, 4.0, 0)},
+                  {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}};
+    f.candidates["candidate"] = CandidateBuild{f.baseline, "2 entries, register growth <= 0"};
+    f.candidates["wide"] = CandidateBuild{{{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 65536, 2.0, 16)},
+                                           {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}},
+                                          "2 entries, spill growth <= 16 B"};
+    f.summary = "sm_90a: candidate: 2 entries; wide: 2 entries";
+    f.sass = toml::table{{"tool", "cuobjdump"}};
+    return f;
+}
+
+inline SanitizeFigures sanitize() {
+    SanitizeFigures f;
+    f.tools = {"memcheck", "racecheck"};
+    f.checks = {SanitizeCheck{"baseline", "memcheck", "b1 h2 q64", 0, true, "logs/sanitize/baseline-memcheck-shape0.log"},
+                SanitizeCheck{"candidate", "racecheck", "b1 h2 q64", 3, false,
+                              "logs/sanitize/candidate-racecheck-shape0.log"}};
+    f.total_errors = 3;
+    f.failed_checks = 1;
+    f.baseline = VariantSanitize{0, 0};
+    f.candidates["candidate"] = VariantSanitize{3, 1};
+    f.device = "0: NVIDIA H200, sm_90";
+    f.seed = 1;
+    f.summary = "2 checks (1 shapes x 2 tools x 2 variants), 1 failed, 3 errors";
+    return f;
+}
+
+inline ParityFigures parity() {
+    ParityFigures f;
+    f.shapes_checked = 2;
+    f.comparisons = 4;
+    f.reference_worst_rel_l2 = 0.0123;
+    f.reference_worst_case = "b1 h2 q64 seed 7";
+    f.reference_limit = 0.05;
+    f.baseline_outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}};
+    CandidateParity c;
+    c.shapes_differing = 1;
+    c.differences = {ParityDifference{"b1 h2 q64", 7, "o", 3, 1024, "[0, 1, 2, 3]", "0x3c01 (1.0009766)", "0x3c00 (1)"}};
+    c.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'b')}};
+    AccuracyMetrics m;
+    m.cosine = 0.9995, m.rel_l1 = 0.03, m.rmse = 0.002, m.max_abs_error = 0.01, m.worst_element = "b=0 h=1 row=5 d=2";
+    c.mode = "tolerance";
+    c.accuracy = c.vs_baseline = {AccuracyFigure::of("b1 h2 q64", 7, 64, m)};
+    c.checks = {AccuracyShapeCheck{"b1 h2 q64", true, "cosine 0.9995 >= 0.999"}};
+    f.baseline_accuracy = c.accuracy;
+    f.baseline_checks = c.checks;
+    f.reference_rows = 256;
+    f.candidates["candidate"] = c;
+    f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
+    f.device = "0: NVIDIA H200, sm_90";
+    f.summary = "2 shapes x 2 seeds: candidate: 1 shapes differ, other: 0 shapes differ; ...";
+    return f;
+}
+
 inline ArmTimeFigures arm(double p50) {
     ArmTimeFigures a;
     a.p10 = p50 - 0.5, a.p50 = p50, a.p90 = p50 + 0.5, a.mean = p50 + 0.1, a.stdev = 0.2, a.n = 40, a.tops_p50 = 512.5;

@@ -31,99 +31,6 @@ using namespace s2tp;
 
 namespace {
 
-EntryResources entry(const std::string &name, std::int64_t smem, double warps, std::int64_t spill_store) {
-    EntryResources e;
-    e.entry = "s2tp_attn_" + name;
-    e.registers = 128;
-    e.barriers = 1;
-    e.stack_frame_bytes = 0;
-    e.spill_store_bytes = spill_store;
-    e.spill_load_bytes = 0;
-    e.static_smem_bytes = smem;
-    e.dynamic_smem_bytes = 0;
-    e.smem_per_block = smem;
-    e.threads_per_block = 128;
-    e.blocks_per_sm = 4;
-    e.resident_warps = 16;
-    e.warps_per_scheduler = warps;
-    e.limited_by = "registers";
-    return e;
-}
-
-BuildFigures sample_build() {
-    BuildFigures f;
-    f.arch = "sm_90a";
-    f.nvcc_version = "release 13.0, V13.0.48 / Build cuda_13.0";
-    f.jobs = 2;
-    f.flags = {"-O3", "-lineinfo"};
-    f.torch_headers = TorchHeadersFigure{"libtorch-dev", {"/usr/include/torch/csrc/api/include", "/usr/include"}};
-    f.baseline = {{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 32768, 4.0, 0)},
-                  {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}};
-    f.candidates["candidate"] = CandidateBuild{f.baseline, "2 entries, register growth <= 0"};
-    f.candidates["wide"] = CandidateBuild{{{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 65536, 2.0, 16)},
-                                           {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}},
-                                          "2 entries, spill growth <= 16 B"};
-    f.summary = "sm_90a: candidate: 2 entries; wide: 2 entries";
-    f.sass = toml::table{{"tool", "cuobjdump"}};
-    return f;
-}
-
-SanitizeFigures sample_sanitize() {
-    SanitizeFigures f;
-    f.tools = {"memcheck", "racecheck"};
-    f.checks = {SanitizeCheck{"baseline", "memcheck", "b1 h2 q64", 0, true, "logs/sanitize/baseline-memcheck-shape0.log"},
-                SanitizeCheck{"candidate", "racecheck", "b1 h2 q64", 3, false,
-                              "logs/sanitize/candidate-racecheck-shape0.log"}};
-    f.total_errors = 3;
-    f.failed_checks = 1;
-    f.baseline = VariantSanitize{0, 0};
-    f.candidates["candidate"] = VariantSanitize{3, 1};
-    f.device = "0: NVIDIA H200, sm_90";
-    f.seed = 1;
-    f.summary = "2 checks (1 shapes x 2 tools x 2 variants), 1 failed, 3 errors";
-    return f;
-}
-
-ParityFigures sample_parity() {
-    ParityFigures f;
-    f.shapes_checked = 2;
-    f.comparisons = 4;
-    f.reference_worst_rel_l2 = 0.0123;
-    f.reference_worst_case = "b1 h2 q64 seed 7";
-    f.reference_limit = 0.05;
-    f.baseline_outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}};
-    CandidateParity c;
-    c.shapes_differing = 1;
-    c.differences = {ParityDifference{"b1 h2 q64", 7, "o", 3, 1024, "[0, 1, 2, 3]", "0x3c01 (1.0009766)", "0x3c00 (1)"}};
-    c.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'b')}};
-    AccuracyMetrics m;
-    m.cosine = 0.9995, m.rel_l1 = 0.03, m.rmse = 0.002, m.max_abs_error = 0.01, m.worst_element = "b=0 h=1 row=5 d=2";
-    c.mode = "tolerance";
-    c.accuracy = c.vs_baseline = {AccuracyFigure::of("b1 h2 q64", 7, 64, m)};
-    c.checks = {AccuracyShapeCheck{"b1 h2 q64", true, "cosine 0.9995 >= 0.999"}};
-    f.baseline_accuracy = c.accuracy;
-    f.baseline_checks = c.checks;
-    f.reference_rows = 256;
-    f.candidates["candidate"] = c;
-    f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
-    f.device = "0: NVIDIA H200, sm_90";
-    f.summary = "2 shapes x 2 seeds: candidate: 1 shapes differ, other: 0 shapes differ; ...";
-    return f;
-}
-
-GateFigures sample_gate() {
-    GateResult passing;
-    passing.conditions = {GateCondition{"parity", GateStatus::pass, "0 of 12 shapes differ", "", true}};
-    passing.passed = true;
-    GateResult failing;
-    failing.conditions = {GateCondition{"relative-speed", GateStatus::fail, "ratio 1.34 >= 1.0", "slower", true},
-                          GateCondition{"sanitizer", GateStatus::not_checked, "skipped", "RUN_SANITIZER=0", false}};
-    GateThresholds thresholds;
-    thresholds.ratio_upper_bound = 1.0;
-    thresholds.require_sanitizer = true;
-    return GateFigures::of({{"candidate", passing}, {"slow", failing}}, thresholds);
-}
-
 // Every key of a figures table, at any depth, except the names in `dynamic` (entry and candidate
 // names, which are data, not keys of the contract).
 void collect_keys(const toml::node &node, const std::set<std::string> &dynamic, std::set<std::string> &keys) {
@@ -209,36 +116,38 @@ std::set<std::string> documented_keys(const std::string &section) {
 
 // The field tables against "Figures of <stage>": every key of every table is named in the section, and
 // every key the section's tag lines document is a key of some table.
-void expect_section_matches(const std::string &stage, const std::set<std::string> &keys) {
+// `shared` are keys of tables the section documents by reference to another's ("as in Figures of parity").
+void expect_section_matches(const std::string &stage, std::set<std::string> keys, const std::set<std::string> &shared = {}) {
     const std::string section = man_section(stage);
     ASSERT_FALSE(section.empty()) << "sage2tp-checkpoint(5) has no \"Figures of " << stage << "\" section";
+    for (const std::string &key : shared) keys.erase(key);
     for (const std::string &key : keys)
         EXPECT_TRUE(names_key(section, key)) << stage << "'s field tables have the key '" << key
                                              << "', which sage2tp-checkpoint(5) does not name";
     for (const std::string &key : documented_keys(section))
-        EXPECT_TRUE(keys.count(key)) << "sage2tp-checkpoint(5) documents '" << key << "' under \"Figures of " << stage
+        EXPECT_TRUE(keys.count(key) || shared.count(key)) << "sage2tp-checkpoint(5) documents '" << key << "' under \"Figures of " << stage
                                      << "\", which no field table of " << stage << " has";
 }
 
 }  // namespace
 
 TEST(StageFigures, BuildRoundTrips) {
-    const BuildFigures f = sample_build();
+    const BuildFigures f = figure_samples::build();
     EXPECT_TRUE(BuildFigures::from_toml(f.to_toml()) == f);
 }
 
 TEST(StageFigures, SanitizeRoundTrips) {
-    const SanitizeFigures f = sample_sanitize();
+    const SanitizeFigures f = figure_samples::sanitize();
     EXPECT_TRUE(SanitizeFigures::from_toml(f.to_toml()) == f);
 }
 
 TEST(StageFigures, ParityRoundTrips) {
-    const ParityFigures f = sample_parity();
+    const ParityFigures f = figure_samples::parity();
     EXPECT_TRUE(ParityFigures::from_toml(f.to_toml()) == f);
 }
 
 TEST(StageFigures, GateRoundTrips) {
-    const GateFigures f = sample_gate();
+    const GateFigures f = figure_samples::gate();
     EXPECT_FALSE(f.passed);
     EXPECT_TRUE(GateFigures::from_toml(f.to_toml()) == f);
 }
@@ -264,7 +173,7 @@ TEST(StageFigures, MissingKeysReadBackUnset) {
 
 // The worst-entry aggregates: the entry whose candidate fares worst against its own baseline.
 TEST(StageFigures, AggregatesJudgeTheWorstEntry) {
-    const BuildFigures f = sample_build();
+    const BuildFigures f = figure_samples::build();
     const ResourceAggregates same = f.aggregates("candidate");
     ASSERT_TRUE(same.smem && same.spills && same.warps);
     EXPECT_EQ(same.smem->candidate - same.smem->baseline, 0);
@@ -290,7 +199,7 @@ TEST(StageFigures, AggregatesJudgeTheWorstEntry) {
 }
 
 TEST(StageFigures, BuildPrinterShowsOneTablePerCandidate) {
-    const std::string text = sample_build().text();
+    const std::string text = figure_samples::build().text();
     EXPECT_EQ(text.rfind("  sm_90a, release 13.0", 0), 0u) << text;
     EXPECT_NE(text.find("ENTRY (baseline -> candidate)"), std::string::npos) << text;
     EXPECT_NE(text.find("ENTRY (baseline -> wide)"), std::string::npos) << text;
@@ -317,11 +226,11 @@ PrepareFigures sample_prepare() {
 
 TEST(StageFigures, EveryKeyIsNamedInTheCheckpointManPage) {
     expect_documented("prepare", sample_prepare().to_toml(), {"fast"});
-    expect_documented("build", sample_build().to_toml(),
+    expect_documented("build", figure_samples::build().to_toml(),
                       {"hd128_bf16_nomask", "hd64_f16_causal", "candidate", "wide"});
-    expect_documented("sanitize", sample_sanitize().to_toml(), {"candidate"});
-    expect_documented("parity", sample_parity().to_toml(), {"candidate", "other"});
-    expect_documented("gate", sample_gate().to_toml(), {"candidate", "slow"});
+    expect_documented("sanitize", figure_samples::sanitize().to_toml(), {"candidate"});
+    expect_documented("parity", figure_samples::parity().to_toml(), {"candidate", "other"});
+    expect_documented("gate", figure_samples::gate().to_toml(), {"candidate", "slow"});
 }
 
 // A hand-edited or corrupted checkpoint's inf, nan or 1e308 is no figure: it reads back unset, as one
@@ -403,9 +312,65 @@ TEST(FigureFields, GateFiguresWriteEveryKeyAndReadItBack) {
     EXPECT_TRUE(GateFigures::from_toml(t) == f);
 }
 
+TEST(FigureFields, ParitySanitizeAndBuildFiguresWriteEveryKeyAndReadItBack) {
+    const toml::table parity = figure_samples::parity().to_toml();
+    expect_keys_and_round_trip("parity", parity, [](const toml::table &t) { return ParityFigures::from_toml(t).to_toml(); },
+                               {"baseline.accuracy", "baseline.checks", "baseline.outputs", "candidates", "comparisons",
+                                "device", "reference_limit", "reference_rows", "reference_worst_case",
+                                "reference_worst_rel_l2", "shapes_checked", "summary"},
+                               {"baseline"});
+    const toml::table &candidate = *parity["candidates"]["candidate"].as_table();
+    EXPECT_EQ(own_keys(candidate), (std::set<std::string>{"accuracy", "checks", "differences", "mode", "outputs",
+                                                          "shapes_differing", "vs_baseline"}));
+    EXPECT_EQ(own_keys(*candidate["differences"][0].as_table()),
+              (std::set<std::string>{"baseline_value", "candidate_value", "differing_elements", "elements",
+                                     "first_index", "seed", "shape", "tensor"}));
+    EXPECT_EQ(own_keys(*candidate["outputs"][0].as_table()), (std::set<std::string>{"seed", "sha256", "shape"}));
+    EXPECT_EQ(own_keys(*candidate["checks"][0].as_table()), (std::set<std::string>{"conditions", "passed", "shape"}));
+    EXPECT_EQ(own_keys(*candidate["accuracy"][0].as_table()),
+              (std::set<std::string>{"cosine", "inf_count", "max_abs_error", "nan_count", "reference_non_finite",
+                                     "rel_l1", "rmse", "rows", "seed", "shape", "worst_element"}));
+
+    const toml::table sanitize = figure_samples::sanitize().to_toml();
+    expect_keys_and_round_trip("sanitize", sanitize,
+                               [](const toml::table &t) { return SanitizeFigures::from_toml(t).to_toml(); },
+                               {"baseline", "candidates", "checks", "device", "failed_checks", "seed", "summary", "tools",
+                                "total_errors"});
+    EXPECT_EQ(own_keys(*sanitize["baseline"].as_table()), (std::set<std::string>{"errors", "failed_checks"}));
+    EXPECT_EQ(own_keys(*sanitize["checks"][0].as_table()),
+              (std::set<std::string>{"errors", "log", "passed", "shape", "tool", "variant"}));
+
+    const toml::table build = figure_samples::build().to_toml();
+    expect_keys_and_round_trip("build", build, [](const toml::table &t) { return BuildFigures::from_toml(t).to_toml(); },
+                               {"arch", "baseline.kernels", "candidates", "flags", "jobs", "nvcc_version", "sass",
+                                "summary", "torch_headers"},
+                               {"baseline"});
+    EXPECT_EQ(own_keys(*build["torch_headers"].as_table()), (std::set<std::string>{"found_by", "include_dirs"}));
+    EXPECT_EQ(own_keys(*build["candidates"]["wide"].as_table()), (std::set<std::string>{"kernels", "summary"}));
+    EXPECT_EQ(own_keys(*build["baseline"]["kernels"]["hd64_f16_causal"].as_table()),
+              (std::set<std::string>{"barriers", "blocks_per_sm", "dynamic_smem_bytes", "entry", "limited_by",
+                                     "registers", "resident_warps", "smem_per_block", "spill_load_bytes",
+                                     "spill_store_bytes", "stack_frame_bytes", "static_smem_bytes",
+                                     "threads_per_block", "warps_per_scheduler"}));
+}
+
+// An empty struct writes what the stages always write and nothing else (a figure never set is absent).
+TEST(FigureFields, EmptyFiguresWriteOnlyTheKeysAlwaysPresent) {
+    EXPECT_TRUE(TimeFigures{}.to_toml().empty());
+    EXPECT_TRUE(SetTimeFigures{}.to_toml().empty());
+    EXPECT_EQ(own_keys(GateFigures{}.to_toml()), (std::set<std::string>{"candidates", "summary", "thresholds", "verdict"}));
+    EXPECT_TRUE(ParityFigures{}.to_toml().empty());
+    EXPECT_EQ(own_keys(SanitizeFigures{}.to_toml()), (std::set<std::string>{"tools"}));
+    EXPECT_EQ(own_keys(BuildFigures{}.to_toml()), (std::set<std::string>{"flags"}));
+}
+
 TEST(FigureFields, EveryKeyOfEveryTableIsDocumentedAndNothingDocumentedIsUnknown) {
     std::set<std::string> time_keys = figure_fields::field_keys(TimeFigures::fields());
     time_keys.merge(figure_fields::field_keys(SetTimeFigures::fields()));
-    expect_section_matches("time", time_keys);
+    // The time section documents a candidate's accuracy entries "as in Figures of parity".
+    expect_section_matches("time", time_keys, figure_fields::field_keys(AccuracyFigure::fields()));
     expect_section_matches("gate", figure_fields::field_keys(GateFigures::fields()));
+    expect_section_matches("parity", figure_fields::field_keys(ParityFigures::fields()));
+    expect_section_matches("sanitize", figure_fields::field_keys(SanitizeFigures::fields()));
+    expect_section_matches("build", figure_fields::field_keys(BuildFigures::fields()));
 }

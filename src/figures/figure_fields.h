@@ -202,14 +202,16 @@ S read_fields(const std::vector<Field<S>> &fields, const toml::table &table) {
 // A nested struct's table: through its field table where it has one, else its own to_toml/from_toml.
 template <typename T>
 toml::table table_of(const T &value) {
-    if constexpr (has_fields<T>::value) return write_fields(fields_of<T>(), value);
+    if constexpr (std::is_same_v<T, toml::table>) return value;  // a table another module defines (build's sass)
+    else if constexpr (has_fields<T>::value) return write_fields(fields_of<T>(), value);
     else return value.to_toml();
 }
 
 template <typename T>
 T value_of(const toml::table &table) {
     T value{};
-    if constexpr (has_fields<T>::value) read_fields_into(fields_of<T>(), table, value);
+    if constexpr (std::is_same_v<T, toml::table>) value = table;
+    else if constexpr (has_fields<T>::value) read_fields_into(fields_of<T>(), table, value);
     else value = T::from_toml(table);
     return value;
 }
@@ -247,9 +249,9 @@ std::function<std::set<std::string>()> nested_keys_of() {
 enum class Presence { when_set, always };
 
 // A field read and written through `access`, a member pointer or a function from S& to the member:
-// optional scalars; plain scalars (always written; absent, they keep the struct's default); strings and
-// arrays (unset when empty, unless Presence::always); nested structs (optional: written when set; plain:
-// always written) and arrays of them.
+// optional scalars; plain scalars (always written; absent, they keep the struct's default); strings,
+// arrays and plain nested structs (left out when empty, unless Presence::always); optional nested
+// structs (written when set) and arrays of structs.
 template <typename S, typename Access>
 Field<S> field_at(std::string key, Access access, std::string hint, Presence presence = Presence::when_set) {
     using M = std::remove_cv_t<std::remove_reference_t<std::invoke_result_t<Access, S &>>>;
@@ -320,7 +322,10 @@ Field<S> field_at(std::string key, Access access, std::string hint, Presence pre
         };
     } else {
         f.nested = nested_keys_of<M>();
-        f.write = [key, member](toml::table &t, const S &s) { insert_at(t, key, table_of(member(s))); };
+        f.write = [key, member, always](toml::table &t, const S &s) {
+            toml::table table = table_of(member(s));
+            if (always || !table.empty()) insert_at(t, key, std::move(table));
+        };
         f.read = [key, member](const toml::table &t, S &s) {
             if (const toml::table *table = at_key(t, key).as_table()) member(s) = value_of<M>(*table);
         };
@@ -331,6 +336,14 @@ Field<S> field_at(std::string key, Access access, std::string hint, Presence pre
 template <typename S, typename M>
 Field<S> field(std::string key, M S::*member, std::string hint, Presence presence = Presence::when_set) {
     return field_at<S>(std::move(key), member, std::move(hint), presence);
+}
+
+// `field`, written only when `when` holds for the struct (a sub-table that exists only with some of
+// its figures: parity's [baseline] with its outputs or accuracy).
+template <typename S>
+Field<S> only_when(Field<S> field, std::function<bool(const S &)> when) {
+    field.write = [write = field.write, when](toml::table &t, const S &s) { if (when(s)) write(t, s); };
+    return field;
 }
 
 // A figure kept in another form than its TOML value (a verdict kept as a bool, a status as an enum):
@@ -375,7 +388,8 @@ Field<S> named_tables(std::string key, std::string order_key, std::vector<T> S::
     return f;
 }
 
-// A table of named tables from a map keyed by name (no order to keep: the map's is the key order).
+// A table of named tables from a map keyed by name (no order to keep: the map's is the key order); its
+// key may be dotted ("baseline.kernels").
 template <typename S, typename T>
 Field<S> named_map(std::string key, std::map<std::string, T> S::*member, std::string hint,
                    Presence presence = Presence::when_set) {
@@ -384,12 +398,13 @@ Field<S> named_map(std::string key, std::map<std::string, T> S::*member, std::st
         if (presence == Presence::when_set && (s.*member).empty()) return;
         toml::table by_name;
         for (const auto &[name, item] : s.*member) by_name.insert(name, table_of(item));
-        t.insert_or_assign(key, std::move(by_name));
+        insert_at(t, key, std::move(by_name));
     };
     f.read = [key, member](const toml::table &t, S &s) {
-        each_named(t, key, [&](const std::string &name, const toml::table &item) {
-            (s.*member).emplace(name, named_value_of<T>(item, name));
-        });
+        if (const toml::table *by_name = at_key(t, key).as_table())
+            for (const auto &[name, node] : *by_name)
+                if (const toml::table *item = node.as_table())
+                    (s.*member).emplace(std::string(name.str()), named_value_of<T>(*item, std::string(name.str())));
     };
     return f;
 }

@@ -3,10 +3,10 @@
 #include "figures/figure_fields.h"
 #include "model/ab_timing.h"
 #include "support/number_format.h"
+#include "support/table_printer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <sstream>
 
 namespace s2tp {
@@ -16,11 +16,8 @@ using namespace figure_fields;
 namespace {
 
 
-// "0.9812 [0.9790, 0.9833]", or "-" for a ratio not recorded.
 std::string ratio_cell(const std::optional<RatioFigures> &r) {
-    if (!r || !r->median) return "-";
-    return fixed(*r->median, 4) + " [" + (r->ci_low ? fixed(*r->ci_low, 4) : "-") + ", " +
-           (r->ci_high ? fixed(*r->ci_high, 4) : "-") + "]";
+    return r && r->median ? interval_text(*r, false) : std::string(missing_figure);
 }
 
 template <typename Named>
@@ -38,7 +35,7 @@ const std::vector<Field<ShapeTimeFigures>> &ShapeTimeFigures::fields() {
                                              field("source", &S::source, "config"),
                                              field("passed", &S::passed, "outcome"),
                                              field("reasons", &S::reasons, "lines"),
-                                             field("figures", &S::figures, "one workload's")};
+                                             field("figures", &S::figures, "one workload's", Presence::always)};
     return table;
 }
 
@@ -115,42 +112,35 @@ SetCandidateFigures combine_shape_ratios(const std::string &candidate, const std
 
 std::string set_time_figures_text(const SetTimeFigures &f) {
     std::ostringstream out;
-    out << "  workload set " << f.workload_set.value_or("-") << ": " << f.shapes.size() << " shapes"
-        << (f.weighted.value_or(false) ? ", weighted" : ", equal weights") << " on " << f.device_name.value_or("-");
-    std::vector<std::string> names;
-    for (const SetCandidateFigures &c : f.candidates) names.push_back(c.name);
-    // The header, one row per shape, then the combined rows, each column as wide as its widest cell.
-    std::vector<std::vector<std::string>> rows{{"SHAPE", "WEIGHT", "BASELINE P50 ms", "A/A"}};
-    for (const std::string &name : names) rows.front().push_back(name + "/baseline [95% CI]");
+    out << "  workload set " << f.workload_set.value_or(missing_figure) << ": " << f.shapes.size() << " shapes"
+        << (f.weighted.value_or(false) ? ", weighted" : ", equal weights") << " on "
+        << f.device_name.value_or(missing_figure);
+    // One row per shape, then the combined rows; the numbers right-aligned.
+    TextTable table{{{"SHAPE"}, {"WEIGHT", Align::right}, {"BASELINE P50 ms", Align::right}, {"A/A", Align::right}}, {}};
+    for (const SetCandidateFigures &c : f.candidates) table.columns.push_back({c.name + "/baseline", Align::right});
     for (const ShapeTimeFigures &s : f.shapes) {
         const TimeFigures &t = s.figures;
         std::vector<std::string> row{s.name + (s.passed == false ? " (failed)" : ""),
                                      s.weight ? compact(*s.weight, 3) : "1",
-                                     t.baseline && t.baseline->p50 ? fixed(*t.baseline->p50, 3) : "-",
-                                     t.aa && t.aa->median ? fixed(*t.aa->median, 4) : "-"};
-        for (const std::string &name : names) {
-            const CandidateTimeFigures *c = t.candidate(name);
+                                     fixed_or_missing(t.baseline ? t.baseline->p50 : std::nullopt, 3),
+                                     fixed_or_missing(t.aa ? t.aa->median : std::nullopt, 4)};
+        for (const SetCandidateFigures &combined : f.candidates) {
+            const CandidateTimeFigures *c = t.candidate(combined.name);
             row.push_back(ratio_cell(c ? c->ratio : std::nullopt));
         }
-        rows.push_back(std::move(row));
+        table.rows.push_back(std::move(row));
     }
     std::vector<std::string> geomean{f.weighted.value_or(false) ? "geomean (weighted)" : "geomean", "", "", ""};
     std::vector<std::string> worst{"worst shape", "", "", ""};
     for (const SetCandidateFigures &c : f.candidates) {
         geomean.push_back(ratio_cell(c.geomean));
-        worst.push_back(c.worst_shape ? *c.worst_shape + " " + ratio_cell(c.worst) : "-");
+        worst.push_back(c.worst_shape ? *c.worst_shape + " " + ratio_cell(c.worst) : std::string(missing_figure));
     }
-    rows.push_back(std::move(geomean));
-    rows.push_back(std::move(worst));
-    std::vector<std::size_t> width(rows.front().size(), 0);
-    for (const auto &row : rows)
-        for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-    for (const auto &row : rows) {
-        out << "\n ";
-        for (std::size_t i = 0; i < row.size(); ++i)
-            out << " " << (i == 0 ? std::left : std::right) << std::setw(static_cast<int>(width[i])) << row[i];
-    }
-    out << std::right;
+    table.rows.push_back(std::move(geomean));
+    table.rows.push_back(std::move(worst));
+    std::string lines = table_text(table, TextLayout{"  ", 1, false});
+    lines.pop_back();  // the lines follow the heading line, each after a newline
+    out << "\n" << lines;
     for (const SetCandidateFigures &c : f.candidates)
         if (c.geomean && c.geomean->median) out << "\n  over the set: " << speed_in_words(*c.geomean->median, c.name);
     for (const ShapeTimeFigures &s : f.shapes)

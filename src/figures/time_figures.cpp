@@ -205,10 +205,8 @@ toml::table TimeFigures::to_toml() const { return write_fields(fields(), *this);
 TimeFigures TimeFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 std::string interval_text(const RatioFigures &r, bool with_half_width) {
-    const std::string level = r.confidence ? compact(*r.confidence * 100, 1) + "% CI " : std::string("CI ");
-    return fixed_or_missing(r.median, 4) + " (" + level + fixed_or_missing(r.ci_low, 4) + " .. " +
-           fixed_or_missing(r.ci_high, 4) + (with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "") +
-           ")";
+    return s2tp::interval_text(r.median, r.ci_low, r.ci_high, r.confidence,
+                               with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "");
 }
 
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
