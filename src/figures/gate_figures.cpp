@@ -41,9 +41,9 @@ const std::vector<Field<GateThresholds>> &figure_fields_of(const GateThresholds 
         field("max_candidate_p50_ms", &T::max_candidate_p50_ms, "ms"),
         field("max_spill_growth_bytes", &T::max_spill_growth_bytes, "bytes"),
         field("require_sanitizer", &T::require_sanitizer, "rule"),
-        field("max_ratio_upper", &T::ratio_upper_bound, "ratio"),
-        field("max_geomean_ratio_upper", &T::geomean_ratio_upper_bound, "ratio"),
-        field("max_worst_ratio_upper", &T::worst_ratio_upper_bound, "ratio")};
+        field("max_ratio_upper", &T::ratio_upper_bound, "times the baseline"),
+        field("max_geomean_ratio_upper", &T::geomean_ratio_upper_bound, "times the baseline"),
+        field("max_worst_ratio_upper", &T::worst_ratio_upper_bound, "times the baseline")};
     return table;
 }
 

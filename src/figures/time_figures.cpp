@@ -87,14 +87,14 @@ std::optional<RatioInterval> RatioFigures::interval() const {
 const std::vector<Field<RatioFigures>> &RatioFigures::fields() {
     using R = RatioFigures;
     static const std::vector<Field<R>> table{
-        field("median", &R::median, "ratio"),
-        field("ci_low", &R::ci_low, "ratio"),
-        field("ci_high", &R::ci_high, "ratio"),
+        field("median", &R::median, "times the baseline"),
+        field("ci_low", &R::ci_low, "times the baseline"),
+        field("ci_high", &R::ci_high, "times the baseline"),
         field("half_width", &R::half_width, "fraction of the median"),
         field("resamples", &R::resamples, "count"),
         field("seed", &R::seed, "seed"),
         field("confidence", &R::confidence, "level"),
-        field("repeat_medians", &R::repeat_medians, "ratio"),
+        field("repeat_medians", &R::repeat_medians, "times the baseline"),
         field("between_repeat_spread", &R::between_repeat_spread, "fraction of the median"),
         field("within_repeat_half_width", &R::within_repeat_half_width, "fraction of the median")};
     return table;

@@ -61,6 +61,17 @@ std::string table_csv(const TextTable &table) {
     return out;
 }
 
+toml::array table_json(const TextTable &table) {
+    toml::array rows;
+    for (const auto &row : table.rows) {
+        toml::table entry;
+        for (std::size_t i = 0; i < row.size() && i < table.columns.size(); ++i)
+            if (!row[i].empty() || !table.columns[i].omitted_when_empty) entry.insert(table.columns[i].name, row[i]);
+        rows.push_back(std::move(entry));
+    }
+    return rows;
+}
+
 std::string csv_field(const std::string &text) {
     if (text.find_first_of(",\"\n") == std::string::npos) return text;
     std::string quoted = "\"";

@@ -1,5 +1,5 @@
-// One printer for sage2tp's tables of text cells (compare, the cluster verdicts, a workload set's time
-// figures), in each format the commands offer: text, markdown and CSV. A table is named columns and
+// One printer for sage2tp's tables of text cells (compare, report, the cluster verdicts, a workload set's
+// time figures), in each format the commands offer: text, markdown, CSV and JSON. A table is named columns and
 // rows of cells, as nvbench's printers walk a summary's named columns; the printer alone decides
 // padding, escaping and quoting.
 //
@@ -7,6 +7,8 @@
 //   TextTable table{{{"run"}, {"ratio", Align::right}}, {{"tp-1", "0.9890"}}};
 //   std::cout << table_text(table) << table_markdown(table) << table_csv(table);
 #pragma once
+
+#include <toml++/toml.h>
 
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@ enum class Align { left, right };
 struct TableColumn {
     std::string name;
     Align align = Align::left;
+    bool omitted_when_empty = false;  // in JSON, an empty cell of this column is left out of its row
 };
 
 struct TextTable {
@@ -40,6 +43,8 @@ std::string table_text(const TextTable &table, const TextLayout &layout = {});
 std::string table_markdown(const TextTable &table);
 // The header and the rows as RFC 4180 lines.
 std::string table_csv(const TextTable &table);
+// One table per row, each cell keyed by its column's name.
+toml::array table_json(const TextTable &table);
 
 // A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a newline.
 std::string csv_field(const std::string &text);

@@ -139,14 +139,10 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
     if (format == "json") {
         toml::table sections{{"command", "report"}, {"run_dir", run.root().string()}};
         for (const char *section : {"time", "gate", "cluster"}) {
-            toml::array entries;
-            for (const Row &row : rows) {
-                if (row.section != section) continue;
-                toml::table entry{{"name", row.name}, {"value", row.value}};
-                if (!row.status.empty()) entry.insert("status", row.status);
-                entries.push_back(entry);
-            }
-            if (section != std::string("cluster") || cluster) sections.insert(section, entries);
+            TextTable table{{{"name"}, {"value"}, {"status", Align::left, true}}, {}};
+            for (const Row &row : rows)
+                if (row.section == section) table.rows.push_back({row.name, row.value, row.status});
+            if (section != std::string("cluster") || cluster) sections.insert(section, table_json(table));
         }
         out << toml::json_formatter{sections} << "\n";
     } else if (format == "csv") {

@@ -226,8 +226,22 @@ std::string csv_table(const std::vector<ComparedRun> &runs) {
     return table_csv(table);
 }
 
+// The interval's median and ends, keyed as the time checkpoint's ratio tables (RatioFigures).
 toml::table interval_table(const RatioInterval &ci) {
-    return toml::table{{"median", ci.median}, {"ci_low", ci.lo}, {"ci_high", ci.hi}};
+    RatioFigures ends;
+    ends.median = ci.median;
+    ends.ci_low = ci.lo;
+    ends.ci_high = ci.hi;
+    return ends.to_toml();
+}
+
+// The run's SM clock as the time checkpoint keys it ([sm_clock_mhz] of TimeFigures); nothing when none is recorded.
+toml::table clock_figures(const ComparedRun &run) {
+    TimeFigures clock;
+    clock.sm_clock_min_mhz = run.sm_clock_min_mhz;
+    clock.sm_clock_median_mhz = run.sm_clock_median_mhz;
+    clock.sm_clock_max_mhz = run.sm_clock_max_mhz;
+    return clock.to_toml();
 }
 
 }  // namespace
@@ -312,11 +326,7 @@ toml::table comparison_json(const std::vector<ComparedRun> &runs) {
         if (run.workload) entry.insert("workload", *run.workload);
         if (run.arch) entry.insert("arch", *run.arch);
         if (run.gpu) entry.insert("gpu", *run.gpu);
-        toml::table clock;
-        if (run.sm_clock_min_mhz) clock.insert("min", *run.sm_clock_min_mhz);
-        if (run.sm_clock_median_mhz) clock.insert("median", *run.sm_clock_median_mhz);
-        if (run.sm_clock_max_mhz) clock.insert("max", *run.sm_clock_max_mhz);
-        if (!clock.empty()) entry.insert("sm_clock_mhz", clock);
+        for (const auto &[key, figure] : clock_figures(run)) entry.insert(key, figure);
         if (run.baseline_p50_ms) entry.insert("baseline_p50_ms", *run.baseline_p50_ms);
         if (run.aa) entry.insert("aa", interval_table(*run.aa));
         toml::array candidates;
