@@ -138,11 +138,11 @@ TEST(SetTimeFigures, TextHasOneRowPerShapeAndTheCombinedRows) {
     const std::string text = set_time_figures_text(hand_made_set());
     EXPECT_NE(text.find("workload set wan21-14b: 2 shapes, weighted"), std::string::npos) << text;
     EXPECT_NE(text.find("t2v-480p"), std::string::npos) << text;
-    EXPECT_NE(text.find("0.9600 [0.9500, 0.9700]"), std::string::npos) << text;
+    EXPECT_NE(text.find("0.9600 (CI 0.9500 .. 0.9700)"), std::string::npos) << text;
     EXPECT_NE(text.find("geomean (weighted)"), std::string::npos) << text;
-    EXPECT_NE(text.find("0.9797 [0.9750, 0.9850]"), std::string::npos) << text;
+    EXPECT_NE(text.find("0.9797 (CI 0.9750 .. 0.9850)"), std::string::npos) << text;
     EXPECT_NE(text.find("worst shape"), std::string::npos) << text;
-    EXPECT_NE(text.find("t2v-720p 1.0100 [1.0000, 1.0200]"), std::string::npos) << text;
+    EXPECT_NE(text.find("t2v-720p 1.0100 (CI 1.0000 .. 1.0200)"), std::string::npos) << text;
 }
 
 WorkloadSet two_shape_set() {

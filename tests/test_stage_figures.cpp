@@ -1,12 +1,16 @@
 // The typed stage figures (build, sanitize, parity, gate): every struct survives to_toml ->
 // from_toml unchanged, a key a checkpoint lacks reads back unset, and every key a struct writes is
 // named in sage2tp-checkpoint(5), in that stage's "Figures of" section.
+#include "figure_samples.h"
+
 #include "figures/build_figures.h"
 #include "figures/figure_fields.h"
 #include "figures/gate_figures.h"
 #include "figures/parity_figures.h"
 #include "stages/prepare_stage.h"
 #include "figures/sanitize_figures.h"
+#include "figures/set_time_figures.h"
+#include "figures/time_figures.h"
 
 #include "build_config.h"
 
@@ -17,106 +21,15 @@
 #include <limits>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 namespace fs = std::filesystem;
 using namespace s2tp;
 
 namespace {
-
-EntryResources entry(const std::string &name, std::int64_t smem, double warps, std::int64_t spill_store) {
-    EntryResources e;
-    e.entry = "s2tp_attn_" + name;
-    e.registers = 128;
-    e.barriers = 1;
-    e.stack_frame_bytes = 0;
-    e.spill_store_bytes = spill_store;
-    e.spill_load_bytes = 0;
-    e.static_smem_bytes = smem;
-    e.dynamic_smem_bytes = 0;
-    e.smem_per_block = smem;
-    e.threads_per_block = 128;
-    e.blocks_per_sm = 4;
-    e.resident_warps = 16;
-    e.warps_per_scheduler = warps;
-    e.limited_by = "registers";
-    return e;
-}
-
-BuildFigures sample_build() {
-    BuildFigures f;
-    f.arch = "sm_90a";
-    f.nvcc_version = "release 13.0, V13.0.48 / Build cuda_13.0";
-    f.jobs = 2;
-    f.flags = {"-O3", "-lineinfo"};
-    f.torch_headers = TorchHeadersFigure{"libtorch-dev", {"/usr/include/torch/csrc/api/include", "/usr/include"}};
-    f.baseline = {{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 32768, 4.0, 0)},
-                  {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}};
-    f.candidates["candidate"] = CandidateBuild{f.baseline, "2 entries, register growth <= 0"};
-    f.candidates["wide"] = CandidateBuild{{{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 65536, 2.0, 16)},
-                                           {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}},
-                                          "2 entries, spill growth <= 16 B"};
-    f.summary = "sm_90a: candidate: 2 entries; wide: 2 entries";
-    f.sass = toml::table{{"tool", "cuobjdump"}};
-    return f;
-}
-
-SanitizeFigures sample_sanitize() {
-    SanitizeFigures f;
-    f.tools = {"memcheck", "racecheck"};
-    f.checks = {SanitizeCheck{"baseline", "memcheck", "b1 h2 q64", 0, true, "logs/sanitize/baseline-memcheck-shape0.log"},
-                SanitizeCheck{"candidate", "racecheck", "b1 h2 q64", 3, false,
-                              "logs/sanitize/candidate-racecheck-shape0.log"}};
-    f.total_errors = 3;
-    f.failed_checks = 1;
-    f.baseline = VariantSanitize{0, 0};
-    f.candidates["candidate"] = VariantSanitize{3, 1};
-    f.device = "0: NVIDIA H200, sm_90";
-    f.seed = 1;
-    f.summary = "2 checks (1 shapes x 2 tools x 2 variants), 1 failed, 3 errors";
-    return f;
-}
-
-ParityFigures sample_parity() {
-    ParityFigures f;
-    f.shapes_checked = 2;
-    f.comparisons = 4;
-    f.reference_worst_rel_l2 = 0.0123;
-    f.reference_worst_case = "b1 h2 q64 seed 7";
-    f.reference_limit = 0.05;
-    f.baseline_outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}};
-    CandidateParity c;
-    c.shapes_differing = 1;
-    c.differences = {ParityDifference{"b1 h2 q64", 7, "o", 3, 1024, "[0, 1, 2, 3]", "0x3c01 (1.0009766)", "0x3c00 (1)"}};
-    c.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'b')}};
-    AccuracyMetrics m;
-    m.cosine = 0.9995, m.rel_l1 = 0.03, m.rmse = 0.002, m.max_abs_error = 0.01, m.worst_element = "b=0 h=1 row=5 d=2";
-    c.mode = "tolerance";
-    c.accuracy = c.vs_baseline = {AccuracyFigure::of("b1 h2 q64", 7, 64, m)};
-    c.checks = {AccuracyShapeCheck{"b1 h2 q64", true, "cosine 0.9995 >= 0.999"}};
-    f.baseline_accuracy = c.accuracy;
-    f.baseline_checks = c.checks;
-    f.reference_rows = 256;
-    f.candidates["candidate"] = c;
-    f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
-    f.device = "0: NVIDIA H200, sm_90";
-    f.summary = "2 shapes x 2 seeds: candidate: 1 shapes differ, other: 0 shapes differ; ...";
-    return f;
-}
-
-GateFigures sample_gate() {
-    GateResult passing;
-    passing.conditions = {GateCondition{"parity", GateStatus::pass, "0 of 12 shapes differ", "", true}};
-    passing.passed = true;
-    GateResult failing;
-    failing.conditions = {GateCondition{"relative-speed", GateStatus::fail, "ratio 1.34 >= 1.0", "slower", true},
-                          GateCondition{"sanitizer", GateStatus::not_checked, "skipped", "RUN_SANITIZER=0", false}};
-    GateThresholds thresholds;
-    thresholds.ratio_upper_bound = 1.0;
-    thresholds.require_sanitizer = true;
-    return GateFigures::of({{"candidate", passing}, {"slow", failing}}, thresholds);
-}
 
 // Every key of a figures table, at any depth, except the names in `dynamic` (entry and candidate
 // names, which are data, not keys of the contract).
@@ -162,25 +75,79 @@ void expect_documented(const std::string &stage, const toml::table &figures, con
                                              << "', which sage2tp-checkpoint(5) does not name";
 }
 
+// The keys of a table, one level deep; a sub-table named in `sub_tables` is listed by its keys instead,
+// dotted ("sha256.baseline"), as its struct writes them itself.
+std::set<std::string> own_keys(const toml::table &table, const std::set<std::string> &sub_tables = {}) {
+    std::set<std::string> keys;
+    for (const auto &[key, node] : table) {
+        const std::string name(key.str());
+        if (sub_tables.count(name) && node.is_table())
+            for (const auto &[inner, unused] : *node.as_table()) keys.insert(name + "." + std::string(inner.str()));
+        else keys.insert(name);
+    }
+    return keys;
+}
+
+std::string serialised(const toml::table &table) {
+    std::ostringstream out;
+    out << table;
+    return out.str();
+}
+
+// A figures table with every figure set holds exactly `keys` (so a dropped or renamed key fails here
+// as well as in the checkpoints already written), and reads back into a struct that writes the same bytes.
+template <typename Read>
+void expect_keys_and_round_trip(const char *what, const toml::table &written, Read read,
+                                const std::set<std::string> &keys, const std::set<std::string> &sub_tables = {}) {
+    EXPECT_EQ(own_keys(written, sub_tables), keys) << what;
+    EXPECT_EQ(serialised(read(written)), serialised(written)) << what << " does not read back as written";
+}
+
+// Each `Ic word` on the tag lines (".It Ic ...") of a section: the keys the page documents there.
+std::set<std::string> documented_keys(const std::string &section) {
+    std::set<std::string> keys;
+    std::istringstream lines(section);
+    static const std::regex word(R"(\bIc ([a-z_][a-z0-9_]*)\b)");
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind(".It ", 0) == 0)
+            for (std::sregex_iterator it(line.begin(), line.end(), word), end; it != end; ++it) keys.insert((*it)[1]);
+    return keys;
+}
+
+// The field tables against "Figures of <stage>": every key of every table is named in the section, and
+// every key the section's tag lines document is a key of some table.
+// `shared` are keys of tables the section documents by reference to another's ("as in Figures of parity").
+void expect_section_matches(const std::string &stage, std::set<std::string> keys, const std::set<std::string> &shared = {}) {
+    const std::string section = man_section(stage);
+    ASSERT_FALSE(section.empty()) << "sage2tp-checkpoint(5) has no \"Figures of " << stage << "\" section";
+    for (const std::string &key : shared) keys.erase(key);
+    for (const std::string &key : keys)
+        EXPECT_TRUE(names_key(section, key)) << stage << "'s field tables have the key '" << key
+                                             << "', which sage2tp-checkpoint(5) does not name";
+    for (const std::string &key : documented_keys(section))
+        EXPECT_TRUE(keys.count(key) || shared.count(key)) << "sage2tp-checkpoint(5) documents '" << key << "' under \"Figures of " << stage
+                                     << "\", which no field table of " << stage << " has";
+}
+
 }  // namespace
 
 TEST(StageFigures, BuildRoundTrips) {
-    const BuildFigures f = sample_build();
+    const BuildFigures f = figure_samples::build();
     EXPECT_TRUE(BuildFigures::from_toml(f.to_toml()) == f);
 }
 
 TEST(StageFigures, SanitizeRoundTrips) {
-    const SanitizeFigures f = sample_sanitize();
+    const SanitizeFigures f = figure_samples::sanitize();
     EXPECT_TRUE(SanitizeFigures::from_toml(f.to_toml()) == f);
 }
 
 TEST(StageFigures, ParityRoundTrips) {
-    const ParityFigures f = sample_parity();
+    const ParityFigures f = figure_samples::parity();
     EXPECT_TRUE(ParityFigures::from_toml(f.to_toml()) == f);
 }
 
 TEST(StageFigures, GateRoundTrips) {
-    const GateFigures f = sample_gate();
+    const GateFigures f = figure_samples::gate();
     EXPECT_FALSE(f.passed);
     EXPECT_TRUE(GateFigures::from_toml(f.to_toml()) == f);
 }
@@ -206,7 +173,7 @@ TEST(StageFigures, MissingKeysReadBackUnset) {
 
 // The worst-entry aggregates: the entry whose candidate fares worst against its own baseline.
 TEST(StageFigures, AggregatesJudgeTheWorstEntry) {
-    const BuildFigures f = sample_build();
+    const BuildFigures f = figure_samples::build();
     const ResourceAggregates same = f.aggregates("candidate");
     ASSERT_TRUE(same.smem && same.spills && same.warps);
     EXPECT_EQ(same.smem->candidate - same.smem->baseline, 0);
@@ -232,7 +199,7 @@ TEST(StageFigures, AggregatesJudgeTheWorstEntry) {
 }
 
 TEST(StageFigures, BuildPrinterShowsOneTablePerCandidate) {
-    const std::string text = sample_build().text();
+    const std::string text = figure_samples::build().text();
     EXPECT_EQ(text.rfind("  sm_90a, release 13.0", 0), 0u) << text;
     EXPECT_NE(text.find("ENTRY (baseline -> candidate)"), std::string::npos) << text;
     EXPECT_NE(text.find("ENTRY (baseline -> wide)"), std::string::npos) << text;
@@ -259,11 +226,11 @@ PrepareFigures sample_prepare() {
 
 TEST(StageFigures, EveryKeyIsNamedInTheCheckpointManPage) {
     expect_documented("prepare", sample_prepare().to_toml(), {"fast"});
-    expect_documented("build", sample_build().to_toml(),
+    expect_documented("build", figure_samples::build().to_toml(),
                       {"hd128_bf16_nomask", "hd64_f16_causal", "candidate", "wide"});
-    expect_documented("sanitize", sample_sanitize().to_toml(), {"candidate"});
-    expect_documented("parity", sample_parity().to_toml(), {"candidate", "other"});
-    expect_documented("gate", sample_gate().to_toml(), {"candidate", "slow"});
+    expect_documented("sanitize", figure_samples::sanitize().to_toml(), {"candidate"});
+    expect_documented("parity", figure_samples::parity().to_toml(), {"candidate", "other"});
+    expect_documented("gate", figure_samples::gate().to_toml(), {"candidate", "slow"});
 }
 
 // A hand-edited or corrupted checkpoint's inf, nan or 1e308 is no figure: it reads back unset, as one
@@ -277,4 +244,133 @@ TEST(FigureFields, NonFiniteOrHugeFiguresReadBackUnset) {
     EXPECT_FALSE(s2tp::figure_fields::real(t, "nan").has_value());
     EXPECT_FALSE(s2tp::figure_fields::real(t, "huge").has_value());
     EXPECT_EQ(s2tp::figure_fields::real(t, "ratio"), 0.9731);
+}
+
+TEST(FigureFields, TimeFiguresWriteEveryKeyAndReadItBack) {
+    const TimeFigures f = figure_samples::time();
+    expect_keys_and_round_trip("time", f.to_toml(), [](const toml::table &t) { return TimeFigures::from_toml(t).to_toml(); },
+                               {"aa", "arch", "baseline", "baseline_accuracy", "baseline_accuracy_conditions",
+                                "baseline_accuracy_passed", "baseline_control", "budget_seconds", "candidate_order",
+                                "candidates", "device", "device_name", "footprint_bytes", "l2_flushed",
+                                "measure_seconds", "min_rounds", "ncu", "order_seed", "repeats", "rounds",
+                                "sha256.baseline", "sha256.expected", "sha256.match", "sha256.replaced_pin", "shape",
+                                "sm_clock_mhz.max", "sm_clock_mhz.median", "sm_clock_mhz.min", "stopped_by",
+                                "summary", "target_half_width", "throttled_rounds", "warmup_launches", "workload"},
+                               {"sha256", "sm_clock_mhz"});
+    expect_keys_and_round_trip("arm", f.baseline->to_toml(),
+                               [](const toml::table &t) { return ArmTimeFigures::from_toml(t).to_toml(); },
+                               {"mean", "n", "p10", "p50", "p90", "stdev", "tops_p50"});
+    expect_keys_and_round_trip("ratio", f.aa->to_toml(), [](const toml::table &t) { return RatioFigures::from_toml(t).to_toml(); },
+                               {"between_repeat_spread", "ci_high", "ci_low", "confidence", "half_width", "median",
+                                "repeat_medians", "resamples", "seed", "within_repeat_half_width"});
+    expect_keys_and_round_trip(
+        "candidate", f.candidates.front().to_toml(),
+        [](const toml::table &t) { return CandidateTimeFigures::from_toml("fast", t).to_toml(); },
+        {"accuracy", "accuracy_conditions", "accuracy_passed", "matches_baseline", "ncu", "parity_mode", "ratio",
+         "sha256", "timing", "vs_baseline"});
+    expect_keys_and_round_trip("ncu", f.ncu->to_toml(), [](const toml::table &t) { return NcuFigures::from_toml(t).to_toml(); },
+                               {"found", "requested", "runs", "seconds", "seq_len"});
+    EXPECT_EQ(own_keys(*f.ncu->to_toml()["runs"]["baseline"].as_table()),
+              (std::set<std::string>{"exit_code", "log", "report", "seconds"}));
+    // The candidates keep the manifest's order, which their tables do not hold.
+    const TimeFigures back = TimeFigures::from_toml(f.to_toml());
+    ASSERT_EQ(back.candidates.size(), 2u);
+    EXPECT_EQ(back.candidates[0].name, "fast");
+    EXPECT_EQ(back.candidates[1].name, "also");
+}
+
+TEST(FigureFields, SetTimeFiguresWriteEveryKeyAndReadItBack) {
+    const SetTimeFigures f = figure_samples::set_time();
+    expect_keys_and_round_trip("set", f.to_toml(), [](const toml::table &t) { return SetTimeFigures::from_toml(t).to_toml(); },
+                               {"arch", "budget_seconds", "candidate_order", "combined", "description", "device",
+                                "device_name", "measure_seconds", "repeats", "shape_order", "shapes", "summary",
+                                "weighted", "workload_set"});
+    expect_keys_and_round_trip(
+        "shape", f.shapes.back().to_toml(),
+        [](const toml::table &t) { return ShapeTimeFigures::from_toml("i2v-480p", t).to_toml(); },
+        {"figures", "passed", "reasons", "source", "weight"});
+    expect_keys_and_round_trip(
+        "combined", f.candidates.front().to_toml(),
+        [](const toml::table &t) { return SetCandidateFigures::from_toml("fast", t).to_toml(); },
+        {"geomean", "worst", "worst_shape"});
+    const SetTimeFigures back = SetTimeFigures::from_toml(f.to_toml());
+    ASSERT_EQ(back.shapes.size(), 2u);
+    EXPECT_EQ(back.shapes[0].name, "t2v-720p") << "the set's order, not the tables' key order";
+}
+
+TEST(FigureFields, GateFiguresWriteEveryKeyAndReadItBack) {
+    const GateFigures f = figure_samples::gate();
+    const toml::table t = f.to_toml();
+    expect_keys_and_round_trip("gate", t, [](const toml::table &t) { return GateFigures::from_toml(t).to_toml(); },
+                               {"candidates", "summary", "thresholds", "verdict"});
+    EXPECT_EQ(own_keys(*t["thresholds"].as_table()),
+              (std::set<std::string>{"max_candidate_p50_ms", "max_geomean_ratio_upper", "max_ratio_upper",
+                                     "max_spill_growth_bytes", "max_worst_ratio_upper", "require_sanitizer"}));
+    EXPECT_EQ(own_keys(*t["candidates"]["slow"].as_table()), (std::set<std::string>{"conditions", "summary", "verdict"}));
+    EXPECT_EQ(own_keys(*t["candidates"]["slow"]["conditions"][0].as_table()),
+              (std::set<std::string>{"detail", "figure", "name", "required", "status"}));
+    EXPECT_TRUE(GateFigures::from_toml(t) == f);
+}
+
+TEST(FigureFields, ParitySanitizeAndBuildFiguresWriteEveryKeyAndReadItBack) {
+    const toml::table parity = figure_samples::parity().to_toml();
+    expect_keys_and_round_trip("parity", parity, [](const toml::table &t) { return ParityFigures::from_toml(t).to_toml(); },
+                               {"baseline.accuracy", "baseline.checks", "baseline.outputs", "candidates", "comparisons",
+                                "device", "reference_limit", "reference_rows", "reference_worst_case",
+                                "reference_worst_rel_l2", "shapes_checked", "summary"},
+                               {"baseline"});
+    const toml::table &candidate = *parity["candidates"]["candidate"].as_table();
+    EXPECT_EQ(own_keys(candidate), (std::set<std::string>{"accuracy", "checks", "differences", "mode", "outputs",
+                                                          "shapes_differing", "vs_baseline"}));
+    EXPECT_EQ(own_keys(*candidate["differences"][0].as_table()),
+              (std::set<std::string>{"baseline_value", "candidate_value", "differing_elements", "elements",
+                                     "first_index", "seed", "shape", "tensor"}));
+    EXPECT_EQ(own_keys(*candidate["outputs"][0].as_table()), (std::set<std::string>{"seed", "sha256", "shape"}));
+    EXPECT_EQ(own_keys(*candidate["checks"][0].as_table()), (std::set<std::string>{"conditions", "passed", "shape"}));
+    EXPECT_EQ(own_keys(*candidate["accuracy"][0].as_table()),
+              (std::set<std::string>{"cosine", "inf_count", "max_abs_error", "nan_count", "reference_non_finite",
+                                     "rel_l1", "rmse", "rows", "seed", "shape", "worst_element"}));
+
+    const toml::table sanitize = figure_samples::sanitize().to_toml();
+    expect_keys_and_round_trip("sanitize", sanitize,
+                               [](const toml::table &t) { return SanitizeFigures::from_toml(t).to_toml(); },
+                               {"baseline", "candidates", "checks", "device", "failed_checks", "seed", "summary", "tools",
+                                "total_errors"});
+    EXPECT_EQ(own_keys(*sanitize["baseline"].as_table()), (std::set<std::string>{"errors", "failed_checks"}));
+    EXPECT_EQ(own_keys(*sanitize["checks"][0].as_table()),
+              (std::set<std::string>{"errors", "log", "passed", "shape", "tool", "variant"}));
+
+    const toml::table build = figure_samples::build().to_toml();
+    expect_keys_and_round_trip("build", build, [](const toml::table &t) { return BuildFigures::from_toml(t).to_toml(); },
+                               {"arch", "baseline.kernels", "candidates", "flags", "jobs", "nvcc_version", "sass",
+                                "summary", "torch_headers"},
+                               {"baseline"});
+    EXPECT_EQ(own_keys(*build["torch_headers"].as_table()), (std::set<std::string>{"found_by", "include_dirs"}));
+    EXPECT_EQ(own_keys(*build["candidates"]["wide"].as_table()), (std::set<std::string>{"kernels", "summary"}));
+    EXPECT_EQ(own_keys(*build["baseline"]["kernels"]["hd64_f16_causal"].as_table()),
+              (std::set<std::string>{"barriers", "blocks_per_sm", "dynamic_smem_bytes", "entry", "limited_by",
+                                     "registers", "resident_warps", "smem_per_block", "spill_load_bytes",
+                                     "spill_store_bytes", "stack_frame_bytes", "static_smem_bytes",
+                                     "threads_per_block", "warps_per_scheduler"}));
+}
+
+// An empty struct writes what the stages always write and nothing else (a figure never set is absent).
+TEST(FigureFields, EmptyFiguresWriteOnlyTheKeysAlwaysPresent) {
+    EXPECT_TRUE(TimeFigures{}.to_toml().empty());
+    EXPECT_TRUE(SetTimeFigures{}.to_toml().empty());
+    EXPECT_EQ(own_keys(GateFigures{}.to_toml()), (std::set<std::string>{"candidates", "summary", "thresholds", "verdict"}));
+    EXPECT_TRUE(ParityFigures{}.to_toml().empty());
+    EXPECT_EQ(own_keys(SanitizeFigures{}.to_toml()), (std::set<std::string>{"tools"}));
+    EXPECT_EQ(own_keys(BuildFigures{}.to_toml()), (std::set<std::string>{"flags"}));
+}
+
+TEST(FigureFields, EveryKeyOfEveryTableIsDocumentedAndNothingDocumentedIsUnknown) {
+    std::set<std::string> time_keys = figure_fields::field_keys(TimeFigures::fields());
+    time_keys.merge(figure_fields::field_keys(SetTimeFigures::fields()));
+    // The time section documents a candidate's accuracy entries "as in Figures of parity".
+    expect_section_matches("time", time_keys, figure_fields::field_keys(AccuracyFigure::fields()));
+    expect_section_matches("gate", figure_fields::field_keys(GateFigures::fields()));
+    expect_section_matches("parity", figure_fields::field_keys(ParityFigures::fields()));
+    expect_section_matches("sanitize", figure_fields::field_keys(SanitizeFigures::fields()));
+    expect_section_matches("build", figure_fields::field_keys(BuildFigures::fields()));
 }

@@ -16,43 +16,28 @@ std::optional<std::int64_t> EntryResources::spill_bytes() const {
     return *spill_store_bytes + *spill_load_bytes;
 }
 
-toml::table EntryResources::to_toml() const {
-    toml::table t;
-    put(t, "entry", entry);
-    put(t, "registers", registers);
-    put(t, "barriers", barriers);
-    put(t, "stack_frame_bytes", stack_frame_bytes);
-    put(t, "spill_store_bytes", spill_store_bytes);
-    put(t, "spill_load_bytes", spill_load_bytes);
-    put(t, "static_smem_bytes", static_smem_bytes);
-    put(t, "dynamic_smem_bytes", dynamic_smem_bytes);
-    put(t, "smem_per_block", smem_per_block);
-    put(t, "threads_per_block", threads_per_block);
-    put(t, "blocks_per_sm", blocks_per_sm);
-    put(t, "resident_warps", resident_warps);
-    put(t, "warps_per_scheduler", warps_per_scheduler);
-    put(t, "limited_by", limited_by);
-    return t;
+const std::vector<Field<EntryResources>> &EntryResources::fields() {
+    using E = EntryResources;
+    static const std::vector<Field<E>> table{field("entry", &E::entry, "name"),
+                                             field("registers", &E::registers, "per thread"),
+                                             field("barriers", &E::barriers, "count"),
+                                             field("stack_frame_bytes", &E::stack_frame_bytes, "bytes"),
+                                             field("spill_store_bytes", &E::spill_store_bytes, "bytes"),
+                                             field("spill_load_bytes", &E::spill_load_bytes, "bytes"),
+                                             field("static_smem_bytes", &E::static_smem_bytes, "bytes"),
+                                             field("dynamic_smem_bytes", &E::dynamic_smem_bytes, "bytes"),
+                                             field("smem_per_block", &E::smem_per_block, "bytes"),
+                                             field("threads_per_block", &E::threads_per_block, "threads"),
+                                             field("blocks_per_sm", &E::blocks_per_sm, "blocks"),
+                                             field("resident_warps", &E::resident_warps, "warps"),
+                                             field("warps_per_scheduler", &E::warps_per_scheduler, "warps"),
+                                             field("limited_by", &E::limited_by, "resources")};
+    return table;
 }
 
-EntryResources EntryResources::from_toml(const toml::table &t) {
-    EntryResources e;
-    e.entry = string_of(t, "entry");
-    e.registers = integer(t, "registers");
-    e.barriers = integer(t, "barriers");
-    e.stack_frame_bytes = integer(t, "stack_frame_bytes");
-    e.spill_store_bytes = integer(t, "spill_store_bytes");
-    e.spill_load_bytes = integer(t, "spill_load_bytes");
-    e.static_smem_bytes = integer(t, "static_smem_bytes");
-    e.dynamic_smem_bytes = integer(t, "dynamic_smem_bytes");
-    e.smem_per_block = integer(t, "smem_per_block");
-    e.threads_per_block = integer(t, "threads_per_block");
-    e.blocks_per_sm = integer(t, "blocks_per_sm");
-    e.resident_warps = integer(t, "resident_warps");
-    e.warps_per_scheduler = real(t, "warps_per_scheduler");
-    e.limited_by = string_of(t, "limited_by");
-    return e;
-}
+toml::table EntryResources::to_toml() const { return write_fields(fields(), *this); }
+
+EntryResources EntryResources::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 bool EntryResources::operator==(const EntryResources &o) const {
     return entry == o.entry && registers == o.registers && barriers == o.barriers &&
@@ -92,20 +77,6 @@ std::optional<std::int64_t> smem_of(const EntryResources &e) { return e.smem_per
 std::optional<std::int64_t> spills_of(const EntryResources &e) { return e.spill_bytes(); }
 std::optional<std::int64_t> registers_of(const EntryResources &e) { return e.registers; }
 std::optional<double> warps_of(const EntryResources &e) { return e.warps_per_scheduler; }
-
-toml::table entry_table(const EntryTable &entries) {
-    toml::table t;
-    for (const auto &[name, e] : entries) t.insert(name, e.to_toml());
-    return t;
-}
-
-EntryTable entries_from(const toml::table &t) {
-    EntryTable entries;
-    each_named(t, "kernels", [&](const std::string &name, const toml::table &e) {
-        entries.emplace(name, EntryResources::from_toml(e));
-    });
-    return entries;
-}
 
 std::string candidate_table(const std::string &name, const EntryTable &baseline, const EntryTable &candidate) {
     std::ostringstream out;
@@ -168,46 +139,37 @@ ResourceAggregates BuildFigures::aggregates(const std::string &candidate) const 
     return aggregate_resources(baseline, found->second.kernels);
 }
 
-toml::table BuildFigures::to_toml() const {
-    toml::table t;
-    put(t, "arch", arch);
-    put(t, "nvcc_version", nvcc_version);
-    put(t, "jobs", jobs);
-    t.insert("flags", string_array(flags));
-    if (torch_headers)
-        t.insert("torch_headers", toml::table{{"found_by", torch_headers->found_by},
-                                              {"include_dirs", string_array(torch_headers->include_dirs)}});
-    if (!baseline.empty()) t.insert("baseline", toml::table{{"kernels", entry_table(baseline)}});
-    if (!candidates.empty()) {
-        toml::table named;
-        for (const auto &[name, c] : candidates) {
-            toml::table one{{"kernels", entry_table(c.kernels)}};
-            put(one, "summary", c.summary);
-            named.insert(name, std::move(one));
-        }
-        t.insert("candidates", std::move(named));
-    }
-    put(t, "summary", summary);
-    if (sass) t.insert("sass", *sass);
-    return t;
+const std::vector<Field<TorchHeadersFigure>> &TorchHeadersFigure::fields() {
+    using T = TorchHeadersFigure;
+    static const std::vector<Field<T>> table{field("found_by", &T::found_by, "source", Presence::always),
+                                             field("include_dirs", &T::include_dirs, "paths", Presence::always)};
+    return table;
 }
 
-BuildFigures BuildFigures::from_toml(const toml::table &t) {
-    BuildFigures f;
-    f.arch = string_of(t, "arch");
-    f.nvcc_version = string_of(t, "nvcc_version");
-    f.jobs = integer(t, "jobs");
-    f.flags = strings(t, "flags");
-    if (const toml::table *torch = t["torch_headers"].as_table())
-        f.torch_headers = TorchHeadersFigure{string_of(*torch, "found_by"), strings(*torch, "include_dirs")};
-    if (const toml::table *base = t["baseline"].as_table()) f.baseline = entries_from(*base);
-    each_named(t, "candidates", [&](const std::string &name, const toml::table &c) {
-        f.candidates.emplace(name, CandidateBuild{entries_from(c), string_of(c, "summary")});
-    });
-    f.summary = string_of(t, "summary");
-    if (const toml::table *sass = t["sass"].as_table()) f.sass = *sass;
-    return f;
+const std::vector<Field<CandidateBuild>> &CandidateBuild::fields() {
+    using C = CandidateBuild;
+    static const std::vector<Field<C>> table{named_map("kernels", &C::kernels, "by entry", Presence::always),
+                                             field("summary", &C::summary, "line")};
+    return table;
 }
+
+const std::vector<Field<BuildFigures>> &BuildFigures::fields() {
+    using B = BuildFigures;
+    static const std::vector<Field<B>> table{field("arch", &B::arch, "arch"),
+                                             field("nvcc_version", &B::nvcc_version, "version"),
+                                             field("jobs", &B::jobs, "compiles"),
+                                             field("flags", &B::flags, "nvcc flags", Presence::always),
+                                             field("torch_headers", &B::torch_headers, "include dirs"),
+                                             named_map("baseline.kernels", &B::baseline, "by entry"),
+                                             named_map("candidates", &B::candidates, "by name"),
+                                             field("summary", &B::summary, "line"),
+                                             field("sass", &B::sass, "histogram")};
+    return table;
+}
+
+toml::table BuildFigures::to_toml() const { return write_fields(fields(), *this); }
+
+BuildFigures BuildFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 bool BuildFigures::operator==(const BuildFigures &o) const {
     return arch == o.arch && nvcc_version == o.nvcc_version && jobs == o.jobs && flags == o.flags &&

@@ -9,6 +9,8 @@
 //   reporter.say(figures.text());
 #pragma once
 
+#include "figures/figure_fields.h"
+
 #include <toml++/toml.h>
 
 #include <cstdint>
@@ -35,6 +37,7 @@ struct EntryResources {
     // Spill stores plus loads; unset unless both are recorded.
     std::optional<std::int64_t> spill_bytes() const;
 
+    static const std::vector<figure_fields::Field<EntryResources>> &fields();
     toml::table to_toml() const;
     static EntryResources from_toml(const toml::table &table);
     bool operator==(const EntryResources &other) const;
@@ -75,6 +78,8 @@ ResourceAggregates aggregate_resources(const EntryTable &baseline, const EntryTa
 struct TorchHeadersFigure {
     std::string found_by;
     std::vector<std::string> include_dirs;
+
+    static const std::vector<figure_fields::Field<TorchHeadersFigure>> &fields();
     bool operator==(const TorchHeadersFigure &other) const {
         return found_by == other.found_by && include_dirs == other.include_dirs;
     }
@@ -83,6 +88,8 @@ struct TorchHeadersFigure {
 struct CandidateBuild {
     EntryTable kernels;
     std::string summary;  // this candidate's line of the stage summary
+
+    static const std::vector<figure_fields::Field<CandidateBuild>> &fields();
     bool operator==(const CandidateBuild &other) const { return kernels == other.kernels && summary == other.summary; }
 };
 
@@ -98,6 +105,7 @@ struct BuildFigures {
 
     ResourceAggregates aggregates(const std::string &candidate) const;  // no entries for an unknown name
 
+    static const std::vector<figure_fields::Field<BuildFigures>> &fields();
     toml::table to_toml() const;
     static BuildFigures from_toml(const toml::table &figures);
     bool operator==(const BuildFigures &other) const;

@@ -35,64 +35,61 @@ GateFigures GateFigures::of(const std::map<std::string, GateResult> &results, co
     return f;
 }
 
-toml::table GateFigures::to_toml() const {
-    toml::table threshold_table{{"max_candidate_p50_ms", thresholds.max_candidate_p50_ms},
-                                {"max_spill_growth_bytes", thresholds.max_spill_growth_bytes},
-                                {"require_sanitizer", thresholds.require_sanitizer}};
-    put(threshold_table, "max_ratio_upper", thresholds.ratio_upper_bound);
-    put(threshold_table, "max_geomean_ratio_upper", thresholds.geomean_ratio_upper_bound);
-    put(threshold_table, "max_worst_ratio_upper", thresholds.worst_ratio_upper_bound);
-    toml::table named;
-    for (const auto &[name, c] : candidates) {
-        toml::array conditions;
-        for (const GateCondition &condition : c.result.conditions)
-            conditions.push_back(toml::table{{"name", condition.name},
-                                             {"status", gate_status_text(condition.status)},
-                                             {"figure", condition.figure},
-                                             {"detail", condition.detail},
-                                             {"required", condition.required}});
-        named.insert(name, toml::table{{"conditions", conditions},
-                                       {"verdict", verdict_text(c.result.passed)},
-                                       {"summary", c.summary}});
-    }
-    return toml::table{{"candidates", named},
-                       {"verdict", verdict_text(passed)},
-                       {"thresholds", threshold_table},
-                       {"summary", summary}};
+const std::vector<Field<GateThresholds>> &figure_fields_of(const GateThresholds *) {
+    using T = GateThresholds;
+    static const std::vector<Field<T>> table{
+        field("max_candidate_p50_ms", &T::max_candidate_p50_ms, "ms"),
+        field("max_spill_growth_bytes", &T::max_spill_growth_bytes, "bytes"),
+        field("require_sanitizer", &T::require_sanitizer, "rule"),
+        field("max_ratio_upper", &T::ratio_upper_bound, "times the baseline"),
+        field("max_geomean_ratio_upper", &T::geomean_ratio_upper_bound, "times the baseline"),
+        field("max_worst_ratio_upper", &T::worst_ratio_upper_bound, "times the baseline")};
+    return table;
 }
 
-GateFigures GateFigures::from_toml(const toml::table &t) {
-    GateFigures f;
-    if (const toml::table *th = t["thresholds"].as_table()) {
-        f.thresholds.max_candidate_p50_ms = real(*th, "max_candidate_p50_ms").value_or(f.thresholds.max_candidate_p50_ms);
-        f.thresholds.max_spill_growth_bytes =
-            integer(*th, "max_spill_growth_bytes").value_or(f.thresholds.max_spill_growth_bytes);
-        f.thresholds.require_sanitizer = boolean(*th, "require_sanitizer").value_or(f.thresholds.require_sanitizer);
-        f.thresholds.ratio_upper_bound = real(*th, "max_ratio_upper");
-        f.thresholds.geomean_ratio_upper_bound = real(*th, "max_geomean_ratio_upper");
-        f.thresholds.worst_ratio_upper_bound = real(*th, "max_worst_ratio_upper");
-    }
-    each_named(t, "candidates", [&](const std::string &name, const toml::table &c) {
-        CandidateGate gate;
-        each_table(c, "conditions", [&](const toml::table &entry) {
-            GateCondition condition;
-            condition.name = string_of(entry, "name");
-            const std::string status = string_of(entry, "status");
-            for (GateStatus s : {GateStatus::pass, GateStatus::fail, GateStatus::not_checked})
-                if (status == gate_status_text(s)) condition.status = s;
-            condition.figure = string_of(entry, "figure");
-            condition.detail = string_of(entry, "detail");
-            condition.required = boolean(entry, "required").value_or(true);
-            gate.result.conditions.push_back(std::move(condition));
-        });
-        gate.result.passed = string_of(c, "verdict") == "PASS";
-        gate.summary = string_of(c, "summary");
-        f.candidates.emplace(name, std::move(gate));
-    });
-    f.passed = string_of(t, "verdict") == "PASS";
-    f.summary = string_of(t, "summary");
-    return f;
+const std::vector<Field<GateCondition>> &figure_fields_of(const GateCondition *) {
+    using C = GateCondition;
+    static const std::vector<Field<C>> table{
+        field("name", &C::name, "condition", Presence::always),
+        converted<C, std::string>(
+            "status", "PASS | FAIL | NOT CHECKED", [](const C &c) { return std::string(gate_status_text(c.status)); },
+            [](C &c, const std::optional<std::string> &status) {
+                for (GateStatus s : {GateStatus::pass, GateStatus::fail, GateStatus::not_checked})
+                    if (status == gate_status_text(s)) c.status = s;
+            }),
+        field("figure", &C::figure, "figure", Presence::always),
+        field("detail", &C::detail, "why", Presence::always),
+        field("required", &C::required, "rule")};
+    return table;
 }
+
+const std::vector<Field<CandidateGate>> &CandidateGate::fields() {
+    using C = CandidateGate;
+    static const std::vector<Field<C>> table{
+        field_at<C>("conditions", [](auto &c) -> auto & { return c.result.conditions; }, "in report order",
+                    Presence::always),
+        converted<C, std::string>(
+            "verdict", "PASS | FAIL", [](const C &c) { return std::string(verdict_text(c.result.passed)); },
+            [](C &c, const std::optional<std::string> &verdict) { c.result.passed = verdict == "PASS"; }),
+        field("summary", &C::summary, "line", Presence::always)};
+    return table;
+}
+
+const std::vector<Field<GateFigures>> &GateFigures::fields() {
+    using G = GateFigures;
+    static const std::vector<Field<G>> table{
+        named_map("candidates", &G::candidates, "by name", Presence::always),
+        converted<G, std::string>(
+            "verdict", "PASS | FAIL", [](const G &g) { return std::string(verdict_text(g.passed)); },
+            [](G &g, const std::optional<std::string> &verdict) { g.passed = verdict == "PASS"; }),
+        field("thresholds", &G::thresholds, "applied"),
+        field("summary", &G::summary, "line", Presence::always)};
+    return table;
+}
+
+toml::table GateFigures::to_toml() const { return write_fields(fields(), *this); }
+
+GateFigures GateFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 std::vector<std::string> GateFigures::reasons() const {
     std::vector<std::string> reasons;

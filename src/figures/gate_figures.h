@@ -8,6 +8,7 @@
 //   reporter.say(GateFigures::from_toml(checkpoint.figures).text());
 #pragma once
 
+#include "figures/figure_fields.h"
 #include "model/gate_rules.h"
 
 #include <toml++/toml.h>
@@ -21,7 +22,13 @@ namespace s2tp {
 struct CandidateGate {
     GateResult result;
     std::string summary;  // "PASS", or "FAIL: " and the conditions that block
+
+    static const std::vector<figure_fields::Field<CandidateGate>> &fields();
 };
+
+// The field tables of the gate rules' own structs (sage2tp-checkpoint(5) "Figures of gate").
+const std::vector<figure_fields::Field<GateThresholds>> &figure_fields_of(const GateThresholds *);
+const std::vector<figure_fields::Field<GateCondition>> &figure_fields_of(const GateCondition *);
 
 struct GateFigures {
     GateThresholds thresholds;  // a threshold the checkpoint lacks reads back as the default
@@ -31,6 +38,7 @@ struct GateFigures {
 
     static GateFigures of(const std::map<std::string, GateResult> &results, const GateThresholds &thresholds);
 
+    static const std::vector<figure_fields::Field<GateFigures>> &fields();
     toml::table to_toml() const;
     static GateFigures from_toml(const toml::table &figures);
 

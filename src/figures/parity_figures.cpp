@@ -28,26 +28,25 @@ bool same(const std::optional<double> &a, const std::optional<double> &b) {
 
 }  // namespace
 
-toml::table AccuracyFigure::to_toml() const {
-    toml::table t{{"shape", shape}};
-    put(t, "seed", seed);
-    put(t, "rows", rows);
-    put(t, "cosine", cosine);
-    put(t, "rel_l1", rel_l1);
-    put(t, "rmse", rmse);
-    put(t, "max_abs_error", max_abs_error);
-    put(t, "worst_element", worst_element);
-    put(t, "nan_count", nan_count);
-    put(t, "inf_count", inf_count);
-    put(t, "reference_non_finite", reference_non_finite);
-    return t;
+const std::vector<Field<AccuracyFigure>> &AccuracyFigure::fields() {
+    using A = AccuracyFigure;
+    static const std::vector<Field<A>> table{field("shape", &A::shape, "shape", Presence::always),
+                                             field("seed", &A::seed, "seed"),
+                                             field("rows", &A::rows, "rows per batch and head"),
+                                             field("cosine", &A::cosine, "similarity"),
+                                             field("rel_l1", &A::rel_l1, "relative error"),
+                                             field("rmse", &A::rmse, "error"),
+                                             field("max_abs_error", &A::max_abs_error, "error"),
+                                             field("worst_element", &A::worst_element, "index"),
+                                             field("nan_count", &A::nan_count, "elements"),
+                                             field("inf_count", &A::inf_count, "elements"),
+                                             field("reference_non_finite", &A::reference_non_finite, "elements")};
+    return table;
 }
 
-AccuracyFigure AccuracyFigure::from_toml(const toml::table &a) {
-    return AccuracyFigure{string_of(a, "shape"), integer(a, "seed"), integer(a, "rows"), real(a, "cosine"),
-                          real(a, "rel_l1"), real(a, "rmse"), real(a, "max_abs_error"), string_of(a, "worst_element"),
-                          integer(a, "nan_count"), integer(a, "inf_count"), integer(a, "reference_non_finite")};
-}
+toml::table AccuracyFigure::to_toml() const { return write_fields(fields(), *this); }
+
+AccuracyFigure AccuracyFigure::from_toml(const toml::table &a) { return read_fields(fields(), a); }
 
 bool AccuracyFigure::operator==(const AccuracyFigure &o) const {
     return shape == o.shape && seed == o.seed && rows == o.rows && same(cosine, o.cosine) && same(rel_l1, o.rel_l1) &&
@@ -55,143 +54,71 @@ bool AccuracyFigure::operator==(const AccuracyFigure &o) const {
            nan_count == o.nan_count && inf_count == o.inf_count && reference_non_finite == o.reference_non_finite;
 }
 
-namespace {
-
-toml::array accuracy_array(const std::vector<AccuracyFigure> &figures) {
-    toml::array array;
-    for (const AccuracyFigure &a : figures) array.push_back(a.to_toml());
-    return array;
+const std::vector<Field<ParityDifference>> &ParityDifference::fields() {
+    using D = ParityDifference;
+    static const std::vector<Field<D>> table{field("shape", &D::shape, "shape", Presence::always),
+                                             field("seed", &D::seed, "seed"),
+                                             field("tensor", &D::tensor, "o | lse", Presence::always),
+                                             field("differing_elements", &D::differing_elements, "elements"),
+                                             field("elements", &D::elements, "elements"),
+                                             field("first_index", &D::first_index, "index", Presence::always),
+                                             field("baseline_value", &D::baseline_value, "bits", Presence::always),
+                                             field("candidate_value", &D::candidate_value, "bits", Presence::always)};
+    return table;
 }
 
-std::vector<AccuracyFigure> accuracy_from(const toml::table &t, std::string_view key) {
-    std::vector<AccuracyFigure> figures;
-    each_table(t, key, [&](const toml::table &a) { figures.push_back(AccuracyFigure::from_toml(a)); });
-    return figures;
+const std::vector<Field<ParityOutput>> &ParityOutput::fields() {
+    using O = ParityOutput;
+    static const std::vector<Field<O>> table{field("shape", &O::shape, "shape", Presence::always),
+                                             field("seed", &O::seed, "seed"),
+                                             field("sha256", &O::sha256, "digest", Presence::always)};
+    return table;
 }
 
-toml::array checks_array(const std::vector<AccuracyShapeCheck> &checks) {
-    toml::array array;
-    for (const AccuracyShapeCheck &c : checks) {
-        toml::table t{{"shape", c.shape}, {"conditions", c.conditions}};
-        put(t, "passed", c.passed);
-        array.push_back(std::move(t));
-    }
-    return array;
+const std::vector<Field<AccuracyShapeCheck>> &AccuracyShapeCheck::fields() {
+    using C = AccuracyShapeCheck;
+    static const std::vector<Field<C>> table{field("shape", &C::shape, "shape", Presence::always),
+                                             field("passed", &C::passed, "outcome"),
+                                             field("conditions", &C::conditions, "conditions", Presence::always)};
+    return table;
 }
 
-std::vector<AccuracyShapeCheck> checks_from(const toml::table &t) {
-    std::vector<AccuracyShapeCheck> checks;
-    each_table(t, "checks", [&](const toml::table &c) {
-        checks.push_back(AccuracyShapeCheck{string_of(c, "shape"), boolean(c, "passed"), string_of(c, "conditions")});
-    });
-    return checks;
+const std::vector<Field<CandidateParity>> &CandidateParity::fields() {
+    using C = CandidateParity;
+    static const std::vector<Field<C>> table{
+        field("mode", &C::mode, "exact | tolerance"),
+        field("shapes_differing", &C::shapes_differing, "shapes"),
+        field("differences", &C::differences, "one per differing tensor", Presence::always),
+        field("outputs", &C::outputs, "digests", Presence::always),
+        field("accuracy", &C::accuracy, "against the reference"),
+        field("vs_baseline", &C::vs_baseline, "against the baseline"),
+        field("checks", &C::checks, "per shape")};
+    return table;
 }
 
-// The accuracy arrays of a variant's table, written only when the run checked accuracy.
-void put_accuracy(toml::table &t, std::string_view key, const std::vector<AccuracyFigure> &figures) {
-    if (!figures.empty()) t.insert(key, accuracy_array(figures));
+const std::vector<Field<ParityFigures>> &ParityFigures::fields() {
+    using P = ParityFigures;
+    // [baseline] exists when the baseline has outputs or accuracy figures; it then always lists its outputs.
+    const auto has_baseline = [](const P &p) { return !p.baseline_outputs.empty() || !p.baseline_accuracy.empty(); };
+    static const std::vector<Field<P>> table{
+        field("shapes_checked", &P::shapes_checked, "shapes"),
+        field("comparisons", &P::comparisons, "shapes x seeds"),
+        field("reference_worst_rel_l2", &P::reference_worst_rel_l2, "relative error"),
+        field("reference_worst_case", &P::reference_worst_case, "shape and seed"),
+        field("reference_limit", &P::reference_limit, "relative error"),
+        field("reference_rows", &P::reference_rows, "rows"),
+        only_when<P>(field("baseline.outputs", &P::baseline_outputs, "digests", Presence::always), has_baseline),
+        only_when<P>(field("baseline.accuracy", &P::baseline_accuracy, "against the reference"), has_baseline),
+        only_when<P>(field("baseline.checks", &P::baseline_checks, "per shape"), has_baseline),
+        named_map("candidates", &P::candidates, "by name"),
+        field("device", &P::device, "GPU"),
+        field("summary", &P::summary, "line")};
+    return table;
 }
 
-toml::array outputs_array(const std::vector<ParityOutput> &outputs) {
-    toml::array array;
-    for (const ParityOutput &o : outputs) {
-        toml::table t{{"shape", o.shape}, {"sha256", o.sha256}};
-        put(t, "seed", o.seed);
-        array.push_back(std::move(t));
-    }
-    return array;
-}
+toml::table ParityFigures::to_toml() const { return write_fields(fields(), *this); }
 
-std::vector<ParityOutput> outputs_from(const toml::table &t) {
-    std::vector<ParityOutput> outputs;
-    each_table(t, "outputs", [&](const toml::table &o) {
-        outputs.push_back(ParityOutput{string_of(o, "shape"), integer(o, "seed"), string_of(o, "sha256")});
-    });
-    return outputs;
-}
-
-toml::table candidate_table(const CandidateParity &c) {
-    toml::table t;
-    put(t, "mode", c.mode);
-    put(t, "shapes_differing", c.shapes_differing);
-    toml::array differences;
-    for (const ParityDifference &d : c.differences) {
-        toml::table entry{{"shape", d.shape}, {"tensor", d.tensor}, {"first_index", d.first_index},
-                          {"baseline_value", d.baseline_value}, {"candidate_value", d.candidate_value}};
-        put(entry, "seed", d.seed);
-        put(entry, "differing_elements", d.differing_elements);
-        put(entry, "elements", d.elements);
-        differences.push_back(std::move(entry));
-    }
-    t.insert("differences", std::move(differences));
-    t.insert("outputs", outputs_array(c.outputs));
-    put_accuracy(t, "accuracy", c.accuracy);
-    put_accuracy(t, "vs_baseline", c.vs_baseline);
-    if (!c.checks.empty()) t.insert("checks", checks_array(c.checks));
-    return t;
-}
-
-CandidateParity candidate_from(const toml::table &t) {
-    CandidateParity c;
-    c.mode = string_of(t, "mode");
-    c.shapes_differing = integer(t, "shapes_differing");
-    each_table(t, "differences", [&](const toml::table &d) {
-        c.differences.push_back(ParityDifference{string_of(d, "shape"), integer(d, "seed"), string_of(d, "tensor"),
-                                                 integer(d, "differing_elements"), integer(d, "elements"),
-                                                 string_of(d, "first_index"), string_of(d, "baseline_value"),
-                                                 string_of(d, "candidate_value")});
-    });
-    c.outputs = outputs_from(t);
-    c.accuracy = accuracy_from(t, "accuracy");
-    c.vs_baseline = accuracy_from(t, "vs_baseline");
-    c.checks = checks_from(t);
-    return c;
-}
-
-}  // namespace
-
-toml::table ParityFigures::to_toml() const {
-    toml::table t;
-    put(t, "shapes_checked", shapes_checked);
-    put(t, "comparisons", comparisons);
-    put(t, "reference_worst_rel_l2", reference_worst_rel_l2);
-    put(t, "reference_worst_case", reference_worst_case);
-    put(t, "reference_limit", reference_limit);
-    put(t, "reference_rows", reference_rows);
-    if (!baseline_outputs.empty() || !baseline_accuracy.empty()) {
-        toml::table base{{"outputs", outputs_array(baseline_outputs)}};
-        put_accuracy(base, "accuracy", baseline_accuracy);
-        if (!baseline_checks.empty()) base.insert("checks", checks_array(baseline_checks));
-        t.insert("baseline", std::move(base));
-    }
-    if (!candidates.empty()) {
-        toml::table named;
-        for (const auto &[name, c] : candidates) named.insert(name, candidate_table(c));
-        t.insert("candidates", std::move(named));
-    }
-    put(t, "device", device);
-    put(t, "summary", summary);
-    return t;
-}
-
-ParityFigures ParityFigures::from_toml(const toml::table &t) {
-    ParityFigures f;
-    f.shapes_checked = integer(t, "shapes_checked");
-    f.comparisons = integer(t, "comparisons");
-    f.reference_worst_rel_l2 = real(t, "reference_worst_rel_l2");
-    f.reference_worst_case = string_of(t, "reference_worst_case");
-    f.reference_limit = real(t, "reference_limit");
-    f.reference_rows = integer(t, "reference_rows");
-    if (const toml::table *base = t["baseline"].as_table()) {
-        f.baseline_outputs = outputs_from(*base);
-        f.baseline_accuracy = accuracy_from(*base, "accuracy");
-        f.baseline_checks = checks_from(*base);
-    }
-    each_named(t, "candidates", [&](const std::string &name, const toml::table &c) { f.candidates.emplace(name, candidate_from(c)); });
-    f.device = string_of(t, "device");
-    f.summary = string_of(t, "summary");
-    return f;
-}
+ParityFigures ParityFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 bool ParityFigures::operator==(const ParityFigures &o) const {
     return shapes_checked == o.shapes_checked && comparisons == o.comparisons &&

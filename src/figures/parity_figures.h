@@ -3,6 +3,7 @@
 // name) the shapes whose bytes differ from the baseline's, every difference and its output digests.
 #pragma once
 
+#include "figures/figure_fields.h"
 #include "model/accuracy.h"
 
 #include <toml++/toml.h>
@@ -23,6 +24,7 @@ struct ParityDifference {
     std::optional<std::int64_t> differing_elements, elements;
     std::string first_index;                      // the multi-index, as text
     std::string baseline_value, candidate_value;  // "0x3c01 (1.0009766)"
+    static const std::vector<figure_fields::Field<ParityDifference>> &fields();
     bool operator==(const ParityDifference &o) const;
 };
 
@@ -31,6 +33,7 @@ struct ParityOutput {
     std::string shape;
     std::optional<std::int64_t> seed;
     std::string sha256;
+    static const std::vector<figure_fields::Field<ParityOutput>> &fields();
     bool operator==(const ParityOutput &o) const { return shape == o.shape && seed == o.seed && sha256 == o.sha256; }
 };
 
@@ -43,6 +46,7 @@ struct AccuracyFigure {
     std::string worst_element;
     std::optional<std::int64_t> nan_count, inf_count, reference_non_finite;
     static AccuracyFigure of(const std::string &shape, std::int64_t seed, std::int64_t rows, const AccuracyMetrics &m);
+    static const std::vector<figure_fields::Field<AccuracyFigure>> &fields();
     toml::table to_toml() const;
     static AccuracyFigure from_toml(const toml::table &table);
     bool operator==(const AccuracyFigure &o) const;
@@ -53,6 +57,7 @@ struct AccuracyShapeCheck {
     std::string shape;
     std::optional<bool> passed;
     std::string conditions;  // checks_text: every condition with its numbers
+    static const std::vector<figure_fields::Field<AccuracyShapeCheck>> &fields();
     bool operator==(const AccuracyShapeCheck &o) const {
         return shape == o.shape && passed == o.passed && conditions == o.conditions;
     }
@@ -65,6 +70,7 @@ struct CandidateParity {
     std::vector<AccuracyFigure> accuracy, vs_baseline;
     std::vector<AccuracyShapeCheck> checks;
     std::string mode;  // "exact" or "tolerance"
+    static const std::vector<figure_fields::Field<CandidateParity>> &fields();
     bool operator==(const CandidateParity &o) const {
         return mode == o.mode && shapes_differing == o.shapes_differing && differences == o.differences &&
                outputs == o.outputs && accuracy == o.accuracy && vs_baseline == o.vs_baseline && checks == o.checks;
@@ -82,6 +88,7 @@ struct ParityFigures {
     std::map<std::string, CandidateParity> candidates;  // [figures.candidates.<name>]
     std::string device, summary;
 
+    static const std::vector<figure_fields::Field<ParityFigures>> &fields();
     toml::table to_toml() const;
     static ParityFigures from_toml(const toml::table &figures);
     bool operator==(const ParityFigures &o) const;

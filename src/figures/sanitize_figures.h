@@ -3,6 +3,8 @@
 // of each candidate, keyed by its name.
 #pragma once
 
+#include "figures/figure_fields.h"
+
 #include <toml++/toml.h>
 
 #include <cstdint>
@@ -18,6 +20,8 @@ struct SanitizeCheck {
     std::optional<std::int64_t> errors;
     std::optional<bool> passed;
     std::string log;  // run-relative
+
+    static const std::vector<figure_fields::Field<SanitizeCheck>> &fields();
     bool operator==(const SanitizeCheck &o) const {
         return variant == o.variant && tool == o.tool && shape == o.shape && errors == o.errors &&
                passed == o.passed && log == o.log;
@@ -27,6 +31,8 @@ struct SanitizeCheck {
 // Over one variant's checks.
 struct VariantSanitize {
     std::optional<std::int64_t> errors, failed_checks;
+
+    static const std::vector<figure_fields::Field<VariantSanitize>> &fields();
     bool operator==(const VariantSanitize &o) const { return errors == o.errors && failed_checks == o.failed_checks; }
 };
 
@@ -44,6 +50,7 @@ struct SanitizeFigures {
     // count is not recorded, so that a missing count is never read as a clean run.
     std::optional<std::int64_t> errors_for(const std::string &candidate) const;
 
+    static const std::vector<figure_fields::Field<SanitizeFigures>> &fields();
     toml::table to_toml() const;
     static SanitizeFigures from_toml(const toml::table &figures);
     bool operator==(const SanitizeFigures &o) const;

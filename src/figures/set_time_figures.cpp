@@ -3,27 +3,21 @@
 #include "figures/figure_fields.h"
 #include "model/ab_timing.h"
 #include "support/number_format.h"
+#include "support/table_printer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <sstream>
 
 namespace s2tp {
+
+using namespace figure_fields;
+
 namespace {
 
-using figure_fields::boolean;
-using figure_fields::integer;
-using figure_fields::put;
-using figure_fields::real;
-using figure_fields::strings;
-using figure_fields::text;
 
-// "0.9812 [0.9790, 0.9833]", or "-" for a ratio not recorded.
 std::string ratio_cell(const std::optional<RatioFigures> &r) {
-    if (!r || !r->median) return "-";
-    return fixed(*r->median, 4) + " [" + (r->ci_low ? fixed(*r->ci_low, 4) : "-") + ", " +
-           (r->ci_high ? fixed(*r->ci_high, 4) : "-") + "]";
+    return r && r->median ? interval_text(*r, false) : std::string(missing_figure);
 }
 
 template <typename Named>
@@ -33,68 +27,36 @@ const Named *find_named(const std::vector<Named> &items, const std::string &name
     return nullptr;
 }
 
-// Tables keyed by name plus the order they came in (TOML tables are unordered).
-template <typename Named>
-void put_named(toml::table &t, const char *key, const char *order_key, const std::vector<Named> &items) {
-    if (items.empty()) return;
-    toml::table by_name;
-    toml::array order;
-    for (const Named &item : items) {
-        by_name.insert(item.name, item.to_toml());
-        order.push_back(item.name);
-    }
-    t.insert(key, by_name);
-    t.insert(order_key, order);
-}
-
-template <typename Named>
-std::vector<Named> read_named(const toml::table &t, const char *key, const char *order_key) {
-    std::vector<Named> items;
-    const toml::table *by_name = t[key].as_table();
-    if (!by_name) return items;
-    for (const std::string &name : strings(t, order_key))
-        if (const toml::table *item = (*by_name)[name].as_table()) items.push_back(Named::from_toml(name, *item));
-    return items;
-}
-
 }  // namespace
 
-toml::table ShapeTimeFigures::to_toml() const {
-    toml::table t;
-    put(t, "weight", weight);
-    put(t, "source", source);
-    put(t, "passed", passed);
-    if (!reasons.empty()) t.insert("reasons", figure_fields::string_array(reasons));
-    t.insert("figures", figures.to_toml());
-    return t;
+const std::vector<Field<ShapeTimeFigures>> &ShapeTimeFigures::fields() {
+    using S = ShapeTimeFigures;
+    static const std::vector<Field<S>> table{field("weight", &S::weight, "weight"),
+                                             field("source", &S::source, "config"),
+                                             field("passed", &S::passed, "outcome"),
+                                             field("reasons", &S::reasons, "lines"),
+                                             field("figures", &S::figures, "one workload's", Presence::always)};
+    return table;
 }
+
+toml::table ShapeTimeFigures::to_toml() const { return write_fields(fields(), *this); }
 
 ShapeTimeFigures ShapeTimeFigures::from_toml(const std::string &name, const toml::table &t) {
-    ShapeTimeFigures s;
-    s.name = name;
-    s.weight = real(t, "weight");
-    s.source = figure_fields::string_of(t, "source");
-    s.passed = boolean(t, "passed");
-    s.reasons = strings(t, "reasons");
-    if (const toml::table *figures = t["figures"].as_table()) s.figures = TimeFigures::from_toml(*figures);
-    return s;
+    return named_value_of<ShapeTimeFigures>(t, name);
 }
 
-toml::table SetCandidateFigures::to_toml() const {
-    toml::table t;
-    if (geomean) t.insert("geomean", geomean->to_toml());
-    put(t, "worst_shape", worst_shape);
-    if (worst) t.insert("worst", worst->to_toml());
-    return t;
+const std::vector<Field<SetCandidateFigures>> &SetCandidateFigures::fields() {
+    using C = SetCandidateFigures;
+    static const std::vector<Field<C>> table{field("geomean", &C::geomean, "candidate/baseline"),
+                                             field("worst_shape", &C::worst_shape, "shape"),
+                                             field("worst", &C::worst, "candidate/baseline")};
+    return table;
 }
+
+toml::table SetCandidateFigures::to_toml() const { return write_fields(fields(), *this); }
 
 SetCandidateFigures SetCandidateFigures::from_toml(const std::string &name, const toml::table &t) {
-    SetCandidateFigures c;
-    c.name = name;
-    if (const toml::table *g = t["geomean"].as_table()) c.geomean = RatioFigures::from_toml(*g);
-    c.worst_shape = text(t, "worst_shape");
-    if (const toml::table *w = t["worst"].as_table()) c.worst = RatioFigures::from_toml(*w);
-    return c;
+    return named_value_of<SetCandidateFigures>(t, name);
 }
 
 const ShapeTimeFigures *SetTimeFigures::shape(const std::string &name) const { return find_named(shapes, name); }
@@ -103,39 +65,27 @@ const SetCandidateFigures *SetTimeFigures::candidate(const std::string &name) co
     return find_named(candidates, name);
 }
 
-toml::table SetTimeFigures::to_toml() const {
-    toml::table t;
-    put(t, "workload_set", workload_set);
-    put(t, "description", description);
-    put(t, "device", device);
-    put(t, "device_name", device_name);
-    put(t, "arch", arch);
-    put(t, "weighted", weighted);
-    put(t, "repeats", repeats);
-    put(t, "budget_seconds", budget_seconds);
-    put(t, "measure_seconds", measure_seconds);
-    put_named(t, "shapes", "shape_order", shapes);
-    put_named(t, "combined", "candidate_order", candidates);
-    put(t, "summary", summary);
-    return t;
+const std::vector<Field<SetTimeFigures>> &SetTimeFigures::fields() {
+    using T = SetTimeFigures;
+    static const std::vector<Field<T>> table{
+        field("workload_set", &T::workload_set, "name"),
+        field("description", &T::description, "text"),
+        field("device", &T::device, "GPU"),
+        field("device_name", &T::device_name, "GPU"),
+        field("arch", &T::arch, "arch"),
+        field("weighted", &T::weighted, "weights"),
+        field("repeats", &T::repeats, "processes"),
+        field("budget_seconds", &T::budget_seconds, "s"),
+        field("measure_seconds", &T::measure_seconds, "s"),
+        named_tables("shapes", "shape_order", &T::shapes, "by name"),
+        named_tables("combined", "candidate_order", &T::candidates, "by candidate"),
+        field("summary", &T::summary, "line")};
+    return table;
 }
 
-SetTimeFigures SetTimeFigures::from_toml(const toml::table &t) {
-    SetTimeFigures f;
-    f.workload_set = text(t, "workload_set");
-    f.description = text(t, "description");
-    f.device = text(t, "device");
-    f.device_name = text(t, "device_name");
-    f.arch = text(t, "arch");
-    f.weighted = boolean(t, "weighted");
-    f.repeats = integer(t, "repeats");
-    f.budget_seconds = real(t, "budget_seconds");
-    f.measure_seconds = real(t, "measure_seconds");
-    f.shapes = read_named<ShapeTimeFigures>(t, "shapes", "shape_order");
-    f.candidates = read_named<SetCandidateFigures>(t, "combined", "candidate_order");
-    f.summary = text(t, "summary");
-    return f;
-}
+toml::table SetTimeFigures::to_toml() const { return write_fields(fields(), *this); }
+
+SetTimeFigures SetTimeFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 bool SetTimeFigures::holds_set(const toml::table &figures) { return figures.contains("workload_set"); }
 
@@ -162,42 +112,35 @@ SetCandidateFigures combine_shape_ratios(const std::string &candidate, const std
 
 std::string set_time_figures_text(const SetTimeFigures &f) {
     std::ostringstream out;
-    out << "  workload set " << f.workload_set.value_or("-") << ": " << f.shapes.size() << " shapes"
-        << (f.weighted.value_or(false) ? ", weighted" : ", equal weights") << " on " << f.device_name.value_or("-");
-    std::vector<std::string> names;
-    for (const SetCandidateFigures &c : f.candidates) names.push_back(c.name);
-    // The header, one row per shape, then the combined rows, each column as wide as its widest cell.
-    std::vector<std::vector<std::string>> rows{{"SHAPE", "WEIGHT", "BASELINE P50 ms", "A/A"}};
-    for (const std::string &name : names) rows.front().push_back(name + "/baseline [95% CI]");
+    out << "  workload set " << f.workload_set.value_or(missing_figure) << ": " << f.shapes.size() << " shapes"
+        << (f.weighted.value_or(false) ? ", weighted" : ", equal weights") << " on "
+        << f.device_name.value_or(missing_figure);
+    // One row per shape, then the combined rows; the numbers right-aligned.
+    TextTable table{{{"SHAPE"}, {"WEIGHT", Align::right}, {"BASELINE P50 ms", Align::right}, {"A/A", Align::right}}, {}};
+    for (const SetCandidateFigures &c : f.candidates) table.columns.push_back({c.name + "/baseline", Align::right});
     for (const ShapeTimeFigures &s : f.shapes) {
         const TimeFigures &t = s.figures;
         std::vector<std::string> row{s.name + (s.passed == false ? " (failed)" : ""),
                                      s.weight ? compact(*s.weight, 3) : "1",
-                                     t.baseline && t.baseline->p50 ? fixed(*t.baseline->p50, 3) : "-",
-                                     t.aa && t.aa->median ? fixed(*t.aa->median, 4) : "-"};
-        for (const std::string &name : names) {
-            const CandidateTimeFigures *c = t.candidate(name);
+                                     fixed_or_missing(t.baseline ? t.baseline->p50 : std::nullopt, 3),
+                                     fixed_or_missing(t.aa ? t.aa->median : std::nullopt, 4)};
+        for (const SetCandidateFigures &combined : f.candidates) {
+            const CandidateTimeFigures *c = t.candidate(combined.name);
             row.push_back(ratio_cell(c ? c->ratio : std::nullopt));
         }
-        rows.push_back(std::move(row));
+        table.rows.push_back(std::move(row));
     }
     std::vector<std::string> geomean{f.weighted.value_or(false) ? "geomean (weighted)" : "geomean", "", "", ""};
     std::vector<std::string> worst{"worst shape", "", "", ""};
     for (const SetCandidateFigures &c : f.candidates) {
         geomean.push_back(ratio_cell(c.geomean));
-        worst.push_back(c.worst_shape ? *c.worst_shape + " " + ratio_cell(c.worst) : "-");
+        worst.push_back(c.worst_shape ? *c.worst_shape + " " + ratio_cell(c.worst) : std::string(missing_figure));
     }
-    rows.push_back(std::move(geomean));
-    rows.push_back(std::move(worst));
-    std::vector<std::size_t> width(rows.front().size(), 0);
-    for (const auto &row : rows)
-        for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-    for (const auto &row : rows) {
-        out << "\n ";
-        for (std::size_t i = 0; i < row.size(); ++i)
-            out << " " << (i == 0 ? std::left : std::right) << std::setw(static_cast<int>(width[i])) << row[i];
-    }
-    out << std::right;
+    table.rows.push_back(std::move(geomean));
+    table.rows.push_back(std::move(worst));
+    std::string lines = table_text(table, TextLayout{"  ", 1, false});
+    lines.pop_back();  // the lines follow the heading line, each after a newline
+    out << "\n" << lines;
     for (const SetCandidateFigures &c : f.candidates)
         if (c.geomean && c.geomean->median) out << "\n  over the set: " << speed_in_words(*c.geomean->median, c.name);
     for (const ShapeTimeFigures &s : f.shapes)

@@ -43,6 +43,7 @@ struct ShapeTimeFigures {
     std::vector<std::string> reasons;
     TimeFigures figures;           // the single-workload figures of this shape
 
+    static const std::vector<Field<ShapeTimeFigures>> &fields();
     toml::table to_toml() const;
     static ShapeTimeFigures from_toml(const std::string &name, const toml::table &table);
 };
@@ -53,6 +54,7 @@ struct SetCandidateFigures {
     std::optional<std::string> worst_shape;  // the shape with the highest median ratio
     std::optional<RatioFigures> worst;       // that shape's own interval
 
+    static const std::vector<Field<SetCandidateFigures>> &fields();
     toml::table to_toml() const;
     static SetCandidateFigures from_toml(const std::string &name, const toml::table &table);
 };
@@ -68,6 +70,7 @@ struct SetTimeFigures {
     const ShapeTimeFigures *shape(const std::string &name) const;
     const SetCandidateFigures *candidate(const std::string &name) const;
 
+    static const std::vector<Field<SetTimeFigures>> &fields();
     toml::table to_toml() const;
     static SetTimeFigures from_toml(const toml::table &figures);
     // Whether a time checkpoint's figures are a set's (else they are one workload's TimeFigures).

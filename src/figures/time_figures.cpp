@@ -10,15 +10,9 @@
 #include <sstream>
 
 namespace s2tp {
+
+using namespace figure_fields;
 namespace {
-
-using figure_fields::boolean;
-using figure_fields::integer;
-using figure_fields::put;
-using figure_fields::real;
-using figure_fields::text;
-
-const toml::table *sub_table(const toml::table &table, const char *key) { return table[key].as_table(); }
 
 std::string percent_or_missing(const std::optional<double> &fraction) {
     return fraction ? fixed(*fraction * 100, 3) + "%" : std::string(missing_figure);
@@ -52,29 +46,18 @@ ArmTimeFigures ArmTimeFigures::of(const Summary &s, double tops_p50) {
     return f;
 }
 
-toml::table ArmTimeFigures::to_toml() const {
-    toml::table t;
-    put(t, "p10", p10);
-    put(t, "p50", p50);
-    put(t, "p90", p90);
-    put(t, "mean", mean);
-    put(t, "stdev", stdev);
-    put(t, "n", n);
-    put(t, "tops_p50", tops_p50);
-    return t;
+const std::vector<Field<ArmTimeFigures>> &ArmTimeFigures::fields() {
+    using A = ArmTimeFigures;
+    static const std::vector<Field<A>> table{
+        field("p10", &A::p10, "ms"),   field("p50", &A::p50, "ms"),     field("p90", &A::p90, "ms"),
+        field("mean", &A::mean, "ms"), field("stdev", &A::stdev, "ms"), field("n", &A::n, "rounds"),
+        field("tops_p50", &A::tops_p50, "TOPS")};
+    return table;
 }
 
-ArmTimeFigures ArmTimeFigures::from_toml(const toml::table &t) {
-    ArmTimeFigures f;
-    f.p10 = real(t, "p10");
-    f.p50 = real(t, "p50");
-    f.p90 = real(t, "p90");
-    f.mean = real(t, "mean");
-    f.stdev = real(t, "stdev");
-    f.n = integer(t, "n");
-    f.tops_p50 = real(t, "tops_p50");
-    return f;
-}
+toml::table ArmTimeFigures::to_toml() const { return write_fields(fields(), *this); }
+
+ArmTimeFigures ArmTimeFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 RatioFigures RatioFigures::of(const RatioInterval &r) {
     RatioFigures f;
@@ -101,113 +84,68 @@ std::optional<RatioInterval> RatioFigures::interval() const {
     return r;
 }
 
-toml::table RatioFigures::to_toml() const {
-    toml::table t;
-    put(t, "median", median);
-    put(t, "ci_low", ci_low);
-    put(t, "ci_high", ci_high);
-    put(t, "half_width", half_width);
-    put(t, "resamples", resamples);
-    put(t, "seed", seed);
-    put(t, "confidence", confidence);
-    if (!repeat_medians.empty()) {
-        toml::array medians;
-        for (double m : repeat_medians) medians.push_back(m);
-        t.insert("repeat_medians", medians);
-    }
-    put(t, "between_repeat_spread", between_repeat_spread);
-    put(t, "within_repeat_half_width", within_repeat_half_width);
-    return t;
+const std::vector<Field<RatioFigures>> &RatioFigures::fields() {
+    using R = RatioFigures;
+    static const std::vector<Field<R>> table{
+        field("median", &R::median, "times the baseline"),
+        field("ci_low", &R::ci_low, "times the baseline"),
+        field("ci_high", &R::ci_high, "times the baseline"),
+        field("half_width", &R::half_width, "fraction of the median"),
+        field("resamples", &R::resamples, "count"),
+        field("seed", &R::seed, "seed"),
+        field("confidence", &R::confidence, "level"),
+        field("repeat_medians", &R::repeat_medians, "times the baseline"),
+        field("between_repeat_spread", &R::between_repeat_spread, "fraction of the median"),
+        field("within_repeat_half_width", &R::within_repeat_half_width, "fraction of the median")};
+    return table;
 }
 
-RatioFigures RatioFigures::from_toml(const toml::table &t) {
-    RatioFigures f;
-    f.median = real(t, "median");
-    f.ci_low = real(t, "ci_low");
-    f.ci_high = real(t, "ci_high");
-    f.half_width = real(t, "half_width");
-    f.resamples = integer(t, "resamples");
-    f.seed = integer(t, "seed");
-    f.confidence = real(t, "confidence");
-    if (const toml::array *medians = t["repeat_medians"].as_array())
-        for (const toml::node &m : *medians)
-            if (auto value = m.value<double>()) f.repeat_medians.push_back(*value);
-    f.between_repeat_spread = real(t, "between_repeat_spread");
-    f.within_repeat_half_width = real(t, "within_repeat_half_width");
-    return f;
+toml::table RatioFigures::to_toml() const { return write_fields(fields(), *this); }
+
+RatioFigures RatioFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
+
+const std::vector<Field<CandidateTimeFigures>> &CandidateTimeFigures::fields() {
+    using C = CandidateTimeFigures;
+    static const std::vector<Field<C>> table{
+        field("sha256", &C::sha256, "digest"),
+        field("matches_baseline", &C::matches_baseline, "output"),
+        field("timing", &C::timing, "arm"),
+        field("ratio", &C::ratio, "candidate/baseline"),
+        field("ncu", &C::ncu, "comparison"),
+        field("parity_mode", &C::parity_mode, "mode"),
+        field("accuracy", &C::accuracy, "against the reference"),
+        field("vs_baseline", &C::vs_baseline, "against the baseline"),
+        field("accuracy_passed", &C::accuracy_passed, "verdict"),
+        field("accuracy_conditions", &C::accuracy_conditions, "conditions")};
+    return table;
 }
 
-toml::table CandidateTimeFigures::to_toml() const {
-    toml::table t;
-    put(t, "sha256", sha256);
-    put(t, "matches_baseline", matches_baseline);
-    if (timing) t.insert("timing", timing->to_toml());
-    if (ratio) t.insert("ratio", ratio->to_toml());
-    if (ncu) t.insert("ncu", ncu->to_toml());
-    put(t, "parity_mode", parity_mode);
-    if (accuracy) t.insert("accuracy", accuracy->to_toml());
-    if (vs_baseline) t.insert("vs_baseline", vs_baseline->to_toml());
-    put(t, "accuracy_passed", accuracy_passed);
-    put(t, "accuracy_conditions", accuracy_conditions);
-    return t;
-}
+toml::table CandidateTimeFigures::to_toml() const { return write_fields(fields(), *this); }
 
 CandidateTimeFigures CandidateTimeFigures::from_toml(const std::string &name, const toml::table &t) {
-    CandidateTimeFigures f;
-    f.name = name;
-    f.sha256 = text(t, "sha256");
-    f.matches_baseline = boolean(t, "matches_baseline");
-    if (const toml::table *timing = sub_table(t, "timing")) f.timing = ArmTimeFigures::from_toml(*timing);
-    if (const toml::table *ratio = sub_table(t, "ratio")) f.ratio = RatioFigures::from_toml(*ratio);
-    if (const toml::table *ncu = sub_table(t, "ncu")) f.ncu = NcuComparison::from_toml(*ncu);
-    f.parity_mode = figure_fields::string_of(t, "parity_mode");
-    if (const toml::table *a = sub_table(t, "accuracy")) f.accuracy = AccuracyFigure::from_toml(*a);
-    if (const toml::table *a = sub_table(t, "vs_baseline")) f.vs_baseline = AccuracyFigure::from_toml(*a);
-    f.accuracy_passed = boolean(t, "accuracy_passed");
-    f.accuracy_conditions = figure_fields::string_of(t, "accuracy_conditions");
-    return f;
+    return named_value_of<CandidateTimeFigures>(t, name);
 }
 
-toml::table NcuFigures::to_toml() const {
-    toml::table t;
-    put(t, "requested", requested);
-    put(t, "found", found);
-    put(t, "seconds", seconds);
-    put(t, "seq_len", seq_len);
-    if (!runs.empty()) {
-        toml::table by_variant;
-        for (const auto &[variant, run] : runs) {
-            toml::table entry;
-            put(entry, "exit_code", run.exit_code);
-            put(entry, "log", run.log);
-            put(entry, "report", run.report);
-            put(entry, "seconds", run.seconds);
-            by_variant.insert(variant, entry);
-        }
-        t.insert("runs", by_variant);
-    }
-    return t;
+const std::vector<Field<NcuRunFigures>> &NcuRunFigures::fields() {
+    using N = NcuRunFigures;
+    static const std::vector<Field<N>> table{field("exit_code", &N::exit_code, "status"),
+                                             field("log", &N::log, "path"), field("report", &N::report, "path"),
+                                             field("seconds", &N::seconds, "s")};
+    return table;
 }
 
-NcuFigures NcuFigures::from_toml(const toml::table &t) {
-    NcuFigures f;
-    f.requested = boolean(t, "requested");
-    f.found = boolean(t, "found");
-    f.seconds = real(t, "seconds");
-    f.seq_len = integer(t, "seq_len");
-    if (const toml::table *runs = sub_table(t, "runs"))
-        for (const auto &[variant, node] : *runs) {
-            const toml::table *entry = node.as_table();
-            if (!entry) continue;
-            NcuRunFigures run;
-            run.exit_code = integer(*entry, "exit_code");
-            run.log = text(*entry, "log");
-            run.report = text(*entry, "report");
-            run.seconds = real(*entry, "seconds");
-            f.runs.emplace(std::string(variant.str()), run);
-        }
-    return f;
+const std::vector<Field<NcuFigures>> &NcuFigures::fields() {
+    using N = NcuFigures;
+    static const std::vector<Field<N>> table{
+        field("requested", &N::requested, "option"), field("found", &N::found, "tool"),
+        field("seconds", &N::seconds, "s"),          field("seq_len", &N::seq_len, "tokens"),
+        named_map("runs", &N::runs, "by variant")};
+    return table;
 }
+
+toml::table NcuFigures::to_toml() const { return write_fields(fields(), *this); }
+
+NcuFigures NcuFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 const CandidateTimeFigures *TimeFigures::candidate(const std::string &name) const {
     for (const CandidateTimeFigures &c : candidates)
@@ -223,114 +161,52 @@ CandidateTimeFigures &TimeFigures::candidate_or_add(const std::string &name) {
     return candidates.back();
 }
 
-toml::table TimeFigures::to_toml() const {
-    toml::table t;
-    if (baseline_accuracy) t.insert("baseline_accuracy", baseline_accuracy->to_toml());
-    put(t, "baseline_accuracy_passed", baseline_accuracy_passed);
-    put(t, "baseline_accuracy_conditions", baseline_accuracy_conditions);
-    put(t, "workload", workload);
-    put(t, "shape", shape);
-    put(t, "device", device);
-    put(t, "device_name", device_name);
-    put(t, "arch", arch);
-    toml::table sha;
-    put(sha, "baseline", baseline_sha256);
-    put(sha, "expected", expected_sha256);
-    put(sha, "match", outputs_match);
-    put(sha, "replaced_pin", replaced_pin);
-    if (!sha.empty()) t.insert("sha256", sha);
-    if (baseline) t.insert("baseline", baseline->to_toml());
-    if (baseline_control) t.insert("baseline_control", baseline_control->to_toml());
-    if (aa) t.insert("aa", aa->to_toml());
-    if (!candidates.empty()) {
-        toml::table by_name;
-        toml::array order;
-        for (const CandidateTimeFigures &c : candidates) {
-            by_name.insert(c.name, c.to_toml());
-            order.push_back(c.name);
-        }
-        t.insert("candidates", by_name);
-        t.insert("candidate_order", order);
-    }
-    put(t, "rounds", rounds);
-    put(t, "throttled_rounds", throttled_rounds);
-    put(t, "stopped_by", stopped_by);
-    put(t, "l2_flushed", l2_flushed);
-    put(t, "footprint_bytes", footprint_bytes);
-    put(t, "order_seed", order_seed);
-    put(t, "warmup_launches", warmup_launches);
-    put(t, "min_rounds", min_rounds);
-    put(t, "repeats", repeats);
-    put(t, "target_half_width", target_half_width);
-    put(t, "budget_seconds", budget_seconds);
-    put(t, "measure_seconds", measure_seconds);
-    toml::table clock;
-    put(clock, "min", sm_clock_min_mhz);
-    put(clock, "median", sm_clock_median_mhz);
-    put(clock, "max", sm_clock_max_mhz);
-    if (!clock.empty()) t.insert("sm_clock_mhz", clock);
-    if (ncu) t.insert("ncu", ncu->to_toml());
-    put(t, "summary", summary);
-    return t;
+const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
+    using T = TimeFigures;
+    static const std::vector<Field<T>> table{
+        field("workload", &T::workload, "name"),
+        field("shape", &T::shape, "shape"),
+        field("device", &T::device, "GPU"),
+        field("device_name", &T::device_name, "GPU"),
+        field("arch", &T::arch, "arch"),
+        field("sha256.baseline", &T::baseline_sha256, "digest"),
+        field("sha256.expected", &T::expected_sha256, "digest"),
+        field("sha256.match", &T::outputs_match, "outputs"),
+        field("sha256.replaced_pin", &T::replaced_pin, "digest"),
+        field("baseline_accuracy", &T::baseline_accuracy, "against the reference"),
+        field("baseline_accuracy_passed", &T::baseline_accuracy_passed, "verdict"),
+        field("baseline_accuracy_conditions", &T::baseline_accuracy_conditions, "conditions"),
+        field("baseline", &T::baseline, "arm"),
+        field("baseline_control", &T::baseline_control, "arm"),
+        field("aa", &T::aa, "control/baseline"),
+        named_tables("candidates", "candidate_order", &T::candidates, "by name"),
+        field("rounds", &T::rounds, "rounds"),
+        field("throttled_rounds", &T::throttled_rounds, "rounds"),
+        field("stopped_by", &T::stopped_by, "rule"),
+        field("l2_flushed", &T::l2_flushed, "L2"),
+        field("footprint_bytes", &T::footprint_bytes, "bytes"),
+        field("order_seed", &T::order_seed, "seed"),
+        field("warmup_launches", &T::warmup_launches, "launches"),
+        field("min_rounds", &T::min_rounds, "rounds"),
+        field("repeats", &T::repeats, "processes"),
+        field("target_half_width", &T::target_half_width, "fraction of the median"),
+        field("budget_seconds", &T::budget_seconds, "s"),
+        field("measure_seconds", &T::measure_seconds, "s"),
+        field("sm_clock_mhz.min", &T::sm_clock_min_mhz, "MHz"),
+        field("sm_clock_mhz.median", &T::sm_clock_median_mhz, "MHz"),
+        field("sm_clock_mhz.max", &T::sm_clock_max_mhz, "MHz"),
+        field("ncu", &T::ncu, "profiles"),
+        field("summary", &T::summary, "line")};
+    return table;
 }
 
-TimeFigures TimeFigures::from_toml(const toml::table &t) {
-    TimeFigures f;
-    if (const toml::table *a = sub_table(t, "baseline_accuracy")) f.baseline_accuracy = AccuracyFigure::from_toml(*a);
-    f.baseline_accuracy_passed = boolean(t, "baseline_accuracy_passed");
-    f.baseline_accuracy_conditions = figure_fields::string_of(t, "baseline_accuracy_conditions");
-    f.workload = text(t, "workload");
-    f.shape = text(t, "shape");
-    f.device = text(t, "device");
-    f.device_name = text(t, "device_name");
-    f.arch = text(t, "arch");
-    if (const toml::table *sha = sub_table(t, "sha256")) {
-        f.baseline_sha256 = text(*sha, "baseline");
-        f.expected_sha256 = text(*sha, "expected");
-        f.outputs_match = boolean(*sha, "match");
-        f.replaced_pin = text(*sha, "replaced_pin");
-    }
-    if (const toml::table *b = sub_table(t, "baseline")) f.baseline = ArmTimeFigures::from_toml(*b);
-    if (const toml::table *c = sub_table(t, "baseline_control")) f.baseline_control = ArmTimeFigures::from_toml(*c);
-    if (const toml::table *aa = sub_table(t, "aa")) f.aa = RatioFigures::from_toml(*aa);
-    if (const toml::table *by_name = sub_table(t, "candidates")) {
-        // The recorded order first, then any candidate table it does not name (in key order).
-        if (const toml::array *order = t["candidate_order"].as_array())
-            for (const toml::node &name : *order)
-                if (auto text = name.value<std::string>())
-                    if (const toml::table *c = (*by_name)[*text].as_table())
-                        f.candidates.push_back(CandidateTimeFigures::from_toml(*text, *c));
-        for (const auto &[name, node] : *by_name)
-            if (node.as_table() && !f.candidate(std::string(name.str())))
-                f.candidates.push_back(CandidateTimeFigures::from_toml(std::string(name.str()), *node.as_table()));
-    }
-    f.rounds = integer(t, "rounds");
-    f.throttled_rounds = integer(t, "throttled_rounds");
-    f.stopped_by = text(t, "stopped_by");
-    f.l2_flushed = boolean(t, "l2_flushed");
-    f.footprint_bytes = integer(t, "footprint_bytes");
-    f.order_seed = integer(t, "order_seed");
-    f.warmup_launches = integer(t, "warmup_launches");
-    f.min_rounds = integer(t, "min_rounds");
-    f.repeats = integer(t, "repeats");
-    f.target_half_width = real(t, "target_half_width");
-    f.budget_seconds = real(t, "budget_seconds");
-    f.measure_seconds = real(t, "measure_seconds");
-    if (const toml::table *clock = sub_table(t, "sm_clock_mhz")) {
-        f.sm_clock_min_mhz = real(*clock, "min");
-        f.sm_clock_median_mhz = real(*clock, "median");
-        f.sm_clock_max_mhz = real(*clock, "max");
-    }
-    if (const toml::table *ncu = sub_table(t, "ncu")) f.ncu = NcuFigures::from_toml(*ncu);
-    f.summary = text(t, "summary");
-    return f;
-}
+toml::table TimeFigures::to_toml() const { return write_fields(fields(), *this); }
+
+TimeFigures TimeFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 
 std::string interval_text(const RatioFigures &r, bool with_half_width) {
-    const std::string level = r.confidence ? compact(*r.confidence * 100, 1) + "% CI " : std::string("CI ");
-    return fixed_or_missing(r.median, 4) + " (" + level + fixed_or_missing(r.ci_low, 4) + " .. " +
-           fixed_or_missing(r.ci_high, 4) + (with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "") +
-           ")";
+    return s2tp::interval_text(r.median, r.ci_low, r.ci_high, r.confidence,
+                               with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "");
 }
 
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {

@@ -21,6 +21,7 @@
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/cli.h"
+#include "figures/figure_fields.h"
 #include "figures/ncu_metrics.h"
 #include "figures/parity_figures.h"
 #include "support/statistics.h"
@@ -35,6 +36,8 @@
 
 namespace s2tp {
 
+using figure_fields::Field;
+
 // One arm's times over the kept rounds, in milliseconds, and its throughput at the median.
 struct ArmTimeFigures {
     std::optional<double> p10, p50, p90, mean, stdev;
@@ -42,6 +45,7 @@ struct ArmTimeFigures {
     std::optional<double> tops_p50;  // tera-operations per second at p50
 
     static ArmTimeFigures of(const Summary &summary, double tops_p50);
+    static const std::vector<Field<ArmTimeFigures>> &fields();
     toml::table to_toml() const;
     static ArmTimeFigures from_toml(const toml::table &table);
 };
@@ -61,6 +65,7 @@ struct RatioFigures {
     static RatioFigures of(const RatioInterval &interval);
     // The interval, when median, ci_low and ci_high are all recorded.
     std::optional<RatioInterval> interval() const;
+    static const std::vector<Field<RatioFigures>> &fields();
     toml::table to_toml() const;
     static RatioFigures from_toml(const toml::table &table);
 };
@@ -79,6 +84,7 @@ struct CandidateTimeFigures {
     std::optional<bool> accuracy_passed;
     std::string accuracy_conditions;
 
+    static const std::vector<Field<CandidateTimeFigures>> &fields();
     toml::table to_toml() const;
     static CandidateTimeFigures from_toml(const std::string &name, const toml::table &table);
 };
@@ -88,6 +94,8 @@ struct NcuRunFigures {
     std::optional<std::int64_t> exit_code;
     std::optional<std::string> log, report;  // run-relative paths
     std::optional<double> seconds;
+
+    static const std::vector<Field<NcuRunFigures>> &fields();
 };
 
 struct NcuFigures {
@@ -96,6 +104,7 @@ struct NcuFigures {
     std::optional<std::int64_t> seq_len;          // when [time] ncu_seq_len chose a shorter shape
     std::map<std::string, NcuRunFigures> runs;    // by variant name ("baseline", each candidate's)
 
+    static const std::vector<Field<NcuFigures>> &fields();
     toml::table to_toml() const;
     static NcuFigures from_toml(const toml::table &table);
 };
@@ -129,6 +138,7 @@ struct TimeFigures {
     const CandidateTimeFigures *candidate(const std::string &name) const;
     CandidateTimeFigures &candidate_or_add(const std::string &name);
 
+    static const std::vector<Field<TimeFigures>> &fields();
     toml::table to_toml() const;
     static TimeFigures from_toml(const toml::table &figures);
 };

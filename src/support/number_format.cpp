@@ -41,4 +41,12 @@ std::string fixed_or_missing(const std::optional<double> &value, int decimals) {
     return value ? fixed(*value, decimals) : missing_figure;
 }
 
+std::string interval_text(const std::optional<double> &median, const std::optional<double> &low,
+                          const std::optional<double> &high, const std::optional<double> &confidence,
+                          const std::string &inside) {
+    const std::string level = confidence ? compact(*confidence * 100, 1) + "% CI " : std::string("CI ");
+    return fixed_or_missing(median, 4) + " (" + level + fixed_or_missing(low, 4) + " .. " + fixed_or_missing(high, 4) +
+           inside + ")";
+}
+
 }  // namespace s2tp

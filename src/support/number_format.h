@@ -23,6 +23,13 @@ inline constexpr const char *missing_figure = "-";
 // fixed(*value, decimals), or missing_figure when there is no value.
 std::string fixed_or_missing(const std::optional<double> &value, int decimals);
 
+// A ratio and its interval, the one spelling of every table and text: "1.3441 (95% CI 1.3427 .. 1.3451)",
+// the level from the figure's confidence ("CI" alone when it records none), missing_figure for a figure
+// not recorded; `inside` is added within the parentheses (", half-width 0.089%").
+std::string interval_text(const std::optional<double> &median, const std::optional<double> &low,
+                          const std::optional<double> &high, const std::optional<double> &confidence,
+                          const std::string &inside = "");
+
 // `digits` significant digits, exponent form for very small or large values: 0.999512, 3.18e-05, nan.
 std::string significant(double value, int digits);
 

@@ -8,6 +8,7 @@
 #include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
+#include "support/table_printer.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -107,19 +108,6 @@ std::vector<Row> cluster_rows(const ClusterVerdicts &cluster) {
 
 }  // namespace
 
-std::string csv_field(const std::string &text) {
-    if (text.find_first_of(",\"\n") == std::string::npos) return text;
-    std::string quoted = "\"";
-    for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return quoted + "\"";
-}
-
-std::string markdown_cell(const std::string &text) {
-    std::string cell;
-    for (char ch : text) cell += ch == '|' ? std::string("\\|") : ch == '\n' ? std::string(" ") : std::string(1, ch);
-    return cell;
-}
-
 void check_report_format(const std::string &format) {
     if (format != "text" && format != "markdown" && format != "csv" && format != "json")
         fail(ExitCode::usage, "--format '" + format + "': expected text, markdown, csv or json");
@@ -151,35 +139,30 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
     if (format == "json") {
         toml::table sections{{"command", "report"}, {"run_dir", run.root().string()}};
         for (const char *section : {"time", "gate", "cluster"}) {
-            toml::array entries;
-            for (const Row &row : rows) {
-                if (row.section != section) continue;
-                toml::table entry{{"name", row.name}, {"value", row.value}};
-                if (!row.status.empty()) entry.insert("status", row.status);
-                entries.push_back(entry);
-            }
-            if (section != std::string("cluster") || cluster) sections.insert(section, entries);
+            TextTable table{{{"name"}, {"value"}, {"status", Align::left, true}}, {}};
+            for (const Row &row : rows)
+                if (row.section == section) table.rows.push_back({row.name, row.value, row.status});
+            if (section != std::string("cluster") || cluster) sections.insert(section, table_json(table));
         }
         out << toml::json_formatter{sections} << "\n";
     } else if (format == "csv") {
-        out << "section,name,status,value\n";
-        for (const Row &row : rows)
-            out << row.section << "," << csv_field(row.name) << "," << csv_field(row.status) << "," << csv_field(row.value) << "\n";
+        TextTable table{{{"section"}, {"name"}, {"status"}, {"value"}}, {}};
+        for (const Row &row : rows) table.rows.push_back({row.section, row.name, row.status, row.value});
+        out << table_csv(table);
     } else if (format == "markdown") {
         out << "### sage2tp: candidate vs baseline\n";
-        if (gate.read.checkpoint) {
-            out << "\n| time | |\n|---|---|\n";
-            for (const Row &row : rows)
-                if (row.section == "time") out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.value) << " |\n";
-        }
-        for (const auto &[section, heading] : {std::pair<const char *, const char *>{"gate", "gate condition | status | figure"},
-                                               {"cluster", "cluster task | slurm | verdict"}}) {
-            if (std::none_of(rows.begin(), rows.end(), [&](const Row &row) { return row.section == section; })) continue;
-            out << "\n| " << heading << " |\n|---|---|---|\n";
+        // The time figures' rows, then the gate's conditions and the cluster's tasks, each its own table.
+        for (const auto &[section, columns] :
+             {std::pair<const char *, std::vector<TableColumn>>{"time", {{"time"}, {""}}},
+              {"gate", {{"gate condition"}, {"status"}, {"figure"}}},
+              {"cluster", {{"cluster task"}, {"slurm"}, {"verdict"}}}}) {
+            TextTable table{columns, {}};
             for (const Row &row : rows)
                 if (row.section == section)
-                    out << "| " << markdown_cell(row.name) << " | " << markdown_cell(row.status) << " | "
-                        << markdown_cell(row.value) << " |\n";
+                    table.rows.push_back(columns.size() == 2 ? std::vector<std::string>{row.name, row.value}
+                                                             : std::vector<std::string>{row.name, row.status, row.value});
+            if (!table.rows.empty() || (section == std::string("time") && gate.read.checkpoint))
+                out << "\n" << table_markdown(table);
         }
     } else {
         // The cluster rows' names are longer than the time and gate rows' 20 columns: theirs fit the longest.

@@ -14,9 +14,4 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
 // The format check alone, for the command to make before it looks for a run.
 void check_report_format(const std::string &format);
 
-// Table cells the report's formats share with `sage2tp compare`: a CSV field, quoted (RFC 4180) when it
-// holds a comma, a quote or a newline; a markdown table cell, with '|' escaped and newlines as spaces.
-std::string csv_field(const std::string &text);
-std::string markdown_cell(const std::string &text);
-
 }  // namespace s2tp

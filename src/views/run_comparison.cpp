@@ -6,15 +6,13 @@
 #include "model/ab_timing.h"
 #include "pipeline/stage_pipeline.h"
 #include "figures/gate_figures.h"
-#include "views/pull_request_report.h"
 #include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
 #include "support/number_format.h"
+#include "support/table_printer.h"
 
-#include <algorithm>
 #include <set>
-#include <sstream>
 #include <system_error>
 
 namespace s2tp {
@@ -105,9 +103,9 @@ void read_gate_verdicts(const toml::table &figures, ComparedRun &run) {
 
 std::string or_dash(const std::optional<std::string> &text) { return text && !text->empty() ? *text : missing_figure; }
 
-std::string interval_text(const std::optional<RatioInterval> &ci) {
+std::string interval_cell(const std::optional<RatioInterval> &ci) {
     if (!ci) return missing_figure;
-    return fixed(ci->median, 4) + " [" + fixed(ci->lo, 4) + ", " + fixed(ci->hi, 4) + "]";
+    return interval_text(ci->median, ci->lo, ci->hi, ci->confidence > 0 ? std::optional(ci->confidence) : std::nullopt);
 }
 
 // The workload column: over a set, the set's name and the row's shape ("wan21-14b t2v-720p", "wan21-14b geomean").
@@ -126,12 +124,22 @@ std::string clock_text(const ComparedRun &run) {
 
 std::string state_text(const CheckpointUse &use) { return use.note.empty() ? use.state : use.state + ": " + use.note; }
 
-const std::vector<std::string> &column_names() {
-    static const std::vector<std::string> names{
-        "run",       "candidate",           "workload",           "arch", "gpu",
-        "sm_mhz",    "baseline_p50_ms",     "candidate_p50_ms",   "ratio [95% CI]", "aa [95% CI]",
-        "time",      "gate"};
-    return names;
+// The text and markdown columns: each interval in one cell, its confidence level inside it.
+const std::vector<TableColumn> &table_columns() {
+    static const std::vector<TableColumn> columns{
+        {"run"},    {"candidate"},       {"workload"},         {"arch"},  {"gpu"}, {"sm_mhz"},
+        {"baseline_p50_ms"}, {"candidate_p50_ms"}, {"ratio"}, {"aa"},    {"time"}, {"gate"}};
+    return columns;
+}
+
+// The CSV columns: each number in a column of its own, so that a spreadsheet can sort and plot them.
+const std::vector<TableColumn> &csv_columns() {
+    static const std::vector<TableColumn> columns{
+        {"run"},          {"run_dir"},          {"candidate"},        {"workload"},         {"arch"},
+        {"gpu"},          {"sm_clock_min_mhz"}, {"sm_clock_median_mhz"}, {"sm_clock_max_mhz"}, {"baseline_p50_ms"},
+        {"candidate_p50_ms"}, {"ratio_median"}, {"ratio_ci_low"},     {"ratio_ci_high"},    {"aa_median"},
+        {"aa_ci_low"},    {"aa_ci_high"},       {"time"},             {"gate"}};
+    return columns;
 }
 
 // Calls row(run, candidate) once per candidate of each run, and row(run, nullptr) once for a run that
@@ -151,15 +159,15 @@ std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const 
 
 // The text and markdown rows: the time and gate columns hold the state alone, and the notes follow the
 // table (csv carries them in its cells instead, so that every row stands alone).
-std::vector<std::vector<std::string>> table_rows(const std::vector<ComparedRun> &runs) {
-    std::vector<std::vector<std::string>> rows;
+TextTable comparison_rows(const std::vector<ComparedRun> &runs) {
+    TextTable table{table_columns(), {}};
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
-        rows.push_back({run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch), or_dash(run.gpu),
+        table.rows.push_back({run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch), or_dash(run.gpu),
                         clock_text(run), fixed_or_missing(run.baseline_p50_ms, 3), c ? fixed_or_missing(c->p50_ms, 3) : "-",
-                        c ? interval_text(c->ratio) : "-", interval_text(run.aa), run.time.state,
+                        c ? interval_cell(c->ratio) : "-", interval_cell(run.aa), run.time.state,
                         gate_cell(run, c, run.gate.state)});
     });
-    return rows;
+    return table;
 }
 
 std::vector<std::string> table_notes(const std::vector<ComparedRun> &runs) {
@@ -176,71 +184,64 @@ std::vector<std::string> table_notes(const std::vector<ComparedRun> &runs) {
 }
 
 std::string text_table(const std::vector<ComparedRun> &runs) {
-    std::vector<std::vector<std::string>> rows = table_rows(runs);
-    std::vector<std::string> header;
-    for (const std::string &name : column_names()) {
-        std::string upper = name;
-        std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-        header.push_back(upper);
-    }
-    rows.insert(rows.begin(), header);
-    std::vector<std::size_t> widths(header.size(), 0);
-    for (const auto &row : rows)
-        for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-    std::ostringstream out;
-    for (const auto &row : rows) {
-        std::string line;
-        for (std::size_t i = 0; i < row.size(); ++i)
-            line += i + 1 == row.size() ? row[i] : row[i] + std::string(widths[i] - row[i].size() + 2, ' ');
-        out << line << "\n";
-    }
-    for (const std::string &note : table_notes(runs)) out << "  " << note << "\n";
-    return out.str();
+    std::string out = table_text(comparison_rows(runs), TextLayout{"", 2, true});
+    for (const std::string &note : table_notes(runs)) out += "  " + note + "\n";
+    return out;
 }
 
 std::string markdown_table(const std::vector<ComparedRun> &runs) {
-    std::ostringstream out;
-    out << "### sage2tp compare: " << runs.size() << (runs.size() == 1 ? " run" : " runs") << "\n\n|";
-    for (const std::string &name : column_names()) out << " " << markdown_cell(name) << " |";
-    out << "\n|";
-    for (std::size_t i = 0; i < column_names().size(); ++i) out << "---|";
-    out << "\n";
-    for (const auto &row : table_rows(runs)) {
-        out << "|";
-        for (const std::string &cell : row) out << " " << markdown_cell(cell) << " |";
-        out << "\n";
-    }
+    std::string out = "### sage2tp compare: " + std::to_string(runs.size()) + (runs.size() == 1 ? " run" : " runs") +
+                      "\n\n" + table_markdown(comparison_rows(runs));
     const std::vector<std::string> notes = table_notes(runs);
-    if (!notes.empty()) out << "\n";
-    for (const std::string &note : notes) out << "- " << markdown_cell(note) << "\n";
-    return out.str();
+    if (!notes.empty()) out += "\n";
+    for (const std::string &note : notes) out += "- " + markdown_cell(note) + "\n";
+    return out;
 }
 
 std::string csv_table(const std::vector<ComparedRun> &runs) {
-    std::ostringstream out;
-    // CSV keeps each number in a column of its own, so a spreadsheet can sort and plot them.
-    out << "run,run_dir,candidate,workload,arch,gpu,sm_clock_min_mhz,sm_clock_median_mhz,sm_clock_max_mhz,"
-           "baseline_p50_ms,candidate_p50_ms,ratio_median,ratio_ci_low,ratio_ci_high,aa_median,aa_ci_low,aa_ci_high,"
-           "time,gate\n";
+    TextTable table{csv_columns(), {}};
     const auto number = [](const std::optional<double> &v) { return v ? shortest(*v) : std::string(); };
-    const auto interval = [&](const std::optional<RatioInterval> &ci) {
-        if (!ci) return std::string(",,");
-        return shortest(ci->median) + "," + shortest(ci->lo) + "," + shortest(ci->hi);
+    const auto interval = [&](const std::optional<RatioInterval> &ci) -> std::vector<std::string> {
+        if (!ci) return {"", "", ""};
+        return {shortest(ci->median), shortest(ci->lo), shortest(ci->hi)};
     };
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
-        out << csv_field(run.id) << "," << csv_field(run.root.string()) << "," << csv_field(c ? c->name : "") << ","
-            << csv_field(run.workload ? workload_cell(run, c) : "") << "," << csv_field(run.arch.value_or("")) << ","
-            << csv_field(run.gpu.value_or("")) << "," << number(run.sm_clock_min_mhz) << ","
-            << number(run.sm_clock_median_mhz) << "," << number(run.sm_clock_max_mhz) << ","
-            << number(run.baseline_p50_ms) << "," << (c ? number(c->p50_ms) : "") << ","
-            << (c ? interval(c->ratio) : ",,") << "," << interval(run.aa) << "," << csv_field(state_text(run.time))
-            << "," << csv_field(gate_cell(run, c, state_text(run.gate))) << "\n";
+        std::vector<std::string> row{run.id,
+                                     run.root.string(),
+                                     c ? c->name : "",
+                                     run.workload ? workload_cell(run, c) : "",
+                                     run.arch.value_or(""),
+                                     run.gpu.value_or(""),
+                                     number(run.sm_clock_min_mhz),
+                                     number(run.sm_clock_median_mhz),
+                                     number(run.sm_clock_max_mhz),
+                                     number(run.baseline_p50_ms),
+                                     c ? number(c->p50_ms) : ""};
+        for (const std::optional<RatioInterval> &ci : {c ? c->ratio : std::nullopt, run.aa})
+            for (std::string &cell : interval(ci)) row.push_back(std::move(cell));
+        row.push_back(state_text(run.time));
+        row.push_back(gate_cell(run, c, state_text(run.gate)));
+        table.rows.push_back(std::move(row));
     });
-    return out.str();
+    return table_csv(table);
 }
 
+// The interval's median and ends, keyed as the time checkpoint's ratio tables (RatioFigures).
 toml::table interval_table(const RatioInterval &ci) {
-    return toml::table{{"median", ci.median}, {"ci_low", ci.lo}, {"ci_high", ci.hi}};
+    RatioFigures ends;
+    ends.median = ci.median;
+    ends.ci_low = ci.lo;
+    ends.ci_high = ci.hi;
+    return ends.to_toml();
+}
+
+// The run's SM clock as the time checkpoint keys it ([sm_clock_mhz] of TimeFigures); nothing when none is recorded.
+toml::table clock_figures(const ComparedRun &run) {
+    TimeFigures clock;
+    clock.sm_clock_min_mhz = run.sm_clock_min_mhz;
+    clock.sm_clock_median_mhz = run.sm_clock_median_mhz;
+    clock.sm_clock_max_mhz = run.sm_clock_max_mhz;
+    return clock.to_toml();
 }
 
 }  // namespace
@@ -325,11 +326,7 @@ toml::table comparison_json(const std::vector<ComparedRun> &runs) {
         if (run.workload) entry.insert("workload", *run.workload);
         if (run.arch) entry.insert("arch", *run.arch);
         if (run.gpu) entry.insert("gpu", *run.gpu);
-        toml::table clock;
-        if (run.sm_clock_min_mhz) clock.insert("min", *run.sm_clock_min_mhz);
-        if (run.sm_clock_median_mhz) clock.insert("median", *run.sm_clock_median_mhz);
-        if (run.sm_clock_max_mhz) clock.insert("max", *run.sm_clock_max_mhz);
-        if (!clock.empty()) entry.insert("sm_clock_mhz", clock);
+        for (const auto &[key, figure] : clock_figures(run)) entry.insert(key, figure);
         if (run.baseline_p50_ms) entry.insert("baseline_p50_ms", *run.baseline_p50_ms);
         if (run.aa) entry.insert("aa", interval_table(*run.aa));
         toml::array candidates;
