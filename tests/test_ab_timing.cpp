@@ -306,7 +306,7 @@ TEST(MeasureInterleaved, APositionEffectCancelsOutOfTheAaControl) {
     const TimingStats stats = timing_stats({run}, settings.bootstrap);
     EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 1.0);
     EXPECT_DOUBLE_EQ(stats.vs_baseline(candidate_arm).median, 1.0);
-    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(settings.target_half_width)).has_value());
+    EXPECT_FALSE(too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(settings.target_half_width, 55.0)).has_value());
 }
 
 TEST(MeasureInterleaved, RejectsSettingsThatCannotWork) {
@@ -387,7 +387,7 @@ TEST(StopCheck, CadenceGrowsWithTheKeptRounds) {
 // ---- A/A verdict ----
 
 TEST(TooNoisy, AnIntervalWhollyOutsideTheToleranceBandFailsTheMachine) {
-    const double tolerance = aa_tolerance(0.005);
+    const double tolerance = aa_tolerance(0.005, 55.0);
     EXPECT_DOUBLE_EQ(tolerance, 0.0005) << "a tenth of the default target half-width";
     RatioInterval quiet;
     quiet.median = 1.0004, quiet.lo = 0.9991, quiet.hi = 1.0012, quiet.n = 80, quiet.confidence = 0.95;
@@ -417,13 +417,26 @@ TEST(TooNoisy, AnIntervalWhollyOutsideTheToleranceBandFailsTheMachine) {
     EXPECT_FALSE(too_noisy_reason(touching, tolerance).has_value()) << "an interval ending at the band's edge reaches it";
 }
 
+// A kernel of a few microseconds is timed to one event tick: the band never gets finer than that.
+TEST(TooNoisy, TheBandIsNeverFinerThanOneEventTickOfTheBaseline) {
+    EXPECT_DOUBLE_EQ(aa_tolerance(0.005, 0.016), kEventResolutionMs / 0.016);  // 3.1 % at 16 us
+    EXPECT_DOUBLE_EQ(aa_tolerance(0.005, 0.5), 0.001);                          // one tick at 0.5 ms
+    EXPECT_DOUBLE_EQ(aa_tolerance(0.005, 0.0), 0.0005);
+    // The A/A an H200 gave for the 16 us shape of the GPU suite's small set: inside a tick there, and
+    // far outside the band of a 55 ms kernel.
+    RatioInterval tiny;
+    tiny.median = 0.9938, tiny.lo = 0.9898, tiny.hi = 0.9959, tiny.n = 176, tiny.confidence = 0.95;
+    EXPECT_FALSE(too_noisy_reason(tiny, aa_tolerance(0.005, 0.016)).has_value());
+    EXPECT_TRUE(too_noisy_reason(tiny, aa_tolerance(0.005, 55.0)).has_value());
+}
+
 TEST(TooNoisy, ASystematicallySlowerControlIsCaught) {
     SyntheticTimer timer;
     timer.base_ms = {55.0, 56.1, 74.0};  // the "same" kernel 2% slower in its second slot
     const TimingSettings settings = settings_for_tests();
     const TimingStats stats = timing_stats({measure_interleaved(timer, settings, timer.clock())}, settings.bootstrap);
     EXPECT_DOUBLE_EQ(stats.control_vs_baseline().median, 56.1 / 55.0);
-    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(settings.target_half_width)).has_value());
+    EXPECT_TRUE(too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(settings.target_half_width, 55.0)).has_value());
 }
 
 // ---- Throughput and the L2 decision ----

@@ -239,7 +239,10 @@ TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapO
     return stats;
 }
 
-double aa_tolerance(double target_half_width) { return target_half_width / 10; }
+double aa_tolerance(double target_half_width, double baseline_p50_ms) {
+    const double tick = baseline_p50_ms > 0 ? kEventResolutionMs / baseline_p50_ms : 0.0;
+    return std::max(target_half_width / 10, tick);
+}
 
 std::optional<std::string> too_noisy_reason(const RatioInterval &aa, double tolerance) {
     if (aa.reaches(1.0, tolerance)) return std::nullopt;

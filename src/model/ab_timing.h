@@ -186,11 +186,16 @@ TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapO
 // percentage rounds to 0.0; `who` names the candidate.
 std::string speed_in_words(double candidate_over_baseline, const std::string &who = "the candidate");
 
+// CUDA events time with a resolution of about 0.5 us (CUDA Runtime API, cudaEventElapsedTime).
+inline constexpr double kEventResolutionMs = 0.0005;
+
 // How far from 1 the A/A control may lie before the machine counts as too noisy to time on: a tenth of
 // the precision the stage aims for. Two launches of one kernel differ systematically by less than
 // that (0.01 % was seen on an H200 with 4 arms) without anything being wrong, and no verdict rests on
-// a difference that small.
-double aa_tolerance(double target_half_width);
+// a difference that small. Never finer than one event tick of the baseline's median time, which two
+// launches of a kernel of a few microseconds cannot be told apart by (a 16 us kernel: 3.1 %; an H200
+// gave an A/A of 0.9938 there).
+double aa_tolerance(double target_half_width, double baseline_p50_ms);
 
 // Why the A/A control says the machine is too noisy to time on: its interval lies wholly outside
 // 1 +- tolerance. Nothing when it reaches into that band.

@@ -708,7 +708,8 @@ void timed_figures(TimeFigures &f, const TimingStats &stats, const std::vector<s
 std::string aa_band_basis_text(const std::string &arch) {
     const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
     const std::string &basis = resolve_arch(table, arch).aa_band_basis;
-    return "the band is a tenth of [time] target_half_width, " +
+    return "the band is a tenth of [time] target_half_width (or one 0.5 us CUDA event tick of the baseline's p50, "
+           "if wider), " +
            (basis.empty() ? "set from an H200's A/A control and not measured on " + arch : basis) +
            "; on a desktop GPU that drives a display, see sage2tp-time(1) for what to set";
 }
@@ -735,7 +736,7 @@ fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const 
         if (arm >= first_candidate_arm) plot.ratios.push_back({arms[arm], stats.vs_baseline(arm)});
     }
     plot.baseline_vs_baseline = stats.control_vs_baseline();
-    plot.aa_tolerance = aa_tolerance(in.settings.target_half_width);
+    plot.aa_tolerance = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
     if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], plot.baseline_vs_baseline});  // an A/A run
     const fs::path svg = in.run.reports() / (in.report_name + ".svg");
     fs::create_directories(in.run.reports());
@@ -877,7 +878,7 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
         const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
         timed_figures(f, stats, arms, in.workload.problem);
         const std::optional<std::string> noisy =
-            too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(in.settings.target_half_width));
+            too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50));
         if (noisy) result.reasons.push_back(*noisy + "; " + aa_band_basis_text(in.kernels.arch));
         result.artifacts.insert("time_svg", FileArtifact::of(in.run, write_time_plot(in, f, stats, arms, runs, kept)).to_toml());
         f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());

@@ -76,7 +76,7 @@ void read_time_figures(const toml::table &figures, ComparedRun &run) {
     run.sm_clock_max_mhz = f.sm_clock_max_mhz;
     if (f.baseline) run.baseline_p50_ms = f.baseline->p50;
     run.aa = interval_of(f.aa);
-    if (f.target_half_width) run.aa_tolerance = aa_tolerance(*f.target_half_width);
+    if (f.target_half_width) run.aa_tolerance = aa_tolerance(*f.target_half_width, run.baseline_p50_ms.value_or(0.0));
     for (const CandidateTimeFigures &c : f.candidates) {
         ComparedCandidate &candidate = candidate_named(run, c.name);
         if (c.timing) candidate.p50_ms = c.timing->p50;
