@@ -96,37 +96,16 @@ std::vector<std::string> expected_parameters(DType dtype) {
     return p;
 }
 
-// What an entry's name says about the problem it serves; nullopt for an entry of another template
-// or with a fixed argument other than the launcher's.
-struct Instance {
-    std::string demangled;
-    std::int64_t head_dim = 0;
-    DType dtype = DType::bf16;
-    bool causal = false;
-    bool return_lse = false;
-};
+constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
 
-std::optional<Instance> read_instance(const Sm89Launcher &launcher, const std::string &mangled) {
-    const std::optional<std::string> demangled = demangle(mangled);
-    if (!demangled) return std::nullopt;
-    const std::optional<FunctionName> f = parse_function_name(*demangled);
-    if (!f || f->name != kTemplate || f->template_arguments.size() < kKnownTemplateArguments) return std::nullopt;
-    const std::vector<std::string> &a = f->template_arguments;
-    Instance instance;
-    instance.demangled = *demangled;
-    if (a[kHeadDim] == "64u") instance.head_dim = 64;
-    else if (a[kHeadDim] == "128u") instance.head_dim = 128;
-    else return std::nullopt;
-    if (a[kOutputType] == "__half") instance.dtype = DType::f16;
-    else if (a[kOutputType] == "__nv_bfloat16") instance.dtype = DType::bf16;
-    else return std::nullopt;
-    instance.causal = a[kMaskMode] == "(MaskMode)1";
-    instance.return_lse = a[kReturnLse] == "true";
-    const auto expected =
-        expected_arguments(launcher, instance.head_dim, instance.dtype, instance.causal, instance.return_lse);
-    if (!std::equal(expected.begin(), expected.end(), a.begin())) return std::nullopt;
-    if (f->parameters != expected_parameters(instance.dtype)) return std::nullopt;
-    return instance;
+std::optional<UpstreamInstance> read_instance(const Sm89Launcher &launcher, const std::string &mangled) {
+    return read_upstream_instance(
+        mangled, kKernel,
+        [&](const UpstreamInstance &i) {
+            const auto spelled = expected_arguments(launcher, i.head_dim, i.dtype, i.causal, i.return_lse);
+            return std::vector<std::string>(spelled.begin(), spelled.end());
+        },
+        expected_parameters);
 }
 
 std::string describe_wanted(const Sm89Launcher &launcher, const AttentionProblem &problem) {
@@ -158,7 +137,7 @@ public:
     // instances (parity and sanitize launch them) have no counterpart in sage2tp's ABI, whose entries
     // write the LSE when given a pointer, so a table across ABIs could not compare them.
     std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
-        const std::optional<Instance> instance = read_instance(launcher_, mangled_name);
+        const std::optional<UpstreamInstance> instance = read_instance(launcher_, mangled_name);
         if (!instance || instance->return_lse) return std::nullopt;
         return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal),
                         instance->demangled, static_cast<int>(32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK)),
@@ -168,9 +147,7 @@ public:
     std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
                              const std::string &cubin) const override {
         const auto serves = [&](const std::string &mangled) {
-            const std::optional<Instance> instance = read_instance(launcher_, mangled);
-            return instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
-                   instance->causal == problem.causal && instance->return_lse == problem.with_lse;
+            return instance_serves(read_instance(launcher_, mangled), problem);
         };
         return select_one_entry(entry_names, serves, describe_wanted(launcher_, problem),
                                 std::string("kernel ABI ") + launcher_.abi_name + ", the launcher of csrc/qattn/" +

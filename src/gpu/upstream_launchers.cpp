@@ -3,6 +3,8 @@
 #include "formats/demangled_name.h"
 #include "support/errors.h"
 
+#include <algorithm>
+
 namespace s2tp {
 
 std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes) {
@@ -10,6 +12,36 @@ std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4>
 }
 
 const char *template_bool(bool value) { return value ? "true" : "false"; }
+
+std::optional<UpstreamInstance> read_upstream_instance(
+    const std::string &mangled, const UpstreamTemplate &kernel,
+    const std::function<std::vector<std::string>(const UpstreamInstance &)> &expected_arguments,
+    const std::function<std::vector<std::string>(DType)> &expected_parameters) {
+    const std::optional<std::string> demangled = demangle(mangled);
+    if (!demangled) return std::nullopt;
+    const std::optional<FunctionName> f = parse_function_name(*demangled);
+    if (!f || f->name != kernel.name || f->template_arguments.size() < kernel.known_arguments) return std::nullopt;
+    const std::vector<std::string> &a = f->template_arguments;
+    UpstreamInstance instance;
+    instance.demangled = *demangled;
+    if (a[kernel.head_dim] == "64u") instance.head_dim = 64;
+    else if (a[kernel.head_dim] == "128u") instance.head_dim = 128;
+    else return std::nullopt;
+    if (a[kernel.output_type] == "__half") instance.dtype = DType::f16;
+    else if (a[kernel.output_type] == "__nv_bfloat16") instance.dtype = DType::bf16;
+    else return std::nullopt;
+    instance.causal = a[kernel.mask_mode] == "(MaskMode)1";
+    instance.return_lse = a[kernel.return_lse] == "true";
+    const std::vector<std::string> expected = expected_arguments(instance);
+    if (expected.size() > a.size() || !std::equal(expected.begin(), expected.end(), a.begin())) return std::nullopt;
+    if (f->parameters != expected_parameters(instance.dtype)) return std::nullopt;
+    return instance;
+}
+
+bool instance_serves(const std::optional<UpstreamInstance> &instance, const AttentionProblem &problem) {
+    return instance && instance->head_dim == problem.shape.head_dim && instance->dtype == problem.dtype &&
+           instance->causal == problem.causal && instance->return_lse == problem.with_lse;
+}
 
 std::string select_one_entry(const std::vector<std::string> &entry_names,
                              const std::function<bool(const std::string &mangled)> &serves, const std::string &wanted,
