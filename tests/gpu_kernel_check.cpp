@@ -538,13 +538,21 @@ int run_launchers(const Options &options) {
         else std::cout << "skipping " << abi->name() << ": its kernel needs " << arch << ", this GPU is " << device.arch() << "\n";
     }
     const CubinModule quant(quant_path);
+    // A launcher whose cubin this host could not build (upstream's sm90 file needs torch >= 2.1's
+    // headers) is named and left out; its golden cases are not counted as passed.
     std::vector<std::unique_ptr<CubinModule>> modules;
+    std::vector<const KernelAbi *> built;
     for (const KernelAbi *abi : adapters) {
         const fs::path cubin = *options.launcher_cubins / (abi->launcher_file() + ".cubin");
-        if (!fs::is_regular_file(cubin))
-            fail(ExitCode::usage, "--launcher-cubins: no '" + cubin.string() + "' for kernel ABI " + abi->name());
+        if (!fs::is_regular_file(cubin)) {
+            std::cout << "not checked: " << abi->name() << ", no " << cubin.string() << " (not built on this host)\n";
+            continue;
+        }
+        built.push_back(abi);
         modules.push_back(std::make_unique<CubinModule>(cubin));
     }
+    if (built.empty()) fail(ExitCode::usage, "--launcher-cubins: no launcher's cubin in '" + options.launcher_cubins->string() + "'");
+    adapters = built;
 
     int failed = 0;
     std::map<std::string, int> identical;  // per adapter: cases byte-identical
