@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace s2tp {
+namespace s2tp::unit_ab_timing {
 namespace {
 
 // The fixed three-arm run most tests use: baseline, control, one candidate.
@@ -474,9 +474,9 @@ TEST(L2Flush, OnlyWhenTheWorkingSetCouldStayInL2) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_ab_timing
 
-namespace s2tp {
+namespace s2tp::unit_ab_timing {
 namespace {
 
 TEST(SpeedInWords, SaysHowMuchFasterOrSlowerTheCandidateIs) {
@@ -488,4 +488,4 @@ TEST(SpeedInWords, SaysHowMuchFasterOrSlowerTheCandidateIs) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_ab_timing

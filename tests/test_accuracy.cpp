@@ -19,6 +19,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_accuracy {
+
 namespace {
 
 bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
@@ -350,3 +352,5 @@ TEST(GateTolerance, AFailedShapeOrRealOutputFails) {
     e.candidate_accuracy.clear();
     EXPECT_EQ(find(evaluate_gate(e, GateThresholds{}), "parity")->status, GateStatus::not_checked);
 }
+
+}  // namespace s2tp::unit_accuracy

@@ -12,6 +12,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_checkpoint_store {
+
 namespace {
 
 ScratchDirectory scratch(const std::string &name) { return ScratchDirectory("ckpt-" + name); }
@@ -125,6 +127,10 @@ TEST(CheckpointStore, UnparsableBytesAreNotTrustedWithTheReason) {
         EXPECT_TRUE(read.exists);
         EXPECT_FALSE(read.checkpoint) << bytes;
         EXPECT_NE(read.problem.find(reason), std::string::npos) << read.problem;
-        if (reason != "no [integrity] digest") EXPECT_NE(read.problem.find("not valid TOML"), std::string::npos);
+        if (reason != "no [integrity] digest") {
+            EXPECT_NE(read.problem.find("not valid TOML"), std::string::npos);
+        }
     }
 }
+
+}  // namespace s2tp::unit_checkpoint_store

@@ -301,30 +301,37 @@ TEST_F(Reliability, InterruptedForcedBuildKeepsTheLastPassedBuild) {
     EXPECT_FALSE(fs::exists(run / ".build-new")) << "the killed build's staging is left behind";
 }
 
+// A python3 that "imports" a torch of its own: the torch version, its two include directories and
+// Python's, as build's discovery asks them. Its headers are placeholders: the embedded kernels include none.
+static std::map<std::string, std::string> host_with_torch(const fs::path &dir, const std::string &torch_name) {
+    const fs::path torch = dir / torch_name;
+    for (const char *header : {"include/torch/extension.h", "include/torch/csrc/api/include/torch/all.h", "python/Python.h"}) {
+        fs::create_directories((torch / header).parent_path());
+        std::ofstream(torch / header) << "// " << torch_name << "'s\n";
+    }
+    const fs::path bin = dir / (torch_name + "-bin");
+    fs::create_directories(bin);
+    std::ofstream(bin / "python3") << "#!/bin/sh\necho 2.5.0\necho " << (torch / "include").string() << "\necho "
+                                   << (torch / "include/torch/csrc/api/include").string() << "\necho "
+                                   << (torch / "python").string() << "\n";
+    fs::permissions(bin / "python3", fs::perms::owner_all);
+    return {{"PATH", bin.string() + ":" + std::getenv("PATH")}};
+}
+
 // A run carried to another host: there the repository is at another path and torch's headers are found
-// another way (a python3 with torch on PATH instead of libtorch-dev). `run` re-prepares nothing and
-// rebuilds nothing; it goes straight to the first GPU stage (which, on this host without a GPU, exits 3).
+// elsewhere (each host's python3 imports a torch of its own). `run` re-prepares nothing and rebuilds
+// nothing; it goes straight to the first GPU stage (which, on this host without a GPU, exits 3).
 TEST_F(Reliability, CarriedRunGoesStraightToTheFirstGpuStage) {
     write_experiment("needs_torch_headers = true\n");
-    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
-    ProcessResult r = sage2tp({"build", "--run", "run"});
-    if (r.exit_code == 3) GTEST_SKIP() << "no torch headers on this host: " << r.err;
+    const auto this_host = host_with_torch(dir_, "this-torch");
+    ASSERT_EQ(run_sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}, dir_, this_host).exit_code, 0);
+    ProcessResult r = run_sage2tp({"build", "--run", "run"}, dir_, this_host);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const std::string found_here =
         checkpoint(dir_ / "run", "02-build.toml")->figures["torch_headers"]["found_by"].value_or(std::string());
+    EXPECT_NE(found_here.find("this-torch-bin"), std::string::npos) << found_here;
 
-    // The other host: its python3 imports a torch of its own.
-    const fs::path torch = dir_ / "other-torch";
-    for (const char *header : {"include/torch/extension.h", "include/torch/csrc/api/include/torch/all.h", "python/Python.h"}) {
-        fs::create_directories((torch / header).parent_path());
-        std::ofstream(torch / header) << "// the other host's\n";
-    }
-    fs::create_directories(dir_ / "bin");
-    std::ofstream(dir_ / "bin/python3") << "#!/bin/sh\necho 2.5.0\necho " << (torch / "include").string() << "\necho "
-                                        << (torch / "include/torch/csrc/api/include").string() << "\necho "
-                                        << (torch / "python").string() << "\n";
-    fs::permissions(dir_ / "bin/python3", fs::perms::owner_all);
-    const std::map<std::string, std::string> other_host{{"PATH", (dir_ / "bin").string() + ":" + std::getenv("PATH")}};
+    const auto other_host = host_with_torch(dir_, "other-torch");
     fs::rename(dir_ / "repo", dir_ / "repo-elsewhere");
     fs::rename(dir_ / "run", dir_ / "carried");
     const fs::path carried = dir_ / "carried";

@@ -254,8 +254,8 @@ TEST_F(CompareTest, SvgHasAnIntervalPerTimedCandidateAndSaysWhyTheOthersHaveNone
     EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
     EXPECT_NE(svg.find("sage2tp compare: 2 runs, 2 candidates"), std::string::npos);
     EXPECT_NE(svg.find(">temporal-pair</text>"), std::string::npos);
-    EXPECT_NE(svg.find(">1.3441 [1.3427, 1.3451]</text>"), std::string::npos);
-    EXPECT_NE(svg.find(">0.9890 [0.9871, 0.9912]</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">1.3441 (90% CI 1.3427 .. 1.3451)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">0.9890 (90% CI 0.9871 .. 0.9912)</text>"), std::string::npos);
     EXPECT_NE(svg.find("no interval: time missing"), std::string::npos);
     EXPECT_NE(svg.find("1 = no difference"), std::string::npos);
     EXPECT_NE(svg.find("#2a9d3a"), std::string::npos);  // the faster candidate
@@ -313,8 +313,8 @@ TEST_F(CompareTest, ASetRunHasARowPerShapeAndTheCombinedRow) {
     const std::string svg = comparison_svg({run});
     EXPECT_NE(svg.find("sage2tp compare: 1 run, 2 candidates"), std::string::npos) << svg;
     EXPECT_NE(svg.find("tp-set hunyuan-544p"), std::string::npos) << svg;
-    EXPECT_NE(svg.find(">0.9700 [0.9600, 0.9800]</text>"), std::string::npos) << svg;
-    EXPECT_NE(svg.find(">1.0423 [1.0350, 1.0500]</text>"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">0.9700 (90% CI 0.9600 .. 0.9800)</text>"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">1.0423 (90% CI 1.0350 .. 1.0500)</text>"), std::string::npos) << svg;
 }
 
 TEST_F(CompareTest, RunsAreSelectedByDirectoryOrRunId) {

@@ -19,6 +19,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_compile_cache {
+
 namespace {
 
 class CompileCacheTest : public ::testing::Test {
@@ -256,3 +258,5 @@ TEST(CompileCacheSettings, OffOrADirectoryOrTheXdgCacheAndASizeLimit) {
     }
     ::unsetenv("SAGE2TP_CACHE_SIZE");
 }
+
+}  // namespace s2tp::unit_compile_cache

@@ -6,6 +6,8 @@
 
 using namespace s2tp;
 
+namespace s2tp::unit_compile_progress {
+
 TEST(RunningCompiles, GroupedBySourceFileWithTheLongestTime) {
     EXPECT_EQ(running_compiles_text({}, 46), "");
     EXPECT_EQ(running_compiles_text({{"attention_entry.cu", "baseline", 12}, {"attention_entry.cu", "candidate", 34}}, 47),
@@ -33,3 +35,5 @@ TEST(RunningCompiles, CountedWhenTheNamesDoNotFit) {
         for (const std::vector<RunningCompile> &set : {four, many})
             EXPECT_LE(compile_progress_line(counts, set).size(), 79u) << counts;
 }
+
+}  // namespace s2tp::unit_compile_progress

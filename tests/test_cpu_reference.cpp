@@ -21,6 +21,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_cpu_reference {
+
 TEST(CpuReference, MatchesUpstreamGoldenOutputAndLse) {
     if (!fs::exists(golden::directory() / "cases.toml")) GTEST_SKIP() << "golden data not found at " << golden::directory();
     const std::vector<golden::Case> cases = golden::cases(golden::directory());
@@ -220,3 +222,5 @@ TEST(RelativeL2, NormsCountsAndErrors) {
     EXPECT_THROW(relative_l2(Tensor(DType::f32, {3}), ref), Error);
     EXPECT_THROW(relative_l2(Tensor(DType::i8, {4}), ref), Error);
 }
+
+}  // namespace s2tp::unit_cpu_reference

@@ -11,6 +11,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_experiment_manifest {
+
 namespace {
 
 const fs::path source_root = S2TP_SOURCE_ROOT;
@@ -494,3 +496,5 @@ TEST_F(ManifestErrors, SetRatioBoundsAreReadCheckedAndKept) {
     EXPECT_NE(typed.find("m.toml:14:"), std::string::npos) << typed;
     EXPECT_NE(typed.find("'max_worst_ratio_upper' must be"), std::string::npos) << typed;
 }
+
+}  // namespace s2tp::unit_experiment_manifest

@@ -19,6 +19,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_gate_evidence {
+
 namespace {
 
 const std::string sha_a = std::string(64, 'a');
@@ -419,3 +421,5 @@ TEST_F(GateEvidenceTest, CandidateWithoutFiguresIsNotChecked) {
         EXPECT_NE(condition(result, name).status, GateStatus::pass) << name;
     EXPECT_FALSE(result.passed);
 }
+
+}  // namespace s2tp::unit_gate_evidence

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace s2tp {
+namespace s2tp::unit_gate_rules {
 namespace {
 
 StageEvidence passed_stage() { return {true, true, true, ""}; }
@@ -442,9 +442,9 @@ TEST(GateRules, SpillAndSharedMemoryFiguresNameTheWorstEntryAndTheBaselinesOwnSp
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_gate_rules
 
-namespace s2tp {
+namespace s2tp::unit_gate_rules {
 namespace {
 
 RatioInterval interval(double median, double lo, double hi) {
@@ -575,4 +575,4 @@ TEST(GateSet, SetBoundsAreOffByDefaultAndBlockWhenOneWorkloadWasTimed) {
     EXPECT_FALSE(asked.passed);
 }
 
-}  // namespace s2tp
+}  // namespace s2tp::unit_gate_rules

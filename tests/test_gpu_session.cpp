@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace s2tp {
+namespace s2tp::unit_gpu_session {
 namespace {
 
 const ArchLimitsTable &table() {
@@ -116,4 +116,4 @@ TEST(ExecRequest, ABadShapeListIsRefusedNamingTheWord) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_gpu_session

@@ -27,6 +27,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_host_quantizer {
+
 namespace {
 
 std::int64_t float_ulps(float a, float b) {
@@ -397,3 +399,5 @@ TEST(HostQuantizerSm90, RejectsBlocksUpstreamCannotTake) {
     smooth.smooth_v = true;
     EXPECT_THROW(quantize_inputs(s, q, Tensor(DType::f16, s.kv_shape()), Tensor(DType::f16, s.kv_shape()), smooth), Error);
 }
+
+}  // namespace s2tp::unit_host_quantizer

@@ -12,6 +12,8 @@
 
 using namespace s2tp;
 
+namespace s2tp::unit_input_generator {
+
 namespace {
 
 // FNV-1a 64: enough to pin a few kilobytes of output without depending on any digest library.
@@ -161,3 +163,5 @@ TEST(InputGenerator, ThreadCountNeverChangesBytes) {
     EXPECT_EQ(one.v.bytes, four.v.bytes);
     EXPECT_EQ(one.v.bytes, three.v.bytes);
 }
+
+}  // namespace s2tp::unit_input_generator

@@ -23,7 +23,7 @@
 #include <map>
 #include <set>
 
-namespace s2tp {
+namespace s2tp::unit_kernel_abi {
 namespace {
 
 const std::string upstream_log = std::string(S2TP_SOURCE_ROOT) + "/tests/data/ptxas/sageattention_sm89_d1a57a5_sm90a.log";
@@ -687,4 +687,4 @@ TEST(SageAttentionSm90Launchers, TheGoldenDataHasBothGranularitiesOfEveryCase) {
 
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_kernel_abi

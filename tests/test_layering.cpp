@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace s2tp::unit_layering {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -92,3 +94,5 @@ TEST(Layering, TheCheckSeesAnUpwardInclude) {
     EXPECT_EQ(violations[1].include, "model/x.h");
     EXPECT_EQ(violations[2].include, "stages/high.h");
 }
+
+}  // namespace s2tp::unit_layering

@@ -19,6 +19,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_ncu_metrics {
+
 namespace {
 
 const fs::path source_root = S2TP_SOURCE_ROOT;
@@ -179,3 +181,5 @@ TEST(NcuProfile, MissingNcuIsAWarningNotAFailure) {
 }
 
 }  // namespace
+
+}  // namespace s2tp::unit_ncu_metrics

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace s2tp {
+namespace s2tp::unit_occupancy {
 namespace {
 
 const ArchLimitsTable &table() {
@@ -488,4 +488,4 @@ TEST_F(ArchLimitsFile, UnreadableFileIsAUsageError) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_occupancy

@@ -12,6 +12,8 @@
 
 using namespace s2tp;
 
+namespace s2tp::unit_phase_summary {
+
 namespace {
 
 constexpr std::size_t ctas = 8;
@@ -195,3 +197,5 @@ TEST(PhaseSummary, OverlappingStampsAreNotedInTheTable) {
     const std::string text = PhaseReport{"", "", "", "", {v}, {}}.table_text();
     EXPECT_NE(text.find("note: warp 0's steps add up to"), std::string::npos) << text;
 }
+
+}  // namespace s2tp::unit_phase_summary

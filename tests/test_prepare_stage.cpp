@@ -15,6 +15,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_prepare_stage {
+
 namespace {
 
 std::string slurp(const fs::path &p) {
@@ -180,3 +182,5 @@ TEST_F(PrepareStage, RenamedCandidatesReplaceTheOldTreesAndTheirRegistrations) {
 }
 
 }  // namespace
+
+}  // namespace s2tp::unit_prepare_stage

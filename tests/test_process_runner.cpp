@@ -15,6 +15,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_process_runner {
+
 namespace {
 
 // True while `pid` exists and is not a zombie.
@@ -91,3 +93,5 @@ TEST(ProcessRunner, NoInterruptWithoutASignal) {
     EXPECT_EQ(interrupt_signal(), 0);
     EXPECT_NO_THROW(throw_if_interrupted("nothing"));
 }
+
+}  // namespace s2tp::unit_process_runner

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace s2tp {
+namespace s2tp::unit_ptxas_report {
 namespace {
 
 std::string fixture_path(const std::string &name) {
@@ -351,4 +351,4 @@ TEST(PtxasReport, AUsedLineOfManyCmemBanksParsesWhole) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_ptxas_report

@@ -10,6 +10,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_run_directory {
+
 TEST(RunDirectory, SecondProcessIsRefusedWithTheHoldersPid) {
     const ScratchDirectory scratch("lock");
     const fs::path &root = scratch.path();
@@ -80,3 +82,5 @@ TEST(RunIds, NewIdsAreClaimedAndSafe) {
     EXPECT_NO_THROW(check_run_id(odd)) << odd;
     EXPECT_EQ(odd.rfind("my_exp__x_-", 0), 0u) << odd;
 }
+
+}  // namespace s2tp::unit_run_directory

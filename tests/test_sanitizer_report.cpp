@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-namespace s2tp {
+namespace s2tp::unit_sanitizer_report {
 namespace {
 
 // memcheck, a 4-byte out-of-bounds write in a program that then exits 3: the summary counts the
@@ -278,4 +278,4 @@ TEST(SanitizerParse, LongLinesAreReadWithoutRecursion) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_sanitizer_report

@@ -18,6 +18,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_sass_listing {
+
 namespace {
 
 const fs::path source_root = S2TP_SOURCE_ROOT;
@@ -185,3 +187,5 @@ TEST(SassHistogram, MissingDisassemblerGivesNothing) {
 }
 
 }  // namespace
+
+}  // namespace s2tp::unit_sass_listing

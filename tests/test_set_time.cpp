@@ -10,7 +10,7 @@
 #include <cmath>
 #include <numeric>
 
-namespace s2tp {
+namespace s2tp::unit_set_time {
 namespace {
 
 // n ratios evenly spread over [median - spread, median + spread]: their median is `median`.
@@ -191,4 +191,4 @@ TEST(TimeSetPlan, TheGpuSuitesSmallSetLoads) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_set_time

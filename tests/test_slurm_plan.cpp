@@ -11,6 +11,8 @@
 
 using namespace s2tp;
 
+namespace s2tp::unit_slurm_plan {
+
 namespace {
 
 const ArchLimitsTable &limits() {
@@ -161,3 +163,5 @@ TEST(ClusterVerdict, TableRoundTripsThroughToml) {
     broken["task"].as_array()->get(0)->as_table()->erase("verdict");
     EXPECT_NE(usage_error([&] { ClusterVerdicts::from_toml(broken, "cluster.toml"); }).find("lacks 'verdict'"), std::string::npos);
 }
+
+}  // namespace s2tp::unit_slurm_plan

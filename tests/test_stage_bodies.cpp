@@ -14,6 +14,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_stage_bodies {
+
 namespace {
 
 const KernelAbi &sage2tp_abi() { return kernel_abi("sage2tp", "test_stage_bodies"); }
@@ -363,3 +365,5 @@ TEST(ParityCheck, UnwrittenOutputsAndAReferenceMissFail) {
     clean.candidates["candidate"];
     EXPECT_TRUE(fold_parity({clean}, 1, 1, 0.05, {"candidate"}).passed);
 }
+
+}  // namespace s2tp::unit_stage_bodies

@@ -29,6 +29,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_stage_figures {
+
 namespace {
 
 // Every key of a figures table, at any depth, except the names in `dynamic` (entry and candidate
@@ -374,3 +376,5 @@ TEST(FigureFields, EveryKeyOfEveryTableIsDocumentedAndNothingDocumentedIsUnknown
     expect_section_matches("sanitize", figure_fields::field_keys(SanitizeFigures::fields()));
     expect_section_matches("build", figure_fields::field_keys(BuildFigures::fields()));
 }
+
+}  // namespace s2tp::unit_stage_figures

@@ -11,6 +11,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_stage_pipeline {
+
 namespace {
 
 // Drives the real framework with stage bodies that record whether they ran.
@@ -207,7 +209,6 @@ TEST(TreeDigest, ASymbolicLinkIsHashedAsALinkNeverFollowed) {
     EXPECT_NE(Fingerprint().add_tree("t", root / "tree").hex(), before) << "a changed link target went unnoticed";
 }
 
-namespace s2tp {
 namespace {
 
 TEST(ElapsedAndEta, ExtrapolatesTheRestFromTheShareDone) {
@@ -218,4 +219,5 @@ TEST(ElapsedAndEta, ExtrapolatesTheRestFromTheShareDone) {
 }
 
 }  // namespace
-}  // namespace s2tp
+
+}  // namespace s2tp::unit_stage_pipeline

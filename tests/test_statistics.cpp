@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-namespace s2tp {
+namespace s2tp::unit_statistics {
 namespace {
 
 const double pi = std::acos(-1.0);
@@ -430,4 +430,4 @@ TEST(StoppingRule, NeedsBothPrecisionAndMinimumRounds) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_statistics

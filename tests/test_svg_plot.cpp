@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace s2tp {
+namespace s2tp::unit_svg_plot {
 namespace {
 
 // A deliberately small well-formedness checker: tags balance and nest, attribute values are quoted,
@@ -133,9 +133,9 @@ TEST(SvgPlot, ShowsTheFiguresAPersonNeeds) {
     std::snprintf(p50, sizeof p50, "p50 %.2f ms", base.p50);  // 5 significant digits at ~212 ms
     EXPECT_NE(svg.find(p50), std::string::npos) << p50;
     char ratio[64];
-    std::snprintf(ratio, sizeof ratio, "%.4f [%.4f, %.4f]", ab.median, ab.lo, ab.hi);
+    std::snprintf(ratio, sizeof ratio, "%.4f (95%% CI %.4f .. %.4f)", ab.median, ab.lo, ab.hi);
     EXPECT_NE(svg.find(ratio), std::string::npos) << ratio;
-    EXPECT_NE(svg.find("1.0004 [0.9981, 1.0027]"), std::string::npos);
+    EXPECT_NE(svg.find("1.0004 (95% CI 0.9981 .. 1.0027)"), std::string::npos);
     EXPECT_NE(svg.find("candidate faster"), std::string::npos);
     EXPECT_NE(svg.find("contains 1: control ok"), std::string::npos);
     EXPECT_NE(svg.find("time per launch (ms)"), std::string::npos);
@@ -183,7 +183,7 @@ TEST(SvgPlot, ShowsEveryArmAndEveryRatio) {
     EXPECT_EQ(xml_problem(svg), "");
     EXPECT_EQ(count(svg, "<circle"), 4u * 64u + 3u) << "four strips of dots, three ratio medians";
     for (const char *text : {"baseline_control", "wide-v / baseline", "wide-v slower", "candidate / baseline",
-                             "1.0850 [1.0800, 1.0900]", "baseline / baseline (A/A)"})
+                             "1.0850 (95% CI 1.0800 .. 1.0900)", "baseline / baseline (A/A)"})
         EXPECT_NE(svg.find(text), std::string::npos) << text;
     // The page grows with the rows instead of drawing them over each other (545 for two arms).
     EXPECT_NE(svg.find("height=\"755.00\""), std::string::npos);
@@ -233,4 +233,4 @@ TEST(XmlEscape, ReplacesMarkupAndForbiddenControls) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_svg_plot

@@ -7,6 +7,8 @@
 
 using namespace s2tp;
 
+namespace s2tp::unit_table_printer {
+
 namespace {
 
 TextTable sample() {
@@ -47,3 +49,5 @@ TEST(TablePrinter, OneIntervalSpellingWithTheLevelTheFigureRecords) {
     EXPECT_EQ(interval_text(1.0, std::nullopt, 1.01, std::nullopt), "1.0000 (CI - .. 1.0100)");
     EXPECT_EQ(interval_text(1.0, 0.99, 1.01, 0.95, ", half-width 1.000%"), "1.0000 (95% CI 0.9900 .. 1.0100, half-width 1.000%)");
 }
+
+}  // namespace s2tp::unit_table_printer

@@ -24,6 +24,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_tensor_io {
+
 namespace {
 
 float from_bits(std::uint32_t bits) {
@@ -592,3 +594,5 @@ TEST(Safetensors, U16WorkloadTensorsInOneFileAreAcceptedAsBf16) {
     EXPECT_EQ(inputs.v.dtype, DType::bf16);
     EXPECT_EQ(inputs.k.value_at(9), 9.0 / 8);
 }
+
+}  // namespace s2tp::unit_tensor_io

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-namespace s2tp {
+namespace s2tp::unit_time_figures {
 namespace {
 
 namespace fs = std::filesystem;
@@ -232,4 +232,4 @@ TEST(TimeFigures, ThePrinterShowsUnknownFiguresAsUnknown) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_time_figures

@@ -15,6 +15,8 @@
 
 using namespace s2tp;
 
+namespace s2tp::unit_time_helpers {
+
 namespace {
 
 // Every element the kernel would write, at the offset it would write it, against the host's tensor;
@@ -88,3 +90,5 @@ TEST(GpuOutputChecks, NanCriterionIsIsnanForEveryPattern) {
 }
 
 }  // namespace
+
+}  // namespace s2tp::unit_time_helpers

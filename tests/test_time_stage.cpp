@@ -9,7 +9,7 @@
 
 #include <sstream>
 
-namespace s2tp {
+namespace s2tp::unit_time_stage {
 namespace {
 
 const std::vector<std::string> arms = arm_names({"wide-v", "same-sm"});
@@ -170,4 +170,4 @@ TEST(TimeRepeats, AMalformedChildFileIsAnInternalError) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_time_stage

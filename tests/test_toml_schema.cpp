@@ -11,7 +11,7 @@
 #include <fstream>
 #include <unistd.h>
 
-namespace s2tp {
+namespace s2tp::unit_toml_schema {
 namespace {
 
 std::string parse_error(const std::string &text) {
@@ -90,9 +90,9 @@ TEST(TomlFile, NamesTheFileInEveryError) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_toml_schema
 
-namespace s2tp {
+namespace s2tp::unit_toml_schema {
 namespace {
 
 std::string finish_error(const std::string &text, const std::vector<std::string> &known) {
@@ -130,4 +130,4 @@ TEST(TableReader, AnUnknownKeyOneEditFromAKnownOneIsNamedWithIt) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_toml_schema

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace s2tp {
+namespace s2tp::unit_unified_diff {
 namespace {
 
 std::string refusal(const std::string &diff) {
@@ -64,4 +64,4 @@ TEST(PatchPaths, SymbolicLinksAndGitlinksAreRefusedWithTheLine) {
 }
 
 }  // namespace
-}  // namespace s2tp
+}  // namespace s2tp::unit_unified_diff

@@ -15,6 +15,8 @@
 namespace fs = std::filesystem;
 using namespace s2tp;
 
+namespace s2tp::unit_workload_set {
+
 namespace {
 
 const fs::path source_root = S2TP_SOURCE_ROOT;
@@ -278,3 +280,5 @@ TEST(WorkloadCost, EachShapeGetsAFloorAndTheRestByItsWork) {
     EXPECT_GT(second_if_first_spent_half, second_if_first_spent_all);
     EXPECT_EQ(next_shape_budget(0, {1.0}), 0.0);
 }
+
+}  // namespace s2tp::unit_workload_set

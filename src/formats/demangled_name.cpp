@@ -1,5 +1,7 @@
 #include "formats/demangled_name.h"
 
+#include "support/text_scan.h"
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -10,12 +12,6 @@ namespace {
 
 bool opens(char c) { return c == '<' || c == '(' || c == '['; }
 bool closes(char c) { return c == '>' || c == ')' || c == ']'; }
-
-std::string trimmed(const std::string &text) {
-    const auto first = text.find_first_not_of(' ');
-    if (first == std::string::npos) return "";
-    return text.substr(first, text.find_last_not_of(' ') - first + 1);
-}
 
 // The index of the bracket that opens the one closing at `close`, scanning backwards; npos if unbalanced.
 std::size_t matching_open(const std::string &text, std::size_t close) {

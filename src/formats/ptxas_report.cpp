@@ -2,6 +2,7 @@
 
 #include "support/errors.h"
 #include "support/text_lines.h"
+#include "support/text_scan.h"
 
 #include <array>
 #include <limits>
@@ -15,13 +16,11 @@ namespace {
 // the stack on a 100 KB line). Text quoted back in a message is cut to this many bytes.
 constexpr std::size_t kQuotedBytes = 200;
 
-std::string quoted(std::string_view text) {
+std::string cut_for_message(std::string_view text) {
     if (text.size() <= kQuotedBytes) return std::string(text);
     return std::string(text.substr(0, kQuotedBytes)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_word(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
@@ -29,12 +28,6 @@ bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Removes `prefix` from the front of `text`; false (text unchanged) when it is not there.
-bool consume(std::string_view &text, std::string_view prefix) {
-    if (!starts_with(text, prefix)) return false;
-    text.remove_prefix(prefix.size());
-    return true;
-}
 bool consume_back(std::string_view &text, std::string_view suffix) {
     if (!ends_with(text, suffix)) return false;
     text.remove_suffix(suffix.size());
@@ -190,7 +183,8 @@ private:
         if (!open_) return;
         KernelResources &r = open_->record;
         const std::string what =
-            "entry '" + quoted(r.name) + "' for '" + quoted(r.arch) + "' (line " + std::to_string(r.line) + ")";
+            "entry '" + cut_for_message(r.name) + "' for '" + cut_for_message(r.arch) + "' (line " +
+            std::to_string(r.line) + ")";
         if (!open_->has_stack) fail_here("the " + what + " has no 'N bytes stack frame, ...' line");
         if (!open_->has_used) fail_here("the " + what + " has no 'Used N registers, ...' line");
         r.local_memory_warning_bytes = open_warnings_.local_memory_bytes;
@@ -223,13 +217,14 @@ private:
     //  [, N bytes cmem[B]]...[, N textures][, N samplers][, N surfaces]", items in any order.
     void used(std::string_view text) {
         if (!open_) fail_here("'Used' line outside a 'Compiling entry function' block");
-        if (open_->has_used) fail_here("second 'Used' line for entry '" + quoted(open_->record.name) + "'");
+        if (open_->has_used) fail_here("second 'Used' line for entry '" + cut_for_message(open_->record.name) + "'");
 
         KernelResources &r = open_->record;
         // A set: a line of 100,000 cmem items is checked in n log n, not n squared.
         std::set<std::string> seen;
         auto once = [&](std::string_view item, const std::string &kind) {
-            if (!seen.insert(kind).second) fail_here("'" + quoted(item) + "' repeats an item of the 'Used' line");
+            if (!seen.insert(kind).second)
+                fail_here("'" + cut_for_message(item) + "' repeats an item of the 'Used' line");
         };
         std::size_t start = 0;
         bool first = true;
@@ -242,7 +237,7 @@ private:
                 Digits registers;
                 if (consume(rest, "Used ")) registers = consume_digits(rest);
                 if (registers.empty() || !(rest == " registers" || rest == " register"))
-                    fail_here("'Used' line does not start with 'Used N registers': '" + quoted(text) + "'");
+                    fail_here("'Used' line does not start with 'Used N registers': '" + cut_for_message(text) + "'");
                 r.registers = to_int(registers);
             } else if (consume(rest, "used ")) {
                 const Digits count = consume_digits(rest);
@@ -283,7 +278,7 @@ private:
     }
 
     [[noreturn]] void unknown_item(std::string_view item) const {
-        fail_here("unknown item '" + quoted(item) + "' in 'Used' line");
+        fail_here("unknown item '" + cut_for_message(item) + "' in 'Used' line");
     }
 
     // Checked conversion: a count that does not fit its field is a malformed report, not a wrap-around.
@@ -293,7 +288,7 @@ private:
         for (char c : digits) {
             const int digit = c - '0';
             if (value > (std::numeric_limits<T>::max() - digit) / 10)
-                fail_here("the number " + quoted(digits) + " is out of range (at most " +
+                fail_here("the number " + cut_for_message(digits) + " is out of range (at most " +
                           std::to_string(std::numeric_limits<T>::max()) + ")");
             value = static_cast<T>(value * 10 + digit);
         }

@@ -1,6 +1,7 @@
 #include "formats/sanitizer_report.h"
 
 #include "support/text_lines.h"
+#include "support/text_scan.h"
 
 #include "support/errors.h"
 
@@ -33,15 +34,6 @@ std::int64_t parse_count(std::string_view digits) {
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     return a > kMax - b ? kMax : a + b;  // both are counts, never negative
-}
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_word(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-
-bool consume(std::string_view &text, std::string_view prefix) {
-    if (text.substr(0, prefix.size()) != prefix) return false;
-    text.remove_prefix(prefix.size());
-    return true;
 }
 
 // A count as the tool prints it: a digit, then digits and commas. Empty when there is none.
@@ -99,12 +91,6 @@ std::optional<RaceSummary> race_summary(std::string_view line) {
     return std::nullopt;
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 // The record text after the "=========" prefix, or nullopt for a line that is not a record. Continuation
 // lines keep their indentation so a stored record still reads as the tool printed it.
 std::optional<std::string_view> record_body(std::string_view line) {
@@ -116,7 +102,7 @@ std::optional<std::string_view> record_body(std::string_view line) {
 }
 
 bool is_noise_record(std::string_view body) {
-    std::string_view t = trim(body);
+    std::string_view t = trimmed(body);
     // The banner, empty separators and host backtraces say nothing about what went wrong on the device.
     return t.empty() || t == "COMPUTE-SANITIZER" || t.rfind("Saved host backtrace", 0) == 0 ||
            t.rfind("Host Frame:", 0) == 0 || t.find("SUMMARY:") != std::string_view::npos;
@@ -197,7 +183,7 @@ SanitizerReport parse_sanitizer_output(SanitizerTool tool, std::string_view outp
         if (body) keep = !is_noise_record(*body);
         else if (text.find("Target application") != std::string_view::npos) keep = true;  // the tool could not run it
         if (keep && report.first_error_lines.size() < max_error_lines)
-            report.first_error_lines.emplace_back(body ? *body : trim(line));
+            report.first_error_lines.emplace_back(body ? *body : trimmed(line));
     }
 
     if (tool == SanitizerTool::racecheck) {

@@ -2,18 +2,13 @@
 
 #include "support/errors.h"
 #include "support/text_lines.h"
+#include "support/text_scan.h"
 
 #include <algorithm>
 #include <cctype>
 
 namespace s2tp {
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
 
 bool all_hex(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
@@ -22,7 +17,7 @@ bool all_hex(std::string_view s) {
 // "/*19c0*/   @!P0 BRA 0x6710 ;  /* 0x... */" -> address and the text up to ';'. The encoding lines
 // ("/* 0x000e62... */") have a space and "0x" inside the comment, so they are no instruction.
 bool split_instruction(std::string_view line, std::uint64_t &address, std::string_view &text) {
-    line = trim(line);
+    line = trimmed(line);
     if (line.size() < 5 || line.substr(0, 2) != "/*") return false;
     const std::size_t close = line.find("*/", 2);
     if (close == std::string_view::npos || !all_hex(line.substr(2, close - 2))) return false;
@@ -30,7 +25,7 @@ bool split_instruction(std::string_view line, std::uint64_t &address, std::strin
     text = line.substr(close + 2);
     const std::size_t semicolon = text.find(';');
     if (semicolon == std::string_view::npos) return false;
-    text = trim(text.substr(0, semicolon));
+    text = trimmed(text.substr(0, semicolon));
     return !text.empty();
 }
 
@@ -78,9 +73,9 @@ std::vector<SassFunction> parse_sass_listing(std::string_view text, const std::s
     bool in_function = false;
     for (std::string_view raw : split_lines(text)) {
         ++line_number;
-        const std::string_view line = trim(raw);
+        const std::string_view line = trimmed(raw);
         std::string name;
-        if (line.rfind("Function : ", 0) == 0) name = std::string(trim(line.substr(11)));
+        if (line.rfind("Function : ", 0) == 0) name = std::string(trimmed(line.substr(11)));
         else if (line.rfind(".text.", 0) == 0 && line.back() == ':') name = std::string(line.substr(6, line.size() - 7));
         if (!name.empty()) {
             resolve_pending();

@@ -36,13 +36,12 @@ constexpr const char *neutral_color = "#555555";
 
 // Times get five significant digits, enough to tell 212.35 ms from 211.29 ms (0.5%) at any time
 // scale; a spread needs only three.
-std::string significant(double value, int digits = 5) {
+std::string fixed_significant(double value, int digits = 5) {
     const double magnitude = value == 0.0 ? 0.0 : std::floor(std::log10(std::fabs(value)));
     const int decimals = static_cast<int>(std::clamp(digits - 1 - magnitude, 0.0, 9.0));
     return fixed(value, decimals);
 }
 
-std::string ratio_text(double value) { return fixed(value, 4); }
 
 std::string percent_text(double fraction) { return fixed(fraction * 100.0, 2) + "%"; }
 
@@ -151,9 +150,9 @@ void draw_time_row(Svg &svg, const Axis &axis, const TimeSeries &series, const S
     svg.line(axis.to_x(s.p50), y - box_half_height - 3, axis.to_x(s.p50), y + box_half_height + 3,
              "stroke=\"#111111\" stroke-width=\"3\"");
 
-    svg.text(figures_x, y - 12, "p50 " + significant(s.p50) + " ms", "font-weight=\"bold\"");
-    svg.text(figures_x, y + 4, "p10 " + significant(s.p10) + " / p90 " + significant(s.p90) + " ms");
-    svg.text(figures_x, y + 20, "mean " + significant(s.mean) + " / sd " + significant(s.stdev, 3) + " ms",
+    svg.text(figures_x, y - 12, "p50 " + fixed_significant(s.p50) + " ms", "font-weight=\"bold\"");
+    svg.text(figures_x, y + 4, "p10 " + fixed_significant(s.p10) + " / p90 " + fixed_significant(s.p90) + " ms");
+    svg.text(figures_x, y + 20, "mean " + fixed_significant(s.mean) + " / sd " + fixed_significant(s.stdev, 3) + " ms",
              "fill=\"#555555\"");
 }
 
@@ -170,8 +169,7 @@ void draw_ratio_row(Svg &svg, const Axis &axis, const std::string &label, const 
     svg.text(label_x, y + 4, label, "font-weight=\"bold\"");
     draw_interval(svg, axis, ci, y, color);
     const std::string emphasis = std::string("font-weight=\"bold\" fill=\"") + color + "\"";
-    svg.text(figures_x, y - 10, ratio_text(ci.median) + " [" + ratio_text(ci.lo) + ", " + ratio_text(ci.hi) + "]",
-             emphasis);
+    svg.text(figures_x, y - 10, interval_text(ci), emphasis);
     svg.text(figures_x, y + 5, reading, emphasis);
     svg.text(figures_x, y + 20, "\u00b1" + percent_text(ci.half_width_rel) + " half-width, n = " + std::to_string(ci.n),
              "fill=\"#555555\"");
@@ -324,8 +322,7 @@ std::string render_interval_plot_svg(const IntervalPlot &plot) {
         const RatioInterval &ci = *row.interval;
         const char *color = ci.hi < 1.0 ? faster_color : ci.lo > 1.0 ? slower_color : neutral_color;
         draw_interval(svg, axis, ci, y, color);
-        svg.text(figures_x, y - 4, ratio_text(ci.median) + " [" + ratio_text(ci.lo) + ", " + ratio_text(ci.hi) + "]",
-                 std::string("font-weight=\"bold\" fill=\"") + color + "\"");
+        svg.text(figures_x, y - 4, interval_text(ci), std::string("font-weight=\"bold\" fill=\"") + color + "\"");
         svg.text(figures_x, y + 12, row.note, "fill=\"#555555\"");
     }
     draw_axis(svg, axis, axis_y, "ratio over the run's own baseline (below 1: faster)");

@@ -3,18 +3,12 @@
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "support/text_lines.h"
+#include "support/text_scan.h"
 
 #include <optional>
 
 namespace s2tp {
 namespace {
-
-std::string_view trimmed(std::string_view text) {
-    const auto begin = text.find_first_not_of(" \t\r\n");
-    if (begin == std::string_view::npos) return {};
-    const auto end = text.find_last_not_of(" \t\r\n");
-    return text.substr(begin, end - begin + 1);
-}
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 

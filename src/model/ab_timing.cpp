@@ -40,13 +40,14 @@ void RoundOrderGenerator::plan_block() {
     // Rotation k of p puts p[k] first, so the first arm runs through p; the reverse's rotations start
     // at offset 1 so that the block's halves do not meet on one first arm. The permutation is redrawn
     // until its first arm differs from the previous block's last first arm.
-    const std::optional<Arm> previous_first = block_.empty() ? std::nullopt : std::optional<Arm>(block_.back()[0]);
+    const bool follows_a_block = !block_.empty();
+    const Arm previous_first = follows_a_block ? block_.back()[0] : 0;
     RoundOrder p(arms_);
     for (Arm arm = 0; arm < arms_; ++arm) p[arm] = arm;
     do {
         for (std::size_t i = p.size() - 1; i > 0; --i)  // Fisher-Yates with unbiased integer draws
             std::swap(p[i], p[random_.below(i + 1)]);
-    } while (previous_first && p[0] == *previous_first);
+    } while (follows_a_block && p[0] == previous_first);
     const RoundOrder reversed(p.rbegin(), p.rend());
 
     const auto rotation = [this](const RoundOrder &order, std::size_t k) {

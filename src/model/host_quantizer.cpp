@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "support/errors.h"
+#include "support/integer_math.h"
 
 namespace s2tp {
 
@@ -18,8 +19,6 @@ constexpr float kMinAmax = 1e-7f;             // upstream's floor for per-warp Q
 constexpr std::int64_t kQThreadGroups = 8;     // per thread: a Q warp's rows go to 8 thread groups,
 constexpr std::int64_t kKThreadGroups = 4;     // a K warp's to 4 (pairs of rows), as in the mma fragments
 constexpr std::int64_t kThreadGroupStride = 8; // rows of one group are 8 apart
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Reads f16/bf16 elements as float.
 class HalfReader {

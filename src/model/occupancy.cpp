@@ -1,15 +1,13 @@
 #include "model/occupancy.h"
 
 #include "support/errors.h"
+#include "support/integer_math.h"
 
 #include <algorithm>
 #include <climits>
 
 namespace s2tp {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t round_up(std::int64_t a, std::int64_t unit) { return ceil_div(a, unit) * unit; }
 
 void check_launch(const LaunchResources &launch) {
     if (launch.registers_per_thread < 0 || launch.threads_per_block < 1 || launch.static_smem_bytes < 0 ||

@@ -215,9 +215,7 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
         f.candidates.push_back(combine_shape_ratios(candidates[c], by_candidate[c], in.settings.bootstrap));
         const SetCandidateFigures &combined = f.candidates.back();
         summary << (c > 0 ? ";" : "") << " " << candidates[c] << "/baseline geomean "
-                << (combined.geomean ? fixed(*combined.geomean->median, 4) + " [" + fixed(*combined.geomean->ci_low, 4) +
-                                           ", " + fixed(*combined.geomean->ci_high, 4) + "]"
-                                     : std::string("not every shape timed"));
+                << (combined.geomean ? interval_text(*combined.geomean, false) : std::string("not every shape timed"));
         if (combined.worst_shape)
             summary << ", worst " << *combined.worst_shape << " " << fixed(*combined.worst->median, 4);
     }

@@ -750,9 +750,8 @@ std::string timed_summary(const TimeStageInputs &in, const TimingStats &stats, c
     std::ostringstream summary;
     summary << in.workload.name << ":";
     for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
-        const RatioInterval &r = stats.vs_baseline(arm);
-        summary << (arm > first_candidate_arm ? ";" : "") << " " << arms[arm] << "/baseline " << fixed(r.median, 4)
-                << " [" << fixed(r.lo, 4) << ", " << fixed(r.hi, 4) << "], p50 " << fixed(stats[baseline_arm].p50, 2)
+        summary << (arm > first_candidate_arm ? ";" : "") << " " << arms[arm] << "/baseline "
+                << interval_text(stats.vs_baseline(arm)) << ", p50 " << fixed(stats[baseline_arm].p50, 2)
                 << " -> " << fixed(stats[arm].p50, 2) << " ms";
     }
     summary << ", A/A " << fixed(stats.control_vs_baseline().median, 4) << (too_noisy ? " (too noisy)" : "") << ", "

@@ -1,6 +1,7 @@
 #include "support/statistics.h"
 
 #include "support/errors.h"
+#include "support/number_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -298,6 +299,11 @@ RatioInterval weighted_geomean_interval(const std::vector<WeightedRatios> &shape
 
 bool interval_precise_enough(const RatioInterval &interval, const StoppingRule &rule) {
     return interval.n >= rule.min_rounds && interval.half_width_rel < rule.target_half_width_rel;
+}
+
+std::string interval_text(const RatioInterval &ci) {
+    const std::optional<double> level = ci.confidence > 0 ? std::optional<double>(ci.confidence) : std::nullopt;
+    return interval_text(ci.median, ci.lo, ci.hi, level);
 }
 
 }  // namespace s2tp

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace s2tp {
@@ -77,6 +78,10 @@ struct RatioInterval {
 };
 
 RatioInterval bootstrap_median_interval(const std::vector<double> &ratios, const BootstrapOptions &options);
+
+// The interval in the one spelling of every table and text (number_format.h's interval_text):
+// "1.3441 (95% CI 1.3427 .. 1.3451)"; a confidence of 0 is a level the interval does not record.
+std::string interval_text(const RatioInterval &ci);
 
 // Where the median of one more process would fall, when the ratios come in groups that vary among
 // themselves (one group per process of `time --repeat`: each process has its own allocations, module

@@ -3,6 +3,7 @@
 #include "support/errors.h"
 #include "support/process_runner.h"
 #include "support/text_lines.h"
+#include "support/text_scan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,12 +14,6 @@ namespace {
 // Slurm's commands answer within seconds; one that hangs (a controller that stopped answering) ends
 // the command instead of blocking it.
 constexpr std::chrono::seconds kSlurmCommandTimeout{60};
-
-std::string trimmed(const std::string &text) {
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return "";
-    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
 
 // Runs one Slurm command; Error(missing_tool) when it is not installed, its ProcessResult otherwise.
 ProcessResult slurm_command(const std::vector<std::string> &argv) {

@@ -6,6 +6,7 @@
 #include "support/hashing.h"
 #include "support/process_runner.h"
 #include "support/text_lines.h"
+#include "support/text_scan.h"
 
 #include <algorithm>
 #include <fstream>
@@ -34,12 +35,6 @@ ProcessResult git(const std::vector<std::string> &args, const std::optional<fs::
 std::string first_line(const std::string &text) {
     auto end = text.find('\n');
     return text.substr(0, end);
-}
-
-std::string trimmed(const std::string &text) {
-    auto begin = text.find_first_not_of(" \t\r\n");
-    auto end = text.find_last_not_of(" \t\r\n");
-    return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
 }
 
 ProcessResult git_or_fail(const std::vector<std::string> &args, const std::optional<fs::path> &cwd,

@@ -105,7 +105,7 @@ std::string or_dash(const std::optional<std::string> &text) { return text && !te
 
 std::string interval_cell(const std::optional<RatioInterval> &ci) {
     if (!ci) return missing_figure;
-    return interval_text(ci->median, ci->lo, ci->hi, ci->confidence > 0 ? std::optional(ci->confidence) : std::nullopt);
+    return interval_text(*ci);
 }
 
 // The workload column: over a set, the set's name and the row's shape ("wan21-14b t2v-720p", "wan21-14b geomean").
