@@ -93,7 +93,9 @@ struct SequentialSchedule {
 // PendingPV serves both pairs. Per warp the order stays QK_j, softmax_j, PV_j for j = 0..n-1.
 struct TemporalPairSchedule {
     __device__ static const char *name() { return "TemporalPairSchedule"; }
-    // ScheduleSteps::in_pair_a: warps 0 and 1 are pair A.
+    // The split ScheduleSteps::in_pair_a makes (warps 0 and 1 are pair A). Not one function for both:
+    // calling one from in_pair_a renumbers the double-V schedule's PTX registers (same SASS), and the
+    // recorded PTX must stay.
     __device__ static constexpr s2tp_warp_role warp_role(uint32_t warp) {
         return warp < 2 ? S2TP_WARP_PAIR_A : S2TP_WARP_PAIR_B;
     }
