@@ -12,6 +12,7 @@
 
 #include "sage2tp_abi.h"
 #include "mma_fragments.cuh"
+#include "phase_stamps.cuh"
 #include "smem_tiles.cuh"
 #include "softmax_state.cuh"
 
@@ -204,6 +205,7 @@ __device__ __forceinline__ void run_attention_cta(const s2tp_attn_params &p) {
     AttentionCta<HeadDim, Causal> cta(p, attention_smem);
     WarpState<HeadDim> state;
     state.init();
+    record_schedule<Schedule>(cta.warp, cta.lane);
     Schedule::run(cta, state);
     cta.template write_output<OutputType>(state, p);
 }

@@ -8,7 +8,9 @@
  * s2tp_phase_log[cta][warp][step] (lane 0 only, with one atomic add each for cycles and count, which
  * the launch does not wait for). CTAs whose linear index is S2TP_PHASE_LOG_MAX_CTAS or more log
  * nothing. The host finds the array by name (cuModuleGetGlobal), zeroes it before the launch and reads
- * it after. Plain C, like sage2tp_abi.h, so the host reader includes it too.
+ * it after. Beside it, CTA 0 records what the schedule says of itself (s2tp_schedule_record: its name
+ * and each warp's role), so that the report labels the warps without knowing any schedule. Plain C,
+ * like sage2tp_abi.h, so the host reader includes it too.
  */
 #ifndef SAGE2TP_PHASE_LOG_H
 #define SAGE2TP_PHASE_LOG_H
@@ -35,6 +37,22 @@ typedef struct s2tp_phase_slot {
     unsigned long long cycles; /* clock64() cycles summed over the step's occurrences */
     unsigned long long count;  /* occurrences */
 } s2tp_phase_slot;
+
+/* A warp's part in its schedule, as the schedule declares it (schedule.cuh, warp_role). */
+enum s2tp_warp_role {
+    S2TP_WARP_ON_ITS_OWN = 0, /* the warp runs the same steps as every other, in step with them */
+    S2TP_WARP_PAIR_A = 1,     /* one of two warp pairs that alternate their steps: the first ... */
+    S2TP_WARP_PAIR_B = 2      /* ... and the second */
+};
+
+#define S2TP_PHASE_SCHEDULE_SYMBOL "s2tp_phase_schedule"
+#define S2TP_SCHEDULE_NAME_BYTES 64u
+
+/* Written by lane 0 of each warp of CTA 0 (linear index 0) before the schedule runs. */
+typedef struct s2tp_schedule_record {
+    char name[S2TP_SCHEDULE_NAME_BYTES];      /* the schedule's name, NUL-terminated */
+    uint32_t warp_role[S2TP_PHASE_LOG_WARPS]; /* an s2tp_warp_role per warp */
+} s2tp_schedule_record;
 
 /* The device array's shape: [S2TP_PHASE_LOG_MAX_CTAS][S2TP_PHASE_LOG_WARPS][S2TP_PHASE_STEPS]. */
 #define S2TP_PHASE_LOG_SLOTS (S2TP_PHASE_LOG_MAX_CTAS * S2TP_PHASE_LOG_WARPS * S2TP_PHASE_STEPS)

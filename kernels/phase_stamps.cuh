@@ -6,7 +6,8 @@
 // with fire-and-forget reductions (red.relaxed.gpu.global.add.u64: no result, so nothing waits for them).
 // cta is the CTA's linear index, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); CTAs at
 // or past S2TP_PHASE_LOG_MAX_CTAS log nothing. The log is a plain extern "C" __device__ array, so its
-// PTX/ELF name is S2TP_PHASE_LOG_SYMBOL and cuModuleGetGlobal finds it.
+// PTX/ELF name is S2TP_PHASE_LOG_SYMBOL and cuModuleGetGlobal finds it; so is the schedule's record,
+// S2TP_PHASE_SCHEDULE_SYMBOL, which record_schedule fills from the schedule's name() and warp_role().
 //
 // Without the macro PhaseStamps is empty and every member compiles to nothing: the PTX is that of the
 // plain build (tests/test_kernel_ptx.cpp holds it to the recorded digests).
@@ -24,10 +25,31 @@
 #ifdef S2TP_PHASE_TIMING
 extern "C" {
 __device__ s2tp_phase_slot s2tp_phase_log[S2TP_PHASE_LOG_SLOTS];
+__device__ s2tp_schedule_record s2tp_phase_schedule;
 }
 #endif
 
 namespace s2tp {
+
+// CTA 0 (linear index 0) records what Schedule says of itself: lane 0 of each warp its role, warp 0 the
+// name (cut to S2TP_SCHEDULE_NAME_BYTES - 1 characters). Nothing without S2TP_PHASE_TIMING.
+template <typename Schedule>
+__device__ __forceinline__ void record_schedule([[maybe_unused]] uint32_t warp, [[maybe_unused]] uint32_t lane) {
+#ifdef S2TP_PHASE_TIMING
+    if (lane != 0 || blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) {
+        return;
+    }
+    s2tp_phase_schedule.warp_role[warp] = Schedule::warp_role(warp);
+    if (warp == 0) {
+        const char *name = Schedule::name();
+        uint32_t length = 0;
+        for (; length + 1 < S2TP_SCHEDULE_NAME_BYTES && name[length] != '\0'; ++length) {
+            s2tp_phase_schedule.name[length] = name[length];
+        }
+        s2tp_phase_schedule.name[length] = '\0';
+    }
+#endif
+}
 
 #ifdef S2TP_PHASE_TIMING
 

@@ -1,6 +1,7 @@
 // The quantization cubin: what turns f16/bf16 Q, K, V into the attention kernel's inputs, shared by both
-// arms of the experiment (not part of the A/B), plus the SM clock probe, the output checks and the
-// float64 reference attention (reference_attention.cuh).
+// arms of the experiment (not part of the A/B). The cubin also holds, each in its own file, the float64
+// reference attention (reference_attention.cuh), the input generator (input_generator.cuh), the output
+// checks (output_checks.cuh) and the SM clock probe (sm_clock_probe.cuh).
 //
 // Byte-for-byte targets are upstream SageAttention's quantizers (reference sections 1.3 and 1.4), built
 // like them with -O3 --use_fast_math. That flag matters here: it turns `a / b` into div.approx.ftz.f32
@@ -12,7 +13,6 @@
 #include <cuda_fp16.h>
 
 #include "sage2tp_abi.h"
-#include "input_generator_math.h"
 #include "mma_fragments.cuh"
 #include "reference_attention.cuh"
 
@@ -50,6 +50,23 @@ __device__ __forceinline__ void load8(const T *source, float (&out)[8]) {
 // end count as 0 (a group entirely past the end still writes scale 1e-7 / 127) and are not written.
 
 constexpr uint32_t kInt8Threads = S2TP_QUANT_INT8_THREADS;
+constexpr uint32_t kInt8Warps = kInt8Threads / 32;
+static_assert(kInt8Warps == 4, "block_amax takes the max of four warps' values");
+
+// The maximum of `amax` over the CTA's kInt8Threads threads, in every thread: a warp shuffle, then each
+// warp's value through `warp_amax` (the caller's shared array, so that each quantizer's keeps its name in
+// the PTX). max is exact, so the reduction order cannot change the result.
+__device__ __forceinline__ float block_amax(float amax, float (&warp_amax)[kInt8Warps]) {
+#pragma unroll
+    for (uint32_t offset = 16; offset > 0; offset /= 2) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    }
+    if (threadIdx.x % 32 == 0) {
+        warp_amax[threadIdx.x / 32] = amax;
+    }
+    __syncthreads();
+    return fmaxf(fmaxf(warp_amax[0], warp_amax[1]), fmaxf(warp_amax[2], warp_amax[3]));
+}
 
 template <typename T, uint32_t HeadDim, uint32_t GroupTokens, bool SubtractMean>
 __device__ __forceinline__ void quantize_int8_group(const s2tp_quant_int8_params &p, uint32_t scale_groups) {
@@ -58,7 +75,7 @@ __device__ __forceinline__ void quantize_int8_group(const s2tp_quant_int8_params
     constexpr uint32_t kWaves = GroupTokens / kTokensPerWave;
     static_assert(GroupTokens % kTokensPerWave == 0, "a group must be a whole number of thread waves");
 
-    __shared__ float warp_amax[kInt8Threads / 32];
+    __shared__ float warp_amax[kInt8Warps];
 
     const uint32_t group = blockIdx.x;
     const uint32_t head = blockIdx.y;
@@ -100,16 +117,7 @@ __device__ __forceinline__ void quantize_int8_group(const s2tp_quant_int8_params
         }
     }
 
-    // max is exact, so the reduction order cannot change the result.
-#pragma unroll
-    for (uint32_t offset = 16; offset > 0; offset /= 2) {
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
-    }
-    if (tid % 32 == 0) {
-        warp_amax[tid / 32] = amax;
-    }
-    __syncthreads();
-    amax = fmaxf(fmaxf(warp_amax[0], warp_amax[1]), fmaxf(warp_amax[2], warp_amax[3]));
+    amax = block_amax(amax, warp_amax);
 
     if (tid == 0) {
         p.scale[(batch * p.heads + head) * scale_groups + group] = amax / kInt8Max;
@@ -161,7 +169,7 @@ __device__ __forceinline__ void quantize_int8_per_thread_group(const s2tp_quant_
     constexpr uint32_t kChunksPerThread = (kChunks + kInt8Threads - 1) / kInt8Threads;
     static_assert(WarpTokens % 8 == 0, "a thread group's rows are 8 apart");
 
-    __shared__ float warp_amax[kInt8Threads / 32];
+    __shared__ float warp_amax[kInt8Warps];
 
     const uint32_t j = blockIdx.x;
     const uint32_t head = blockIdx.y;
@@ -201,15 +209,7 @@ __device__ __forceinline__ void quantize_int8_per_thread_group(const s2tp_quant_
             }
         }
     }
-#pragma unroll
-    for (uint32_t offset = 16; offset > 0; offset /= 2) {
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
-    }
-    if (tid % 32 == 0) {
-        warp_amax[tid / 32] = amax;
-    }
-    __syncthreads();
-    amax = fmaxf(fmaxf(warp_amax[0], warp_amax[1]), fmaxf(warp_amax[2], warp_amax[3]));
+    amax = block_amax(amax, warp_amax);
     const float scale = __fmaf_rn(amax, 1.0f / kInt8Max, kInt8AmaxFloor);
     if (tid == 0) {
         p.scale[(batch * p.heads + head) * scales + j] = scale;
@@ -412,93 +412,6 @@ __device__ __forceinline__ void channel_mean(const s2tp_k_mean_params &p) {
     }
 }
 
-// ---- Input generator ---------------------------------------------------------------------------------------
-// The arithmetic is in input_generator_math.h, which the host's unit tests compile too.
-
-template <bool Half>
-__device__ __forceinline__ void generate_inputs(const s2tp_generate_params &p) {
-    // Every tensor has fewer than 2^31 elements (AttentionShape::validate), so 32 bits index it.
-    const uint32_t element = blockIdx.x * S2TP_GENERATE_THREADS + threadIdx.x;
-    if (element >= p.batch * p.heads * p.len * p.head_dim) {
-        return;
-    }
-    const generator::GeneratedElement generated = generator::generated_element(p, element, Half);
-    static_cast<uint16_t *>(p.output)[generated.offset] = generated.bits;
-}
-
-// ---- Output checks -----------------------------------------------------------------------------------------
-// Counts summed per CTA, then one atomic add per CTA.
-
-__device__ __forceinline__ void add_block_count(uint32_t count, unsigned long long *result) {
-    __shared__ uint32_t warp_counts[S2TP_CHECK_THREADS / 32];
-#pragma unroll
-    for (uint32_t offset = 16; offset > 0; offset /= 2) {
-        count += __shfl_xor_sync(0xffffffffu, count, offset);
-    }
-    if (threadIdx.x % 32 == 0) {
-        warp_counts[threadIdx.x / 32] = count;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        uint32_t total = 0;
-#pragma unroll
-        for (uint32_t w = 0; w < S2TP_CHECK_THREADS / 32; ++w) {
-            total += warp_counts[w];
-        }
-        if (total > 0) {
-            atomicAdd(result, static_cast<unsigned long long>(total));
-        }
-    }
-}
-
-template <uint32_t InfBits>
-__device__ __forceinline__ void count_nan(const s2tp_count_nan_params &p) {
-    const unsigned long long first = (static_cast<unsigned long long>(blockIdx.x) * S2TP_CHECK_THREADS + threadIdx.x) * 8;
-    uint32_t count = 0;
-    if (first + 8 <= p.count) {
-        const uint4 raw = *reinterpret_cast<const uint4 *>(p.data + first);
-        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-        for (uint32_t w = 0; w < 4; ++w) {
-            count += S2TP_IS_NAN16(words[w] & 0xffffu, InfBits) + S2TP_IS_NAN16(words[w] >> 16, InfBits);
-        }
-    } else {
-        for (unsigned long long i = first; i < p.count; ++i) {
-            count += S2TP_IS_NAN16(p.data[i], InfBits);
-        }
-    }
-    add_block_count(count, p.result);
-}
-
-__device__ __forceinline__ void compare_bytes(const s2tp_compare_params &p) {
-    const unsigned long long first = (static_cast<unsigned long long>(blockIdx.x) * S2TP_CHECK_THREADS + threadIdx.x) * 16;
-    uint32_t differs = 0;
-    if (first + 16 <= p.bytes) {
-        const uint4 a = *reinterpret_cast<const uint4 *>(p.a + first);
-        const uint4 b = *reinterpret_cast<const uint4 *>(p.b + first);
-        differs = (a.x != b.x) | (a.y != b.y) | (a.z != b.z) | (a.w != b.w);
-    } else {
-        for (unsigned long long i = first; i < p.bytes; ++i) {
-            differs |= p.a[i] != p.b[i];
-        }
-    }
-    add_block_count(differs, p.result);
-}
-
-// ---- SM clock probe ----------------------------------------------------------------------------------------
-
-__device__ __forceinline__ unsigned long long read_globaltimer() {
-    unsigned long long ns;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
-    return ns;
-}
-
-__device__ __forceinline__ unsigned long long read_clock64() {
-    unsigned long long cycles;
-    asm volatile("mov.u64 %0, %%clock64;\n" : "=l"(cycles));
-    return cycles;
-}
-
 }  // namespace
 }  // namespace s2tp
 
@@ -535,36 +448,11 @@ extern "C" __global__ void s2tp_quant_v_fp8_bf16(const s2tp_quant_v_fp8_params p
     s2tp::quantize_v_fp8<__nv_bfloat16>(params);
 }
 
-extern "C" __global__ void s2tp_generate_inputs_f16(const s2tp_generate_params params) {
-    s2tp::generate_inputs<true>(params);
-}
-extern "C" __global__ void s2tp_generate_inputs_bf16(const s2tp_generate_params params) {
-    s2tp::generate_inputs<false>(params);
-}
-
-extern "C" __global__ void s2tp_count_nan_f16(const s2tp_count_nan_params params) {
-    s2tp::count_nan<S2TP_F16_INF_BITS>(params);
-}
-extern "C" __global__ void s2tp_count_nan_bf16(const s2tp_count_nan_params params) {
-    s2tp::count_nan<S2TP_BF16_INF_BITS>(params);
-}
-extern "C" __global__ void s2tp_compare_bytes(const s2tp_compare_params params) { s2tp::compare_bytes(params); }
-
-extern "C" __global__ void s2tp_sm_clock_probe(const s2tp_clock_probe_params params) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) {
-        return;
-    }
-    const unsigned long long start_ns = s2tp::read_globaltimer();
-    const unsigned long long start_cycles = s2tp::read_clock64();
-    unsigned long long now_ns;
-    unsigned long long now_cycles;
-    do {
-        now_ns = s2tp::read_globaltimer();
-        now_cycles = s2tp::read_clock64();
-    } while (now_ns - start_ns < params.spin_ns);
-    params.out[0] = now_cycles - start_cycles;
-    params.out[1] = now_ns - start_ns;
-}
+// The cubin's other concerns, each in its own file. Included here, between the two sets of quantizers,
+// because the entries' order is the PTX's: the cubin stays what it was before they moved out.
+#include "input_generator.cuh"
+#include "output_checks.cuh"
+#include "sm_clock_probe.cuh"
 
 // The sm90 path's quantizers (after the others, so that their PTX keeps its labels).
 extern "C" __global__ void s2tp_quant_q_int8_sm90_f16(const s2tp_quant_int8_params params) {

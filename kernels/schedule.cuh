@@ -7,10 +7,15 @@
 // value ever crosses warps (reference section 7). It is written in the steps of schedule_steps.cuh, which
 // also stamp it under S2TP_PHASE_TIMING. It ends with a CTA barrier after every warp's last PV, because
 // the O staging overwrites Q, K and V.
+//
+// A schedule also says what it is, for the phase report (phase_log.h): name() and each warp's
+// warp_role(warp). Instrumented kernels record them (phase_stamps.cuh, record_schedule); plain builds
+// never call them, so they leave the PTX alone.
 #pragma once
 
 #include <cstdint>
 
+#include "phase_log.h"
 #include "schedule_steps.cuh"
 
 namespace s2tp {
@@ -19,6 +24,9 @@ namespace s2tp {
 // copy overlapping PV_j and the V_{j+1} copy overlapping QK/softmax of tile j+1. Commit groups in order:
 // Q, K0, V0, then K_{j+1}, V_{j+1} per tile, so "wait_group 1" always means "all but the newest".
 struct SequentialSchedule {
+    __device__ static const char *name() { return "SequentialSchedule"; }
+    __device__ static constexpr s2tp_warp_role warp_role(uint32_t) { return S2TP_WARP_ON_ITS_OWN; }
+
     template <typename Cta, typename State>
     __device__ __forceinline__ static void run(const Cta &cta, State &state) {
         PendingPV pending;
@@ -84,6 +92,14 @@ struct SequentialSchedule {
 // A warp's pending P/o is written by its softmax phase and consumed by its next PV phase, so one
 // PendingPV serves both pairs. Per warp the order stays QK_j, softmax_j, PV_j for j = 0..n-1.
 struct TemporalPairSchedule {
+    __device__ static const char *name() { return "TemporalPairSchedule"; }
+    // The split ScheduleSteps::in_pair_a makes (warps 0 and 1 are pair A). Not one function for both:
+    // calling one from in_pair_a renumbers the double-V schedule's PTX registers (same SASS), and the
+    // recorded PTX must stay.
+    __device__ static constexpr s2tp_warp_role warp_role(uint32_t warp) {
+        return warp < 2 ? S2TP_WARP_PAIR_A : S2TP_WARP_PAIR_B;
+    }
+
     template <typename Cta, typename State>
     __device__ __forceinline__ static void run(const Cta &cta, State &state) {
         PendingPV pending;
@@ -140,6 +156,9 @@ struct TemporalPairSchedule {
 // and phase 2 of j separate its last read from the copy. Per warp the order stays QK_j, softmax_j, PV_j
 // for j = 0..n-1.
 struct TemporalPairDoubleVSchedule {
+    __device__ static const char *name() { return "TemporalPairDoubleVSchedule"; }
+    __device__ static constexpr s2tp_warp_role warp_role(uint32_t warp) { return TemporalPairSchedule::warp_role(warp); }
+
     template <typename Cta, typename State>
     __device__ __forceinline__ static void run(const Cta &cta, State &state) {
         __shared__ __align__(128) uint8_t second_v_buffer[Cta::kVTileBytes];

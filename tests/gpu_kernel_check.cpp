@@ -35,9 +35,11 @@
 #include "tools/gpu_session.h"
 #include "model/cpu_reference.h"
 #include "support/data_paths.h"
+#include "support/cuda_tools.h"
 #include "support/errors.h"
 #include "gpu/gpu_runtime.h"
 #include "support/hashing.h"
+#include "support/number_format.h"
 #include "model/host_quantizer.h"
 #include "model/input_generator.h"
 #include "model/occupancy.h"
@@ -50,6 +52,7 @@
 #include "formats/tensor_io.h"
 #include "golden_cases.h"
 #include "golden/golden_cases_file.h"
+#include "stages/parity_check.h"
 
 #include <cxxopts.hpp>
 #include <toml++/toml.h>
@@ -109,12 +112,6 @@ class Skip : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-std::string fixed(double value, int digits) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << value;
-    return s.str();
-}
-
 fs::path required(const std::optional<fs::path> &path, const char *option) {
     if (!path) fail(ExitCode::usage, std::string("--") + option + " is required in this mode");
     if (!fs::is_regular_file(*path)) fail(ExitCode::usage, std::string("--") + option + ": no such file '" + path->string() + "'");
@@ -132,37 +129,17 @@ void write_json(const Options &options, const toml::table &result) {
 
 // ---- Element-wise comparison that reports where and how two tensors differ ----
 
-std::uint64_t element_bits(const Tensor &t, std::int64_t index) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, t.bytes.data() + static_cast<std::size_t>(index) * t.element_size(), t.element_size());
-    return bits;
-}
-
-std::string element_text(const Tensor &t, std::int64_t index) {
-    std::ostringstream s;
-    s << "0x" << std::hex << std::setw(static_cast<int>(2 * t.element_size())) << std::setfill('0')
-      << element_bits(t, index) << std::dec << " (" << std::setprecision(8) << t.value_at(index) << ")";
-    return s.str();
-}
-
-// Empty when the tensors are identical byte for byte, else one line: how many elements differ, the
-// first one's multi-index and both values.
-std::string byte_difference(const std::string &what, const Tensor &got, const Tensor &expected) {
+// Empty when the tensors are identical byte for byte (parity's byte_difference), else one line: how many
+// elements differ, the first one's multi-index and both values.
+std::string difference_text(const std::string &what, const Tensor &got, const Tensor &expected) {
     if (got.dtype != expected.dtype || got.shape != expected.shape)
         return what + ": got " + dtype_name(got.dtype) + " " + shape_to_string(got.shape) + ", expected " +
                dtype_name(expected.dtype) + " " + shape_to_string(expected.shape);
-    const std::size_t size = got.element_size();
-    std::int64_t differing = 0, first = -1;
-    for (std::int64_t i = 0; i < got.numel(); ++i) {
-        if (std::memcmp(got.bytes.data() + i * size, expected.bytes.data() + i * size, size) != 0) {
-            if (first < 0) first = i;
-            ++differing;
-        }
-    }
-    if (differing == 0) return {};
-    return what + ": " + std::to_string(differing) + " of " + std::to_string(got.numel()) +
-           " elements differ; first at " + shape_to_string(unravel_index(first, got.shape)) + ": got " +
-           element_text(got, first) + ", expected " + element_text(expected, first);
+    const ByteDifference d = byte_difference(got, expected);
+    if (d.differing == 0) return {};
+    return what + ": " + std::to_string(d.differing) + " of " + std::to_string(got.numel()) +
+           " elements differ; first at " + shape_to_string(unravel_index(d.first, got.shape)) + ": got " +
+           element_text(got, d.first) + ", expected " + element_text(expected, d.first);
 }
 
 // Empty when every element is finite; the poison (0xFF bytes) is NaN, so this finds unwritten outputs.
@@ -270,22 +247,22 @@ int run_golden(const Options &options) {
         KernelRun base = run_attention(sage2tp_kernels(), baseline, problem, device_inputs, "baseline");
         KernelRun cand = run_attention(sage2tp_kernels(), candidate, problem, device_inputs, "candidate");
         for (const std::string &line :
-             {byte_difference("baseline o", base.o, golden_o), byte_difference("baseline lse", base.lse, golden_lse),
-              byte_difference("candidate o", cand.o, golden_o), byte_difference("candidate lse", cand.lse, golden_lse)})
+             {difference_text("baseline o", base.o, golden_o), difference_text("baseline lse", base.lse, golden_lse),
+              difference_text("candidate o", cand.o, golden_o), difference_text("candidate lse", cand.lse, golden_lse)})
             if (!line.empty()) problems.push_back(line);
 
         // (2) Our quantizers on upstream's q, k, v and K mean: upstream's quantized bytes.
         QuantizedInputs ours =
             download_quantized(problem, quantize_on_gpu(quant, problem, q, k, v, GivenMeans{golden.k_mean, std::nullopt}));
         for (const std::string &line :
-             {byte_difference("q_int8", ours.q_int8, golden.q_int8), byte_difference("q_scale", ours.q_scale, golden.q_scale),
-              byte_difference("k_int8", ours.k_int8, golden.k_int8), byte_difference("k_scale", ours.k_scale, golden.k_scale),
-              byte_difference("v_fp8", ours.v_fp8, golden.v_fp8), byte_difference("v_scale", ours.v_scale, golden.v_scale)})
+             {difference_text("q_int8", ours.q_int8, golden.q_int8), difference_text("q_scale", ours.q_scale, golden.q_scale),
+              difference_text("k_int8", ours.k_int8, golden.k_int8), difference_text("k_scale", ours.k_scale, golden.k_scale),
+              difference_text("v_fp8", ours.v_fp8, golden.v_fp8), difference_text("v_scale", ours.v_scale, golden.v_scale)})
             if (!line.empty()) problems.push_back(line);
         // Upstream's K mean comes from torch's reduction, whose order we do not reproduce, so a 1-ulp
         // difference here is reported but is not a failure.
         QuantizedInputs own_mean = download_quantized(problem, quantize_on_gpu(quant, problem, q, k, v));
-        std::string mean_difference = byte_difference("k_mean (our kernel vs torch's)", own_mean.k_mean, golden.k_mean);
+        std::string mean_difference = difference_text("k_mean (our kernel vs torch's)", own_mean.k_mean, golden.k_mean);
         if (!mean_difference.empty()) notes.push_back(mean_difference + " [informational]");
 
         // (3) Accuracy of the baseline against the float64 reference on the same dequantized inputs.
@@ -365,11 +342,11 @@ int run_upstream(const Options &options) {
         const DeviceQuantizedInputs golden_inputs = upload_quantized(problem, golden);
         const KernelRun up = run_attention(upstream_abi, upstream, problem, golden_inputs, "upstream");
         const KernelRun ours = run_attention(sage2tp_kernels(), baseline, problem, golden_inputs, "baseline");
-        std::vector<std::string> lines = {byte_difference("upstream o vs golden", up.o, golden_o),
-                                          byte_difference("baseline o vs upstream", ours.o, up.o)};
+        std::vector<std::string> lines = {difference_text("upstream o vs golden", up.o, golden_o),
+                                          difference_text("baseline o vs upstream", ours.o, up.o)};
         if (problem.with_lse) {
-            lines.push_back(byte_difference("upstream lse vs golden", up.lse, golden_lse));
-            lines.push_back(byte_difference("baseline lse vs upstream", ours.lse, up.lse));
+            lines.push_back(difference_text("upstream lse vs golden", up.lse, golden_lse));
+            lines.push_back(difference_text("baseline lse vs upstream", ours.lse, up.lse));
         }
 
         const GeneratedInputs host{golden::load(c, "q"), golden::load(c, "k"), golden::load(c, "v")};
@@ -377,9 +354,9 @@ int run_upstream(const Options &options) {
             quantize_on_gpu(quant, problem, host.q, host.k, host.v, GivenMeans{golden.k_mean, std::nullopt});
         const KernelRun up_own = run_attention(upstream_abi, upstream, problem, own_inputs, "upstream");
         const KernelRun ours_own = run_attention(sage2tp_kernels(), baseline, problem, own_inputs, "baseline");
-        lines.push_back(byte_difference("on sage2tp's quantization: baseline o vs upstream", ours_own.o, up_own.o));
+        lines.push_back(difference_text("on sage2tp's quantization: baseline o vs upstream", ours_own.o, up_own.o));
         if (problem.with_lse)
-            lines.push_back(byte_difference("on sage2tp's quantization: baseline lse vs upstream", ours_own.lse, up_own.lse));
+            lines.push_back(difference_text("on sage2tp's quantization: baseline lse vs upstream", ours_own.lse, up_own.lse));
         lines.push_back(non_finite_elements("upstream o", up.o));
         for (const std::string &line : lines)
             if (!line.empty()) problems.push_back(line);
@@ -510,7 +487,7 @@ std::vector<std::string> sm90_quantizer_problems(const CubinModule &quant, const
         const std::string got = digest_of(*gpu);
         if (!want) problems.push_back(std::string("upstream.toml has no ") + name);
         else if (got != *want) problems.push_back(std::string(name) + ": sha256 " + got + ", upstream's " + *want);
-        const std::string host_difference = byte_difference(std::string(name) + " (GPU vs host quantizer)", *gpu, *host_tensor);
+        const std::string host_difference = difference_text(std::string(name) + " (GPU vs host quantizer)", *gpu, *host_tensor);
         const bool may_tie = granularity == QkGranularity::per_warp || std::string(name) == "v_fp8";
         if (!host_difference.empty()) {
             if (may_tie) std::cout << "    " << host_difference << " [informational: hardware reciprocal ties]\n";
@@ -710,8 +687,8 @@ int run_shapes(const Options &options) {
             errors_text += (errors_text.empty() ? "" : ", ") + label + " rel-L2 " + fixed(error.rel_l2, 5);
         }
         if (runs.size() == 2) {
-            for (const std::string &line : {byte_difference("candidate o vs baseline", runs[1].second.o, runs[0].second.o),
-                                            byte_difference("candidate lse vs baseline", runs[1].second.lse,
+            for (const std::string &line : {difference_text("candidate o vs baseline", runs[1].second.o, runs[0].second.o),
+                                            difference_text("candidate lse vs baseline", runs[1].second.lse,
                                                             runs[0].second.lse)})
                 if (!line.empty()) problems.push_back(line);
         }
@@ -738,17 +715,10 @@ int run_shapes(const Options &options) {
 
 // ---- sanitize: this program's shapes mode under compute-sanitizer ----
 
+// --sanitizer, else the CUDA toolkit's (support/cuda_tools.h, the search the sanitize stage makes).
 std::optional<fs::path> find_compute_sanitizer(const Options &options) {
     if (options.sanitizer) return fs::is_regular_file(*options.sanitizer) ? options.sanitizer : std::nullopt;
-    if (auto found = find_program("compute-sanitizer")) return found;
-    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
-        if (const char *root = std::getenv(variable)) {
-            fs::path candidate = fs::path(root) / "bin" / "compute-sanitizer";
-            if (find_program(candidate.string())) return candidate;
-        }
-    fs::path installed = "/usr/local/cuda/bin/compute-sanitizer";
-    if (find_program(installed.string())) return installed;
-    return std::nullopt;
+    return find_cuda_tool("compute-sanitizer");
 }
 
 std::string tail_lines(const std::string &text, std::size_t count) {
@@ -772,8 +742,8 @@ int run_sanitize(const Options &options) {
     std::optional<fs::path> sanitizer = find_compute_sanitizer(options);
     if (!sanitizer)
         throw Skip(options.sanitizer ? "compute-sanitizer not found at '" + options.sanitizer->string() + "'"
-                                     : "compute-sanitizer is not installed (looked in PATH, $CUDA_HOME/bin, "
-                                       "$CUDA_PATH/bin and /usr/local/cuda/bin)");
+                                     : std::string("compute-sanitizer is not installed (looked in ") +
+                                           cuda_tool_search_order() + ")");
     run.sanitizer = *sanitizer;
 
     std::vector<std::string> target = {current_executable().string(), "shapes", "--variant", options.variant,
@@ -906,7 +876,7 @@ int run_bench(const Options &options) {
     const Tensor baseline_o = download_output(problem, outputs[0]);
     std::string mismatch = non_finite_elements("baseline o", baseline_o);
     if (mismatch.empty())
-        mismatch = byte_difference("candidate o vs baseline", download_output(problem, outputs[1]), baseline_o);
+        mismatch = difference_text("candidate o vs baseline", download_output(problem, outputs[1]), baseline_o);
     if (!mismatch.empty()) std::cout << "FAIL " << mismatch << "\n";
 
     const double ops = 4.0 * problem.shape.batch * problem.shape.heads_q * static_cast<double>(problem.shape.len_q) *

@@ -21,6 +21,7 @@
 #include "model/accuracy.h"
 #include "model/cpu_reference.h"
 #include "model/input_generator.h"
+#include "stages/parity_check.h"
 #include "tools/gpu_session.h"
 #include "support/errors.h"
 
@@ -50,19 +51,13 @@ void check(bool ok, const std::string &what) {
     if (!ok) ++failures;
 }
 
-// Empty when equal, else where the first difference is.
+// Empty when equal (parity's byte_difference), else how many elements differ and the first one's bits.
 std::string first_difference(const Tensor &got, const Tensor &expected) {
     if (got.nbytes() != expected.nbytes()) return "sizes differ";
-    const std::uint16_t *g = got.data<std::uint16_t>(), *e = expected.data<std::uint16_t>();
-    std::int64_t differing = 0, first = -1;
-    for (std::int64_t i = 0; i < got.numel(); ++i)
-        if (g[i] != e[i]) {
-            if (first < 0) first = i;
-            ++differing;
-        }
-    if (differing == 0) return "";
-    return std::to_string(differing) + " elements differ, first at flat index " + std::to_string(first) + ": GPU bits " +
-           std::to_string(g[first]) + ", host bits " + std::to_string(e[first]);
+    const ByteDifference d = byte_difference(got, expected);
+    if (d.differing == 0) return "";
+    return std::to_string(d.differing) + " elements differ, first at flat index " + std::to_string(d.first) + ": GPU " +
+           element_text(got, d.first) + ", host " + element_text(expected, d.first);
 }
 
 void check_generator(const CubinModule &quant) {

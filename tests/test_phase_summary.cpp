@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <sstream>
 
 using namespace s2tp;
@@ -17,6 +19,11 @@ namespace s2tp::unit_phase_summary {
 namespace {
 
 constexpr std::size_t ctas = 8;
+
+// What the embedded schedules record of themselves (kernels/schedule.cuh).
+const ScheduleRecord sequential{"SequentialSchedule", {}};
+const ScheduleRecord temporal_pair{"TemporalPairSchedule",
+                                   {S2TP_WARP_PAIR_A, S2TP_WARP_PAIR_A, S2TP_WARP_PAIR_B, S2TP_WARP_PAIR_B}};
 
 std::vector<s2tp_phase_slot> empty_log(std::size_t cta_count = ctas) {
     return std::vector<s2tp_phase_slot>(cta_count * phase_warps * phase_steps, s2tp_phase_slot{0, 0});
@@ -51,7 +58,7 @@ TEST(PhaseSummary, KnownSumsGiveKnownMeansSharesAndPerOccurrenceCycles) {
     std::vector<s2tp_phase_slot> log = synthetic_log(5, 1000, 4);
     // One CTA's warp 2 spent more on its barriers: 8 barriers of 25 cycles instead of 5.
     slot(log, 3, 2, S2TP_STEP_BARRIER).cycles = 8 * 25;
-    const VariantPhases v = summarize_phase_log(log, "baseline", "builds/baseline/phases/a.cubin", "SequentialSchedule", 16);
+    const VariantPhases v = summarize_phase_log(log, "baseline", "builds/baseline/phases/a.cubin", sequential, 16);
     EXPECT_EQ(v.logged_ctas, 4);
     EXPECT_EQ(v.launched_ctas, 16);
     ASSERT_EQ(v.warps.size(), phase_warps);
@@ -79,7 +86,7 @@ TEST(PhaseSummary, KnownSumsGiveKnownMeansSharesAndPerOccurrenceCycles) {
 TEST(PhaseSummary, AStepThatNeverRanHasNoCyclesPerOccurrence) {
     std::vector<s2tp_phase_slot> log = synthetic_log(5, 1000);
     for (std::size_t cta = 0; cta < ctas; ++cta) slot(log, cta, 0, S2TP_STEP_COPY_WAIT) = {0, 0};
-    const VariantPhases v = summarize_phase_log(log, "baseline", "a.cubin", "", 8);
+    const VariantPhases v = summarize_phase_log(log, "baseline", "a.cubin", ScheduleRecord{}, 8);
     EXPECT_FALSE(v.warps[0].steps[S2TP_STEP_COPY_WAIT].cycles_per_occurrence);
     EXPECT_DOUBLE_EQ(v.warps[0].steps[S2TP_STEP_COPY_WAIT].cycles_per_cta, 0);
     EXPECT_TRUE(v.warps[1].steps[S2TP_STEP_COPY_WAIT].cycles_per_occurrence);
@@ -93,7 +100,7 @@ TEST(PhaseSummary, AStepThatNeverRanHasNoCyclesPerOccurrence) {
 TEST(PhaseSummary, AnAllZeroLogIsAnErrorNamingTheCubin) {
     try {
         summarize_phase_log(empty_log(), "candidate", "builds/candidate/phases/attention_entry.sm_90a.cubin",
-                            "TemporalPairSchedule", 8);
+                            temporal_pair, 8);
         FAIL() << "an all-zero log was summarised";
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::precondition);
@@ -105,7 +112,7 @@ TEST(PhaseSummary, AnAllZeroLogIsAnErrorNamingTheCubin) {
     std::vector<s2tp_phase_slot> ragged = synthetic_log(5, 1000);
     ragged.pop_back();
     try {
-        summarize_phase_log(ragged, "baseline", "a.cubin", "", 8);
+        summarize_phase_log(ragged, "baseline", "a.cubin", ScheduleRecord{}, 8);
         FAIL() << "a ragged log was summarised";
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::internal);
@@ -113,14 +120,14 @@ TEST(PhaseSummary, AnAllZeroLogIsAnErrorNamingTheCubin) {
 }
 
 TEST(PhaseSummary, TheCandidatesExtraCyclesSplitIntoBarrierCopyWaitComputeAndTheRest) {
-    const VariantPhases base = summarize_phase_log(synthetic_log(5, 1000), "baseline", "b.cubin", "SequentialSchedule", 8);
+    const VariantPhases base = summarize_phase_log(synthetic_log(5, 1000), "baseline", "b.cubin", sequential, 8);
     std::vector<s2tp_phase_slot> log = synthetic_log(30, 1400);  // barriers 200 more cycles per CTA
     for (std::size_t cta = 0; cta < ctas; ++cta)
         for (std::size_t w = 0; w < phase_warps; ++w) {
             slot(log, cta, w, S2TP_STEP_COPY_WAIT).cycles += 120;  // copy waits 120 more
             slot(log, cta, w, S2TP_STEP_PV).cycles += 40;          // compute 40 more
         }
-    const VariantPhases cand = summarize_phase_log(log, "candidate", "c.cubin", "TemporalPairSchedule", 8);
+    const VariantPhases cand = summarize_phase_log(log, "candidate", "c.cubin", temporal_pair, 8);
     EXPECT_EQ(cand.warps[0].label, "pair A warp 0");
     EXPECT_EQ(cand.warps[3].label, "pair B warp 3");
 
@@ -152,8 +159,8 @@ TEST(PhaseSummary, TheReportRoundTripsThroughToml) {
     report.device = "NVIDIA H200";
     report.shape = "b1 h40 q8192 kv8192 d128 bf16";
     report.nvcc_version = "release 13.0, V13.0.88";
-    report.variants = {summarize_phase_log(synthetic_log(5, 1000), "baseline", "b.cubin", "SequentialSchedule", 8),
-                       summarize_phase_log(synthetic_log(30, 1400, 6), "candidate", "c.cubin", "TemporalPairSchedule", 8)};
+    report.variants = {summarize_phase_log(synthetic_log(5, 1000), "baseline", "b.cubin", sequential, 8),
+                       summarize_phase_log(synthetic_log(30, 1400, 6), "candidate", "c.cubin", temporal_pair, 8)};
     report.comparisons = compare_with_baseline(report.variants);
     std::ostringstream text;
     text << report.to_toml();
@@ -180,20 +187,46 @@ TEST(PhaseSummary, TheReportRoundTripsThroughToml) {
     EXPECT_THROW(PhaseReport::from_toml(nameless), Error);
 }
 
-TEST(PhaseSummary, TheScheduleComesFromTheActiveScheduleLine) {
-    EXPECT_EQ(active_schedule("namespace s2tp {\n\nusing ActiveSchedule = TemporalPairSchedule;\n\n}\n"),
-              "TemporalPairSchedule");
-    EXPECT_EQ(active_schedule("  using ActiveSchedule=SequentialSchedule;"), "SequentialSchedule");
-    EXPECT_EQ(active_schedule("// using ActiveSchedule = X;\nint x;\n"), "");
-    EXPECT_EQ(warp_labels("SequentialSchedule"), (std::vector<std::string>{"warp 0", "warp 1", "warp 2", "warp 3"}));
-    EXPECT_EQ(warp_labels(""), warp_labels("SomeOtherSchedule"));
-    EXPECT_EQ(warp_labels("TemporalPairSchedule")[1], "pair A warp 1");
-    EXPECT_EQ(warp_labels("TemporalPairDoubleVSchedule"), warp_labels("TemporalPairSchedule"));
+TEST(PhaseSummary, WarpsAreLabelledByTheRolesTheScheduleRecorded) {
+    EXPECT_EQ(warp_labels(sequential.warp_roles), (std::vector<std::string>{"warp 0", "warp 1", "warp 2", "warp 3"}));
+    EXPECT_EQ(warp_labels(temporal_pair.warp_roles),
+              (std::vector<std::string>{"pair A warp 0", "pair A warp 1", "pair B warp 2", "pair B warp 3"}));
+
+    s2tp_schedule_record record{};
+    std::snprintf(record.name, sizeof record.name, "%s", "TemporalPairSchedule");
+    for (std::size_t warp = 0; warp < phase_warps; ++warp) record.warp_role[warp] = temporal_pair.warp_roles[warp];
+    const ScheduleRecord read = ScheduleRecord::from_device(record, "c.cubin");
+    EXPECT_EQ(read.name, "TemporalPairSchedule");
+    EXPECT_EQ(read.warp_roles, temporal_pair.warp_roles);
+    // A zeroed record (a kernel that recorded nothing) names no schedule and leaves every warp on its own.
+    const ScheduleRecord nothing = ScheduleRecord::from_device(s2tp_schedule_record{}, "c.cubin");
+    EXPECT_EQ(nothing.name, "");
+    EXPECT_EQ(warp_labels(nothing.warp_roles), warp_labels(sequential.warp_roles));
+
+    const VariantPhases v = summarize_phase_log(synthetic_log(5, 1000), "candidate", "c.cubin", temporal_pair, 8);
+    EXPECT_EQ(v.schedule, "TemporalPairSchedule");
+    EXPECT_EQ(v.warps[2].label, "pair B warp 2");
+}
+
+TEST(PhaseSummary, ABadScheduleRecordIsRefusedNamingTheCubin) {
+    s2tp_schedule_record unterminated{};
+    std::memset(unterminated.name, 'x', sizeof unterminated.name);
+    s2tp_schedule_record unknown_role{};
+    unknown_role.warp_role[3] = 7;
+    for (const s2tp_schedule_record &record : {unterminated, unknown_role}) {
+        try {
+            ScheduleRecord::from_device(record, "builds/candidate/phases/c.cubin");
+            ADD_FAILURE() << "a bad record was accepted";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::precondition);
+            EXPECT_NE(std::string(e.what()).find("builds/candidate/phases/c.cubin"), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(PhaseSummary, OverlappingStampsAreNotedInTheTable) {
     // Steps adding up to more than the schedule break phase_log.h's promise; the table says so.
-    const VariantPhases v = summarize_phase_log(synthetic_log(100, 500), "baseline", "b.cubin", "", 8);
+    const VariantPhases v = summarize_phase_log(synthetic_log(100, 500), "baseline", "b.cubin", ScheduleRecord{}, 8);
     const std::string text = PhaseReport{"", "", "", "", {v}, {}}.table_text();
     EXPECT_NE(text.find("note: warp 0's steps add up to"), std::string::npos) << text;
 }

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iomanip>
-#include <regex>
+#include <iterator>
 #include <sstream>
 
 namespace s2tp {
@@ -48,22 +48,34 @@ std::string required_name(const toml::table &entry, const char *key, const std::
 const char *phase_step_key(std::size_t step) { return step_keys[step]; }
 const char *phase_step_label(std::size_t step) { return step_labels[step]; }
 
-std::string active_schedule(const std::string &source_text) {
-    static const std::regex line(R"(^\s*using\s+ActiveSchedule\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*;)");
-    std::smatch match;
-    std::istringstream lines(source_text);
-    for (std::string text; std::getline(lines, text);)
-        if (std::regex_search(text, match, line)) return match[1];
-    return "";
+ScheduleRecord ScheduleRecord::from_device(const s2tp_schedule_record &record, const std::string &cubin) {
+    const char *end = std::find(std::begin(record.name), std::end(record.name), '\0');
+    if (end == std::end(record.name))
+        fail(ExitCode::precondition, cubin + ": the schedule's name in its " + S2TP_PHASE_SCHEDULE_SYMBOL +
+                                         " has no terminating NUL in " + std::to_string(S2TP_SCHEDULE_NAME_BYTES) +
+                                         " bytes: the kernel was built against another phase log layout");
+    ScheduleRecord schedule;
+    schedule.name.assign(std::begin(record.name), end);
+    for (std::size_t warp = 0; warp < phase_warps; ++warp) {
+        const std::uint32_t role = record.warp_role[warp];
+        if (role != S2TP_WARP_ON_ITS_OWN && role != S2TP_WARP_PAIR_A && role != S2TP_WARP_PAIR_B)
+            fail(ExitCode::precondition, cubin + ": its schedule " + schedule.name + " records role " +
+                                             std::to_string(role) + " for warp " + std::to_string(warp) +
+                                             ", which kernels/phase_log.h does not define");
+        schedule.warp_roles[warp] = static_cast<s2tp_warp_role>(role);
+    }
+    return schedule;
 }
 
-std::vector<std::string> warp_labels(const std::string &schedule) {
-    // The schedules of kernels/schedule.cuh whose warps 0,1 and 2,3 alternate as two pairs.
-    const bool pairs = schedule == "TemporalPairSchedule" || schedule == "TemporalPairDoubleVSchedule";
+std::vector<std::string> warp_labels(const std::array<s2tp_warp_role, phase_warps> &roles) {
     std::vector<std::string> labels;
     for (std::size_t warp = 0; warp < phase_warps; ++warp) {
         const std::string plain = "warp " + std::to_string(warp);
-        labels.push_back(pairs ? std::string("pair ") + (warp < 2 ? "A " : "B ") + plain : plain);
+        switch (roles[warp]) {
+        case S2TP_WARP_PAIR_A: labels.push_back("pair A " + plain); break;
+        case S2TP_WARP_PAIR_B: labels.push_back("pair B " + plain); break;
+        case S2TP_WARP_ON_ITS_OWN: labels.push_back(plain); break;
+        }
     }
     return labels;
 }
@@ -76,7 +88,7 @@ double VariantPhases::cycles_per_cta(std::size_t step) const {
 }
 
 VariantPhases summarize_phase_log(const std::vector<s2tp_phase_slot> &log, const std::string &variant,
-                                  const std::string &cubin, const std::string &schedule, std::int64_t launched_ctas) {
+                                  const std::string &cubin, const ScheduleRecord &schedule, std::int64_t launched_ctas) {
     constexpr std::size_t per_cta = phase_warps * phase_steps;
     if (log.size() % per_cta != 0)
         fail(ExitCode::internal, "the phase log of " + cubin + " has " + std::to_string(log.size()) +
@@ -103,10 +115,10 @@ VariantPhases summarize_phase_log(const std::vector<s2tp_phase_slot> &log, const
     VariantPhases v;
     v.variant = variant;
     v.cubin = cubin;
-    v.schedule = schedule;
+    v.schedule = schedule.name;
     v.launched_ctas = launched_ctas;
     v.logged_ctas = logged;
-    const std::vector<std::string> labels = warp_labels(schedule);
+    const std::vector<std::string> labels = warp_labels(schedule.warp_roles);
     const double ctas = static_cast<double>(logged);
     for (std::size_t warp = 0; warp < phase_warps; ++warp) {
         WarpPhases w;

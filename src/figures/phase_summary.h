@@ -5,7 +5,7 @@
 // the rest. Pure functions of the log: the launch that fills it is in tools/phase_timing.h.
 //
 // Usage:
-//   s2tp::VariantPhases base = s2tp::summarize_phase_log(log, "baseline", cubin, "SequentialSchedule", ctas);
+//   s2tp::VariantPhases base = s2tp::summarize_phase_log(log, "baseline", cubin, schedule, ctas);
 //   s2tp::PhaseReport report{...};
 //   report.variants = {base, cand};
 //   report.comparisons = s2tp::compare_with_baseline(report.variants);
@@ -33,13 +33,20 @@ constexpr std::size_t phase_warps = S2TP_PHASE_LOG_WARPS;
 const char *phase_step_key(std::size_t step);
 const char *phase_step_label(std::size_t step);
 
-// The schedule a sage2tp kernel source selects in its `using ActiveSchedule = X;` line (kernels/
-// attention_entry.cu); "" when the source has no such line.
-std::string active_schedule(const std::string &source_text);
+// What an instrumented kernel recorded of its schedule (phase_log.h's s2tp_schedule_record): the name
+// the schedule gives itself ("" when not known) and each warp's role.
+struct ScheduleRecord {
+    std::string name;
+    std::array<s2tp_warp_role, phase_warps> warp_roles{};  // every warp on its own unless recorded
 
-// Each warp's role under `schedule`: warps 0,1 are pair A and 2,3 pair B of TemporalPairSchedule (and
-// of its double-V-buffer variant, TemporalPairDoubleVSchedule); under any other schedule, just "warp N".
-std::vector<std::string> warp_labels(const std::string &schedule);
+    // The record as read back from the device; Error(precondition) naming `cubin` when its name has no
+    // terminating NUL or a role is none of phase_log.h's.
+    static ScheduleRecord from_device(const s2tp_schedule_record &record, const std::string &cubin);
+};
+
+// Each warp's label under its role: "pair A warp 0" and "pair B warp 2" for the two alternating pairs,
+// "warp 1" for a warp on its own.
+std::vector<std::string> warp_labels(const std::array<s2tp_warp_role, phase_warps> &roles);
 
 struct PhaseStepFigures {
     double cycles_per_cta = 0;       // the step's cycles summed over its occurrences, mean over the logged CTAs
@@ -71,7 +78,7 @@ struct VariantPhases {
 // cubin whose sources have no phase stamps logs nothing, and a table of zeros would read as a result.
 // Error(internal) when the log's length is not a whole number of CTAs.
 VariantPhases summarize_phase_log(const std::vector<s2tp_phase_slot> &log, const std::string &variant,
-                                  const std::string &cubin, const std::string &schedule, std::int64_t launched_ctas);
+                                  const std::string &cubin, const ScheduleRecord &schedule, std::int64_t launched_ctas);
 
 // One candidate against the baseline, per CTA and averaged over the warps.
 struct PhaseComparison {

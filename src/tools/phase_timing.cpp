@@ -207,6 +207,18 @@ WorkloadSpec phase_workload(const Experiment &experiment, std::int64_t seq_len) 
     return workload;
 }
 
+namespace {
+
+// Error(precondition) when the cubin's `symbol` is not the size kernels/phase_log.h gives it.
+void require_layout(const DeviceGlobal &global, const char *symbol, std::size_t expected_bytes, const std::string &cubin) {
+    if (global.bytes != expected_bytes)
+        fail(ExitCode::precondition, cubin + ": its " + symbol + " has " + std::to_string(global.bytes) +
+                                         " bytes, but kernels/phase_log.h says " + std::to_string(expected_bytes) +
+                                         ": the kernel was built against another phase log layout");
+}
+
+}  // namespace
+
 PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment, const BuiltKernels &kernels,
                            const PhaseBuild &build, const WorkloadSpec &workload, const DeviceFacts &device,
                            const Reporter &reporter) {
@@ -237,10 +249,13 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
                          "): its kernel sources have no phase stamps, so " + built->variant +
                          "'s phases cannot be measured");
         constexpr std::size_t expected_bytes = S2TP_PHASE_LOG_SLOTS * sizeof(s2tp_phase_slot);
-        if (log->bytes != expected_bytes)
-            fail(ExitCode::precondition, shown + ": its " + S2TP_PHASE_LOG_SYMBOL + " has " + std::to_string(log->bytes) +
-                                             " bytes, but kernels/phase_log.h says " + std::to_string(expected_bytes) +
-                                             ": the kernel was built against another phase log layout");
+        require_layout(*log, S2TP_PHASE_LOG_SYMBOL, expected_bytes, shown);
+        const std::optional<DeviceGlobal> schedule = module.global(S2TP_PHASE_SCHEDULE_SYMBOL);
+        if (!schedule)
+            fail(ExitCode::precondition, shown + " defines " + S2TP_PHASE_LOG_SYMBOL + " but no " +
+                                             S2TP_PHASE_SCHEDULE_SYMBOL + " (the schedule's record beside it, "
+                                             "kernels/phase_log.h): the kernel was built against another phase log layout");
+        require_layout(*schedule, S2TP_PHASE_SCHEDULE_SYMBOL, sizeof(s2tp_schedule_record), shown);
         const Kernel kernel = find_attention_kernel(*built->abi, module, problem);
         AttentionOutputs outputs = allocate_outputs(problem, built->variant);
         const AttentionLaunch launch =
@@ -250,18 +265,18 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
         launch_attention(kernel, launch);  // untimed: the measured launch finds the caches and clocks warm
         synchronize(context + " (warm-up)");
         zero_global(*log, context);
+        zero_global(*schedule, context);
         launch_attention(kernel, launch);
         synchronize(context);
         const std::vector<unsigned char> bytes = read_global(*log, context);
         std::vector<s2tp_phase_slot> slots(S2TP_PHASE_LOG_SLOTS);
         std::memcpy(slots.data(), bytes.data(), expected_bytes);
+        s2tp_schedule_record record;
+        std::memcpy(&record, read_global(*schedule, context).data(), sizeof record);
 
-        std::string schedule;
-        std::error_code ec;
-        if (const fs::path file = run.tree(built->variant) / source; fs::is_regular_file(file, ec))
-            schedule = active_schedule(read_text_file(file));
         const std::int64_t launched = static_cast<std::int64_t>(launch.grid.x) * launch.grid.y * launch.grid.z;
-        report.variants.push_back(summarize_phase_log(slots, built->variant, shown, schedule, launched));
+        report.variants.push_back(
+            summarize_phase_log(slots, built->variant, shown, ScheduleRecord::from_device(record, shown), launched));
     }
     report.comparisons = compare_with_baseline(report.variants);
     return report;
