@@ -8,6 +8,7 @@
 // (a * rcp.approx(b)), which is what produced upstream's scales and codes, so the divisions below are
 // written as plain C++ divisions on purpose and must stay so. Every other fp32 operation is .ftz.
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -382,6 +383,41 @@ __device__ __forceinline__ void quantize_v_fp8(const s2tp_quant_v_fp8_params &p)
     }
 }
 
+// ---- fp16 V (the sm80 path) -------------------------------------------------------------------------------
+// Each thread converts 8 consecutive channels of one token: v - mean with __hsub2 in V's dtype (correctly
+// rounded, as upstream's sub_mean), then, for bf16, fl16 through fp32 (exact, then one rounding, as its
+// __float22half2_rn and torch's v.to(float16) do).
+template <typename T>
+__device__ __forceinline__ void convert_v_f16(const s2tp_convert_v_f16_params &p) {
+    using T2 = typename std::conditional<std::is_same<T, __half>::value, __half2, __nv_bfloat162>::type;
+    const uint32_t chunks_per_token = p.head_dim / 8;
+    const uint32_t chunk = blockIdx.x * S2TP_CONVERT_V_THREADS + threadIdx.x;
+    const uint32_t token = chunk / chunks_per_token;
+    if (token >= p.len) {
+        return;
+    }
+    const uint32_t column = (chunk % chunks_per_token) * 8;
+    const uint32_t at = blockIdx.z * p.stride_bz + blockIdx.y * p.stride_h + token * p.stride_seq + column;
+    uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const T *>(p.input) + at);
+    T2 *pairs = reinterpret_cast<T2 *>(&raw);
+    if (p.mean) {
+        const uint4 mean_raw = *reinterpret_cast<const uint4 *>(
+            static_cast<const T *>(p.mean) + blockIdx.z * p.stride_bz_mean + blockIdx.y * p.stride_h_mean + column);
+        const T2 *mean = reinterpret_cast<const T2 *>(&mean_raw);
+#pragma unroll
+        for (uint32_t i = 0; i < 4; ++i) {
+            pairs[i] = __hsub2(pairs[i], mean[i]);
+        }
+    }
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+#pragma unroll
+        for (uint32_t i = 0; i < 4; ++i) {
+            reinterpret_cast<__half2 *>(&raw)[i] = __float22half2_rn(__bfloat1622float2(pairs[i]));
+        }
+    }
+    *reinterpret_cast<uint4 *>(static_cast<__half *>(p.output) + at) = raw;
+}
+
 // ---- K mean ------------------------------------------------------------------------------------------------
 // Rounding, fully specified so any implementation can reproduce it: per channel an fp32 sum over tokens
 // 0, 1, ..., N-1 in that order (one add.rn.ftz each, starting from +0), then one IEEE division by
@@ -489,3 +525,24 @@ extern "C" __global__ void s2tp_quant_v_fp8_pad128_f16(const s2tp_quant_v_fp8_pa
 extern "C" __global__ void s2tp_quant_v_fp8_pad128_bf16(const s2tp_quant_v_fp8_params params) {
     s2tp::quantize_v_fp8<__nv_bfloat16, S2TP_SM90_V_PAD_TOKENS>(params);
 }
+
+// The sm80 path's quantizers, and the per-thread ones the sm89 path shares with it (after the others, so
+// that their PTX keeps its labels): the scale count per (batch, head) is the grid's x extent.
+#define S2TP_SM80_QUANTIZERS(suffix, T)                                                                      \
+    extern "C" __global__ void s2tp_quant_q_int8_warp16_##suffix(const s2tp_quant_int8_params params) {      \
+        s2tp::quantize_int8<T, 16, false>(params, gridDim.x);                                                \
+    }                                                                                                        \
+    extern "C" __global__ void s2tp_quant_q_int8_per_thread_warp32_##suffix(const s2tp_quant_int8_params params) { \
+        s2tp::quantize_int8_per_thread<T, 32, S2TP_PER_THREAD_Q_GROUPS, 1, false>(params, gridDim.x);        \
+    }                                                                                                        \
+    extern "C" __global__ void s2tp_quant_q_int8_per_thread_warp16_##suffix(const s2tp_quant_int8_params params) { \
+        s2tp::quantize_int8_per_thread<T, 16, S2TP_PER_THREAD_Q_GROUPS, 1, false>(params, gridDim.x);        \
+    }                                                                                                        \
+    extern "C" __global__ void s2tp_quant_k_int8_per_thread_warp64_##suffix(const s2tp_quant_int8_params params) { \
+        s2tp::quantize_int8_per_thread<T, 64, S2TP_PER_THREAD_K_GROUPS, 2, true>(params, gridDim.x);         \
+    }                                                                                                        \
+    extern "C" __global__ void s2tp_convert_v_f16_##suffix(const s2tp_convert_v_f16_params params) {         \
+        s2tp::convert_v_f16<T>(params);                                                                      \
+    }
+S2TP_SM80_QUANTIZERS(f16, __half)
+S2TP_SM80_QUANTIZERS(bf16, __nv_bfloat16)

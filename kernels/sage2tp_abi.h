@@ -99,7 +99,11 @@ typedef struct s2tp_attn_params {
  * s2tp_quant_v_fp8_{f16,bf16}, each named after the dtype of its input; for the sm90 path
  * s2tp_quant_{q,k}_int8_sm90_{f16,bf16} (per warp), s2tp_quant_{q,k}_int8_per_thread_sm90_{f16,bf16} and
  * s2tp_quant_v_fp8_pad128_{f16,bf16}, with the same parameter structs. Per-thread entries: grid
- * (scales per (batch, head), H, B), one CTA per scale. */
+ * (scales per (batch, head), H, B), one CTA per scale. For the sm80 path (Q warps of 16 in 128-token
+ * blocks per warp, Triton's per-thread Q/K with 128/32, 128/16 and 64/64 blocks, which the sm89 path's
+ * per-thread recipe shares) s2tp_quant_q_int8_warp16_*, s2tp_quant_q_int8_per_thread_warp{32,16}_* and
+ * s2tp_quant_k_int8_per_thread_warp64_*: each reads its scale count per (batch, head) from the grid's
+ * x extent, so it takes any block that its warp divides. s2tp_convert_v_f16_{f16,bf16}: fp16 V. */
 
 /* Per-channel K mean in the input dtype, fp32 accumulation in token order; the V entries write an fp32
  * V mean, the same sum divided by S2TP_V_MEAN_DIVISOR(N) as upstream's smooth_v divides it.
@@ -140,6 +144,19 @@ typedef struct s2tp_quant_v_fp8_params {
     float scale_max;        /* S2TP_V_SCALE_MAX_FP16_ACCUM or _E4M3; a runtime value, as upstream's divisions see it */
     const float *mean;      /* smooth_v: the V mean [B,H,D] contiguous, subtracted before quantizing; or NULL */
 } s2tp_quant_v_fp8_params;
+
+/* fp16 V for the sm80 path, in V's own layout: fl16(v), or with a mean fl16(v - mean) with the
+ * subtraction in V's dtype (upstream's sub_mean). 8 elements per thread: grid
+ * (ceil(N * head_dim / 8 / S2TP_CONVERT_V_THREADS), H, B), block (S2TP_CONVERT_V_THREADS, 1, 1). */
+#define S2TP_CONVERT_V_THREADS 256
+typedef struct s2tp_convert_v_f16_params {
+    const void *input;      /* f16 or bf16 V, [B,N,H,D] or [B,H,N,D], last dim contiguous */
+    const void *mean;       /* [B,H,D] in V's dtype, channel axis contiguous; or NULL */
+    void *output;           /* f16, strided as the input */
+    uint32_t len, head_dim;
+    uint32_t stride_bz, stride_seq, stride_h;
+    uint32_t stride_bz_mean, stride_h_mean;
+} s2tp_convert_v_f16_params;
 
 /* ---- Input generator (lives in the quantization cubin) ---- */
 

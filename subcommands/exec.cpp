@@ -71,7 +71,7 @@ int exec_command(const Args &args) {
         const GeneratedInputs host =
             workload ? workload_inputs(*workload) : problem_inputs(problem, request.seed.value_or(1));
         const DeviceQuantizedInputs inputs =
-            quantize_on_gpu(quantize, problem, host.q, host.k, host.v, {}, built.abi->quantization());
+            quantize_on_gpu(quantize, problem, host.q, host.k, host.v, {}, built.abi->quantization(problem.shape.head_dim));
         const KernelRun out = run_attention(*built.abi, attention, problem, inputs, variant);
 
         const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);

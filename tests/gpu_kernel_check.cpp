@@ -15,8 +15,9 @@
 // cases of tests/golden (cases.toml, upstream.toml, means/): inputs regenerated from each case's seed,
 // quantized by sage2tp's quantizers with the launcher's recipe (and upstream's K and V means), must
 // have upstream's digests, and the launcher's cubin DIR/<launcher_file>.cubin, launched through its
-// adapter on them, must write upstream's o and LSE bytes; the Q/K granularity is the adapter's (the
-// sm90 adapters, per_thread and per_warp, run on an sm_90 GPU only). The sm90 path's GPU quantizer is
+// adapter on them, must write upstream's o and LSE bytes; the Q/K granularity is the adapter's (per warp
+// and per thread for the sm89 and sm80 launchers; the sm90 adapters, both, run on an sm_90 GPU only), and
+// the sm80 launchers' fp16 V is checked as upstream's `v`. The sm90 path's GPU quantizer is
 // also checked on its own, against upstream's digests and the host quantizer. With --seq-len it then
 // times every launcher in this one process at the Wan 480p shape (B1 H40 N D128), interleaved, CUDA
 // events. --launchers-matching keeps only the adapters whose names contain TEXT.
@@ -413,13 +414,13 @@ void time_launchers(const Options &options, const std::vector<const KernelAbi *>
     problem.with_lse = false;
     problem.validate();
     const GeneratedInputs generated = generate_inputs(problem.shape, problem.dtype, options.seed.value_or(24));
-    // One set of quantized inputs per recipe: the seven launchers need three.
+    // One set of quantized inputs per recipe: launchers that agree share one.
     std::vector<std::pair<QuantizationRecipe, DeviceQuantizedInputs>> inputs;
     std::vector<Kernel> kernels;
     std::vector<AttentionOutputs> outputs;
     std::vector<AttentionLaunch> launches;
     for (std::size_t i = 0; i < adapters.size(); ++i) {
-        const QuantizationRecipe recipe = adapters[i]->quantization();
+        const QuantizationRecipe recipe = adapters[i]->quantization(problem.shape.head_dim);
         auto found = std::find_if(inputs.begin(), inputs.end(), [&](const auto &p) { return p.first == recipe; });
         if (found == inputs.end()) {
             inputs.emplace_back(recipe, quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v, {}, recipe));
@@ -537,29 +538,36 @@ int run_launchers(const Options &options) {
     for (const golden::SeededCase &c : cases) {
         const AttentionProblem &problem = c.problem;
         const GeneratedInputs host = generate_inputs(problem.shape, problem.dtype, c.seed);
-        TensorRequest k_mean_request, v_mean_request;
-        k_mean_request.dtype = problem.dtype, k_mean_request.shape = k_mean_shape(problem.shape);
-        v_mean_request.dtype = DType::f32, v_mean_request.shape = v_mean_shape(problem.shape);
-        k_mean_request.require_finite = v_mean_request.require_finite = true;
-        const GivenMeans means{load_tensor(golden_dir / "means" / c.name / "k_mean.npy", k_mean_request),
-                               load_tensor(golden_dir / "means" / c.name / "v_mean.npy", v_mean_request)};
+        // Upstream's means: K's (torch's), e4m3 V's (per_channel_fp8's, fp32) and fp16 V's (sub_mean's, in
+        // V's dtype), each fed to the launchers whose recipe subtracts it.
+        const auto mean_file = [&](const char *file, DType dtype, const Shape &shape) {
+            TensorRequest request;
+            request.dtype = dtype, request.shape = shape, request.require_finite = true;
+            return load_tensor(golden_dir / "means" / c.name / file, request);
+        };
+        const Tensor k_mean = mean_file("k_mean.npy", problem.dtype, k_mean_shape(problem.shape));
+        const GivenMeans e4m3_means{k_mean, mean_file("v_mean.npy", DType::f32, v_mean_shape(problem.shape))};
+        const GivenMeans f16_means{k_mean, mean_file("sm80_v_mean.npy", problem.dtype, v_mean_shape(problem.shape))};
         for (std::size_t i = 0; i < adapters.size(); ++i) {
             const KernelAbi &abi = *adapters[i];
-            const std::string granularity = granularity_name(abi.quantization().qk.granularity);
+            const std::string granularity = granularity_name(abi.quantization(problem.shape.head_dim).qk.granularity);
             const toml::table *expected = golden_digests(digests, c.name, abi.launcher_file(), granularity);
             std::vector<std::string> problems;
             if (!expected) {
                 problems.push_back("upstream.toml has no [case.\"" + c.name + "\"." + abi.launcher_file() + "." +
                                    granularity + "]");
             } else {
-                const DeviceQuantizedInputs inputs =
-                    quantize_on_gpu(quant, problem, host.q, host.k, host.v, means, abi.quantization());
+                const QuantizationRecipe recipe = abi.quantization(problem.shape.head_dim);
+                const DeviceQuantizedInputs inputs = quantize_on_gpu(
+                    quant, problem, host.q, host.k, host.v, recipe.v_format == VFormat::f16 ? f16_means : e4m3_means,
+                    recipe);
                 const QuantizedInputs ours = download_quantized(problem, inputs);
                 const KernelRun run = run_attention(abi, *modules[i], problem, inputs, abi.name());
                 const std::map<std::string, const Tensor *> tensors = {
                     {"q_int8", &ours.q_int8}, {"q_scale", &ours.q_scale}, {"k_int8", &ours.k_int8},
                     {"k_scale", &ours.k_scale}, {"v_fp8", &ours.v_fp8},   {"v_scale", &ours.v_scale},
-                    {"v_mean", &ours.v_mean},   {"o", &run.o},            {"lse", &run.lse}};
+                    {"v_mean", &ours.v_mean},   {"v", &ours.v_f16},       {"o", &run.o},
+                    {"lse", &run.lse}};
                 for (const auto &[name, node] : *expected) {
                     const auto want = node.value<std::string>();
                     const auto have = tensors.find(std::string(name.str()));
@@ -586,7 +594,7 @@ int run_launchers(const Options &options) {
         for (QkGranularity granularity : {QkGranularity::per_warp, QkGranularity::per_thread}) {
             const std::string label = std::string("sm90 quantizer ") + granularity_name(granularity);
             const std::vector<std::string> problems =
-                sm90_quantizer_problems(quant, problem, host, *means.k_mean, digests, c.name, granularity);
+                sm90_quantizer_problems(quant, problem, host, k_mean, digests, c.name, granularity);
             const bool passed = problems.empty();
             if (passed) ++identical[label];
             else ++failed;
@@ -598,8 +606,7 @@ int run_launchers(const Options &options) {
                 toml::table{{"case", c.name}, {"abi", label}, {"passed", passed}, {"problems", problem_list}});
         }
     }
-    std::cout << "\nlaunchers, each with the Q/K granularity of its adapter (the sm89 launchers per warp only: their "
-                 "per-thread digests have no sage2tp quantizer yet); the sm90 path's quantizer on its own:\n";
+    std::cout << "\nlaunchers, each with the Q/K granularity of its adapter; the sm90 path's quantizer on its own:\n";
     for (const KernelAbi *abi : adapters)
         std::cout << "  " << std::left << std::setw(56) << abi->name() << identical[abi->name()] << " of "
                   << cases.size() << " cases byte-identical (quantized inputs, o, lse)\n";

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -221,57 +222,99 @@ TEST(HostQuantizer, RejectsMismatchedInputs) {
     EXPECT_THROW(quantize_inputs(s, good, Tensor(DType::bf16, s.kv_shape()), good), Error);
 }
 
-// ---- The sm90 path's recipes against upstream's digests (tests/golden/upstream.toml) ----
+// ---- The sm90, sm80 and sm89 per-thread recipes against upstream's digests (tests/golden/upstream.toml) ----
 //
 // Inputs regenerate from the cases' seeds and K is centred on upstream's own mean (tests/golden/means),
-// so this runs in CI without the golden arrays. Both sm90 launchers read identically quantized inputs.
+// so this runs in CI without the golden arrays; so is the sm80 fuse_v_mean launcher's V
+// (means/<case>/sm80_v_mean.npy, sub_mean's mean in V's dtype).
 
 namespace {
 
-const char *const kSm90Launchers[] = {"sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf",
-                                      "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf"};
+const fs::path &golden_source_dir() {
+    static const fs::path dir = fs::path(S2TP_SOURCE_ROOT) / "tests" / "golden";
+    return dir;
+}
 
-struct Sm90Digests {
+Tensor golden_mean(const golden::SeededCase &c, const char *file, const Shape &shape) {
+    TensorRequest request;
+    request.dtype = c.problem.dtype, request.shape = shape;
+    return load_tensor(golden_source_dir() / "means" / c.name / file, request);
+}
+
+// One launcher's quantized inputs on every golden case: the host's digests beside upstream's.
+struct LauncherDigests {
     std::string case_name;
     std::map<std::string, std::string> host;  // tensor name -> sha256 of the host quantizer's bytes
-    const toml::table *upstream[2] = {nullptr, nullptr};  // per launcher
+    const toml::table *upstream = nullptr;
 };
 
-std::vector<Sm90Digests> sm90_digests(QkGranularity granularity) {
-    const fs::path dir = fs::path(S2TP_SOURCE_ROOT) / "tests" / "golden";
-    static const toml::table digests = golden::parse_toml_file(dir / "upstream.toml");
-    std::vector<Sm90Digests> result;
-    for (const golden::SeededCase &c : golden::seeded_cases(dir / "cases.toml")) {
+// `recipe` of a case's head dim; the host quantizes by it, V as its format says.
+std::vector<LauncherDigests> launcher_digests(const std::string &launcher, QkGranularity granularity,
+                                              const std::function<QuantizationRecipe(std::int64_t)> &recipe_of) {
+    static const toml::table digests = golden::parse_toml_file(golden_source_dir() / "upstream.toml");
+    std::vector<LauncherDigests> result;
+    for (const golden::SeededCase &c : golden::seeded_cases(golden_source_dir() / "cases.toml")) {
         const AttentionShape &shape = c.problem.shape;
         const GeneratedInputs in = generate_inputs(shape, c.problem.dtype, c.seed);
-        TensorRequest mean_request;
-        mean_request.dtype = c.problem.dtype, mean_request.shape = k_mean_shape(shape);
-        const Tensor k_mean = load_tensor(dir / "means" / c.name / "k_mean.npy", mean_request);
-        const QuantizationRecipe recipe = sm90_recipe(granularity);
+        const Tensor k_mean = golden_mean(c, "k_mean.npy", k_mean_shape(shape));
+        const QuantizationRecipe recipe = recipe_of(shape.head_dim);
         QuantizedInputs host;
         quantize_q(shape, in.q, host.q_int8, host.q_scale, recipe.qk);
         quantize_k(shape, in.k, k_mean, host.k_int8, host.k_scale, recipe.qk);
-        quantize_v(shape, in.v, host.v_fp8, host.v_scale, recipe.v_scale_max, recipe.v_pad_tokens);
-        Sm90Digests d;
+        std::vector<std::pair<const char *, const Tensor *>> tensors = {
+            {"q_int8", &host.q_int8}, {"q_scale", &host.q_scale}, {"k_int8", &host.k_int8}, {"k_scale", &host.k_scale}};
+        if (recipe.v_format == VFormat::f16) {
+            if (recipe.smooth_v) host.v_mean = golden_mean(c, "sm80_v_mean.npy", v_scale_shape(shape));
+            host.v_f16 = convert_v_f16(shape, in.v, recipe.smooth_v ? &host.v_mean : nullptr);
+            tensors.push_back({"v", &host.v_f16});
+        } else {
+            quantize_v(shape, in.v, host.v_fp8, host.v_scale, recipe.v_scale_max, recipe.v_pad_tokens);
+            tensors.push_back({"v_fp8", &host.v_fp8});
+            tensors.push_back({"v_scale", &host.v_scale});
+        }
+        LauncherDigests d;
         d.case_name = c.name;
-        for (const auto &[name, tensor] :
-             {std::pair<const char *, const Tensor *>{"q_int8", &host.q_int8}, {"q_scale", &host.q_scale},
-              {"k_int8", &host.k_int8}, {"k_scale", &host.k_scale}, {"v_fp8", &host.v_fp8}, {"v_scale", &host.v_scale}})
-            d.host[name] = sha256_hex(tensor->bytes.data(), tensor->nbytes());
-        for (int i = 0; i < 2; ++i)
-            d.upstream[i] = digests["case"][c.name][kSm90Launchers[i]][granularity_name(granularity)].as_table();
+        for (const auto &[name, tensor] : tensors) d.host[name] = sha256_hex(tensor->bytes.data(), tensor->nbytes());
+        d.upstream = digests["case"][c.name][launcher][granularity_name(granularity)].as_table();
         result.push_back(std::move(d));
     }
     return result;
 }
 
+using CaseTensor = std::pair<std::string, std::string>;  // (case, tensor)
+
+// Every digest of `checked` equal on all 12 cases, except where a CUDA quantizer's hardware reciprocal
+// decides a tie (`ties`); those are asserted to differ, so that a change in either quantizer shows here.
+void expect_launcher_digests(const std::string &launcher, QkGranularity granularity,
+                             const std::function<QuantizationRecipe(std::int64_t)> &recipe_of,
+                             const std::set<std::string> &checked, const std::set<CaseTensor> &ties = {}) {
+    const std::vector<LauncherDigests> all = launcher_digests(launcher, granularity, recipe_of);
+    ASSERT_EQ(all.size(), 12u);
+    const std::string which = launcher + " " + granularity_name(granularity);
+    for (const LauncherDigests &d : all) {
+        ASSERT_TRUE(d.upstream) << d.case_name << " " << which;
+        for (const std::string &name : checked) {
+            ASSERT_TRUE(d.host.count(name)) << name;
+            const std::optional<std::string> upstream = (*d.upstream)[name].value<std::string>();
+            ASSERT_TRUE(upstream) << d.case_name << " " << which << " has no " << name;
+            if (ties.count({d.case_name, name}))
+                EXPECT_NE(*upstream, d.host.at(name)) << d.case_name << " " << which << " " << name
+                                                      << " now matches: update the list";
+            else
+                EXPECT_EQ(*upstream, d.host.at(name)) << d.case_name << " " << which << " " << name;
+        }
+    }
+}
+
+const char *const kSm90Launchers[] = {"sm90_qk_int8_sv_f8_accum_f32_attn_inst_buf",
+                                      "sm90_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf"};
 
 // Where upstream's CUDA quantizers (per-warp Q/K, V) round c * MUFU.RCP(amax) and the host c * fl(1/amax)
 // to different sides of a tie (host_quantizer.h): an element whose exact x * c / amax is a rounding
 // boundary, e.g. 63.5 for x = amax / 2, or an e4m3 midpoint such as 336 for x = 0.75 amax. Compared
 // with upstream's arrays (the fuse_v_scale launcher's, made on the H200), every differing byte is one
 // step apart: q_int8 1, 5, 28, 4, 2 and 30 bytes; k_int8 6, 1 and 13; v_fp8 3, 2, 6, 1, 9, 1 and 68.
-const std::set<std::pair<std::string, std::string>> kTiesUnderTheHardwareReciprocal = {
+const std::set<CaseTensor> kSm90TiesUnderTheHardwareReciprocal = {
     {"tiles3_nhd_f16", "q_int8"},      {"partial200_nhd_bf16", "q_int8"}, {"gqa8x2_hnd_bf16", "q_int8"},
     {"d64_hnd_bf16", "q_int8"},        {"causal300_nhd_bf16", "q_int8"},  {"mid_hnd_bf16", "q_int8"},
     {"partial200_nhd_bf16", "k_int8"}, {"causal384_hnd_f16", "k_int8"},   {"mid_hnd_bf16", "k_int8"},
@@ -280,36 +323,130 @@ const std::set<std::pair<std::string, std::string>> kTiesUnderTheHardwareRecipro
     {"mid_hnd_bf16", "v_fp8"},
 };
 
-// Every digest equal, except where a CUDA quantizer's hardware reciprocal decides a tie; those are
-// asserted to differ, so that a change in either quantizer shows here.
-void expect_sm90_digests(QkGranularity granularity, const std::set<std::string> &exact_tensors) {
-    const std::vector<Sm90Digests> all = sm90_digests(granularity);
-    ASSERT_EQ(all.size(), 12u);
-    for (const Sm90Digests &d : all)
-        for (int i = 0; i < 2; ++i) {
-            ASSERT_TRUE(d.upstream[i]) << d.case_name << " " << kSm90Launchers[i] << " " << granularity_name(granularity);
-            for (const auto &[name, digest] : d.host) {
-                const std::optional<std::string> upstream = (*d.upstream[i])[name].value<std::string>();
-                ASSERT_TRUE(upstream) << d.case_name << " " << kSm90Launchers[i] << " has no " << name;
-                const bool tie = !exact_tensors.count(name) && kTiesUnderTheHardwareReciprocal.count({d.case_name, name});
-                if (tie)
-                    EXPECT_NE(*upstream, digest) << d.case_name << " " << name << " now matches: update the list";
-                else
-                    EXPECT_EQ(*upstream, digest) << d.case_name << " " << kSm90Launchers[i] << " "
-                                                 << granularity_name(granularity) << " " << name;
-            }
-        }
+const std::set<std::string> kQkTensors = {"q_int8", "q_scale", "k_int8", "k_scale"};
+
+std::set<std::string> with(std::set<std::string> names, std::initializer_list<const char *> more) {
+    names.insert(more.begin(), more.end());
+    return names;
 }
 
 }  // namespace
 
 TEST(HostQuantizerSm90, PerWarpScalesEqualUpstreamAndCodesBarHardwareReciprocalTies) {
-    expect_sm90_digests(QkGranularity::per_warp, {"q_scale", "k_scale", "v_scale"});
+    const auto recipe = [](std::int64_t) { return sm90_recipe(QkGranularity::per_warp); };
+    for (const char *launcher : kSm90Launchers)
+        expect_launcher_digests(launcher, QkGranularity::per_warp, recipe, with(kQkTensors, {"v_fp8", "v_scale"}),
+                                kSm90TiesUnderTheHardwareReciprocal);
 }
 
 // Triton's per-thread Q/K bytes are reproduced exactly; V is the same CUDA per_channel_fp8 as per warp.
 TEST(HostQuantizerSm90, PerThreadQAndKBytesEqualUpstreamOnEveryGoldenCase) {
-    expect_sm90_digests(QkGranularity::per_thread, {"q_int8", "q_scale", "k_int8", "k_scale", "v_scale"});
+    const auto recipe = [](std::int64_t) { return sm90_recipe(QkGranularity::per_thread); };
+    std::set<CaseTensor> v_ties;
+    for (const CaseTensor &tie : kSm90TiesUnderTheHardwareReciprocal)
+        if (tie.second == "v_fp8") v_ties.insert(tie);
+    for (const char *launcher : kSm90Launchers)
+        expect_launcher_digests(launcher, QkGranularity::per_thread, recipe, with(kQkTensors, {"v_fp8", "v_scale"}),
+                                v_ties);
+}
+
+// ---- The sm80 path (core.py's sageattn_qk_int8_pv_fp16_cuda): fp16 V, Q warps of 32 (16 for head dim 128
+// with "fp16+fp32"), K blocks of 64 ----
+
+namespace {
+
+struct Sm80Launcher {
+    const char *name;
+    bool q_warp_16_at_d128, fuse_v_mean;
+};
+constexpr Sm80Launcher kSm80Launchers[] = {
+    {"sm80_qk_int8_sv_f16_accum_f32_attn", false, false},
+    {"sm80_qk_int8_sv_f16_accum_f16_attn", false, false},
+    {"sm80_qk_int8_sv_f16_accum_f16_attn_inst_buf", true, false},
+    {"sm80_qk_int8_sv_f16_accum_f16_fuse_v_mean_attn", false, true},
+};
+
+std::function<QuantizationRecipe(std::int64_t)> sm80_recipe_of(const Sm80Launcher &launcher, QkGranularity g) {
+    return [=](std::int64_t head_dim) {
+        return sm80_recipe(g, launcher.q_warp_16_at_d128 && head_dim == 128 ? 16 : 32, launcher.fuse_v_mean);
+    };
+}
+
+}  // namespace
+
+// fp16 V (cast, or sub_mean's V minus its mean) and Triton's per-thread Q/K: every byte as upstream's.
+TEST(HostQuantizerSm80, PerThreadQKAndF16VBytesEqualUpstreamOnEveryGoldenCase) {
+    for (const Sm80Launcher &launcher : kSm80Launchers)
+        expect_launcher_digests(launcher.name, QkGranularity::per_thread,
+                                sm80_recipe_of(launcher, QkGranularity::per_thread), with(kQkTensors, {"v"}));
+}
+
+// The per-warp CUDA quantizer's ties under its hardware reciprocal (as for the sm90 path) with Q warps
+// of 32 and K blocks of 64: the same cases for every sm80 launcher, and with Q warps of 16 (the
+// inst_buf launcher at head dim 128) one more Q tie.
+const std::set<CaseTensor> kSm80TiesUnderTheHardwareReciprocal = {
+    {"d64_hnd_bf16", "q_int8"},        {"gqa8x2_hnd_bf16", "q_int8"},   {"mid_hnd_bf16", "q_int8"},
+    {"partial200_nhd_bf16", "q_int8"}, {"tiles3_nhd_f16", "q_int8"},    {"causal384_hnd_f16", "k_int8"},
+    {"mid_hnd_bf16", "k_int8"},        {"partial200_nhd_bf16", "k_int8"}, {"tiles3_nhd_f16", "k_int8"},
+};
+
+TEST(HostQuantizerSm80, PerWarpScalesAndF16VEqualUpstreamAndCodesBarHardwareReciprocalTies) {
+    for (const Sm80Launcher &launcher : kSm80Launchers) {
+        std::set<CaseTensor> ties = kSm80TiesUnderTheHardwareReciprocal;
+        if (launcher.q_warp_16_at_d128) ties.insert({"causal300_nhd_bf16", "q_int8"});
+        expect_launcher_digests(launcher.name, QkGranularity::per_warp,
+                                sm80_recipe_of(launcher, QkGranularity::per_warp), with(kQkTensors, {"v"}), ties);
+    }
+}
+
+// The sm89 launchers' per-thread Q/K (Triton's, blocks 128/32 and 64/64): every byte as upstream's.
+TEST(HostQuantizerSm89, PerThreadQAndKBytesEqualUpstreamOnEveryGoldenCase) {
+    for (const char *launcher : {"sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf",
+                                 "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn"}) {
+        const auto recipe = [](std::int64_t) {
+            QuantizationRecipe r;
+            r.qk.granularity = QkGranularity::per_thread;
+            return r;
+        };
+        expect_launcher_digests(launcher, QkGranularity::per_thread, recipe, kQkTensors);
+    }
+}
+
+TEST(HostQuantizerSm80, RecipeIsCorePysSm80Path) {
+    const QuantizationRecipe r = sm80_recipe(QkGranularity::per_warp, 16, true);
+    EXPECT_EQ(r.qk, (QkQuantization{QkGranularity::per_warp, 128, 16, 64, 64}));
+    EXPECT_EQ(r.v_format, VFormat::f16);
+    EXPECT_TRUE(r.smooth_v);
+    EXPECT_EQ(r.describe(), "Q/K per_warp 128/16 64/64, V f16, V mean subtracted");
+    EXPECT_FALSE(sm80_recipe(QkGranularity::per_warp, 32) == QuantizationRecipe{});  // only V differs
+    EXPECT_EQ(v_mean_dtype(r, DType::bf16), DType::bf16);
+    EXPECT_EQ(v_mean_dtype(QuantizationRecipe{}, DType::bf16), DType::f32);
+    const AttentionShape s = tiny_shape(Layout::nhd, 200, 65);
+    EXPECT_EQ(q_scale_shape(s, r.qk), (Shape{1, 1, 16}));
+    EXPECT_EQ(q_scale_shape(s, sm80_recipe(QkGranularity::per_thread, 16).qk), (Shape{1, 1, 128}));
+    EXPECT_EQ(k_scale_shape(s, sm80_recipe(QkGranularity::per_thread, 32).qk), (Shape{1, 1, 8}));
+}
+
+// bf16 V minus its mean is rounded to bf16 first (sub_mean's __hsub2), then to fp16; the plain cast is
+// one rounding; the quantized inputs hold fp16 V and no e4m3 V.
+TEST(HostQuantizerSm80, F16VIsOneRoundingOrTwoAfterTheMean) {
+    const AttentionShape s = tiny_shape(Layout::hnd, 1, 1);
+    // 1 + 2^-7 is a bfloat16 (8 significand bits), and fp16 holds it exactly.
+    const Tensor v = half_tensor(s.kv_shape(), DType::bf16, {1.0078125f, 3.0f, -2.0f, 0.0f});
+    // mean 2^-8: 1.0078125 - 0.00390625 = 1.00390625 is a tie in bfloat16 between 1 and 1.0078125 (even: 1).
+    const Tensor mean = half_tensor(v_scale_shape(s), DType::bf16, {0.00390625f, 0.0f, 0.5f, 0.0f});
+    const Tensor cast = convert_v_f16(s, v);
+    const Tensor smoothed = convert_v_f16(s, v, &mean);
+    ASSERT_EQ(smoothed.dtype, DType::f16);
+    EXPECT_EQ(half_to_float(cast.data<std::uint16_t>()[0]), 1.0078125f);
+    EXPECT_EQ(half_to_float(smoothed.data<std::uint16_t>()[0]), 1.0f);  // fp16 alone would keep 1.00390625
+    EXPECT_EQ(half_to_float(smoothed.data<std::uint16_t>()[2]), -2.5f);
+    const QuantizedInputs in = quantize_inputs(s, half_tensor(s.q_shape(), DType::bf16, {1, 2, 3, 4}),
+                                               half_tensor(s.kv_shape(), DType::bf16, {1, 2, 3, 4}), v,
+                                               sm80_recipe(QkGranularity::per_thread, 32));
+    EXPECT_EQ(in.v_f16.bytes, cast.bytes);
+    EXPECT_TRUE(in.v_fp8.bytes.empty());
+    EXPECT_THROW(convert_v_f16(s, v, &cast), Error);  // a mean of another dtype
 }
 
 TEST(HostQuantizerSm90, RecipeIsCorePysSm90Path) {

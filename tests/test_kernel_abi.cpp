@@ -184,10 +184,48 @@ std::vector<std::string> sm90_entries() {
     return names;
 }
 
+// The sm80 adapters: per host function of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu, per thread (core.py's
+// default) and per warp; what each host function's `kernel_func` line fixes.
+struct Sm80Row {
+    std::string abi, file;
+    bool f16_accumulator, inst_buffer, fuse_v_mean;
+    QkGranularity granularity;
+};
+const std::vector<Sm80Row> &sm80_rows() {
+    static const std::vector<Sm80Row> rows = [] {
+        std::vector<Sm80Row> all;
+        for (QkGranularity g : {QkGranularity::per_thread, QkGranularity::per_warp}) {
+            const std::string suffix = g == QkGranularity::per_warp ? "-per-warp" : "";
+            all.push_back({"sageattention-sm80-accum-f32" + suffix, "sm80_qk_int8_sv_f16_accum_f32_attn", false, false,
+                           false, g});
+            all.push_back({"sageattention-sm80-accum-f16" + suffix, "sm80_qk_int8_sv_f16_accum_f16_attn", true, false,
+                           false, g});
+            all.push_back({"sageattention-sm80-accum-f16-inst-buf" + suffix,
+                           "sm80_qk_int8_sv_f16_accum_f16_attn_inst_buf", false, true, false, g});
+            all.push_back({"sageattention-sm80-accum-f16-fuse-v-mean" + suffix,
+                           "sm80_qk_int8_sv_f16_accum_f16_fuse_v_mean_attn", true, false, true, g});
+        }
+        return all;
+    }();
+    return rows;
+}
+
+// The 128 entry names (mangled) of upstream's csrc/qattn/qk_int_sv_f16_cuda_sm80.cu compiled to an
+// sm_90a cubin with upstream's flags against Debian's libtorch 1.13 headers, read with `readelf -sW`.
+std::vector<std::string> sm80_entries() {
+    std::ifstream in(std::string(S2TP_SOURCE_ROOT) + "/tests/data/sm80_launchers/qk_int_sv_f16_cuda_sm80.entries");
+    std::vector<std::string> names;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) names.push_back(line);
+    return names;
+}
+
 TEST(KernelAbiRegistry, KnowsEveryAdapterAndListsThemForAnUnknownOne) {
     std::vector<std::string> expected = {"sage2tp"};
     for (const LauncherRow &row : launcher_rows()) expected.push_back(row.abi);
+    for (const LauncherRow &row : launcher_rows()) expected.push_back(row.abi + "-per-thread");
     for (const Sm90Row &row : sm90_rows()) expected.push_back(row.abi);
+    for (const Sm80Row &row : sm80_rows()) expected.push_back(row.abi);
     EXPECT_EQ(kernel_abi_names(), expected);
     const std::string message = error_of([] { kernel_abi("flash", "run.toml [candidate] abi"); });
     EXPECT_NE(message.find("run.toml [candidate] abi"), std::string::npos) << message;
@@ -221,6 +259,29 @@ TEST(SageAttentionSm89Launchers, EachSelectsItsOwnInstanceForEveryProblemOfItsRe
                             b(row.fuse_v_mean), b(row.fp16_accu)};
                         EXPECT_EQ(f.template_arguments, expected) << row.abi << " " << p.describe();
                     }
+    }
+}
+
+// The per-thread rows select the kPerThread instances of the same cubins and quantize per thread.
+TEST(SageAttentionSm89Launchers, PerThreadRowsSelectTheirLaunchersPerThreadInstances) {
+    for (const LauncherRow &row : launcher_rows()) {
+        const KernelAbi &abi = kernel_abi(row.abi + "-per-thread", "test");
+        EXPECT_EQ(abi.launcher_file(), row.file);
+        EXPECT_EQ(abi.quantization(128).qk.granularity, QkGranularity::per_thread) << row.abi;
+        EXPECT_EQ(abi.quantization(128).smooth_v, row.fuse_v_mean) << row.abi;
+        const std::vector<std::string> names = launcher_entries(row.file);
+        int described = 0;
+        for (const std::string &name : names) described += abi.describe_entry(name).has_value();
+        EXPECT_EQ(described, 8) << row.abi;
+        for (bool with_lse : {false, true}) {
+            const AttentionProblem p = problem(64, DType::f16, true, with_lse);
+            const FunctionName f = parsed(abi.select_entry(p, names, row.file + ".cubin"));
+            EXPECT_EQ(f.template_arguments[6], "(QuantGranularity)3") << row.abi;
+            EXPECT_EQ(f.template_arguments[7], "(QuantGranularity)3") << row.abi;
+            // The per-warp row of the same launcher selects the other instance.
+            EXPECT_NE(kernel_abi(row.abi, "test").select_entry(p, names, row.file + ".cubin"),
+                      abi.select_entry(p, names, row.file + ".cubin"));
+        }
     }
 }
 
@@ -500,7 +561,7 @@ TEST(SageAttentionSm89, PacksAnHndProblemAsUpstreamsHostFunction) {
 TEST(SageAttentionSm89Launchers, PassVScaleAndVMeanOnlyWhereTheLauncherFusesThem) {
     const AttentionProblem p = problem(128, DType::f16, false, true);
     AttentionBuffers buffers = fake_buffers();
-    buffers.v_mean = reinterpret_cast<const float *>(0x9000);
+    buffers.v_mean = reinterpret_cast<const void *>(0x9000);
     for (const LauncherRow &row : launcher_rows()) {
         const KernelAbi &abi = kernel_abi(row.abi, "test");
         const AttentionLaunch launch = abi.pack(p, buffers);
@@ -516,8 +577,8 @@ TEST(SageAttentionSm89Launchers, PassVScaleAndVMeanOnlyWhereTheLauncherFusesThem
         EXPECT_EQ(launch.grid.x, reference.grid.x);
         EXPECT_EQ(launch.dynamic_smem_bytes, reference.dynamic_smem_bytes);
         // core.py's per_channel_fp8: scale_max 2.25 for "fp32+fp16", else 448; smooth_v for fuse_v_mean.
-        EXPECT_EQ(abi.quantization().v_scale_max, row.fp16_accu ? 2.25f : 448.0f) << row.abi;
-        EXPECT_EQ(abi.quantization().smooth_v, row.fuse_v_mean) << row.abi;
+        EXPECT_EQ(abi.quantization(128).v_scale_max, row.fp16_accu ? 2.25f : 448.0f) << row.abi;
+        EXPECT_EQ(abi.quantization(128).smooth_v, row.fuse_v_mean) << row.abi;
     }
     buffers.v_mean = nullptr;
     try {
@@ -610,7 +671,7 @@ TEST(SageAttentionSm90Launchers, EachSelectsItsOwnInstanceForEveryProblemOfTheRe
     for (const Sm90Row &row : sm90_rows()) {
         const KernelAbi &abi = kernel_abi(row.abi, "test");
         EXPECT_EQ(abi.launcher_file(), row.file);
-        EXPECT_EQ(abi.quantization(), sm90_recipe(row.granularity)) << row.abi;
+        EXPECT_EQ(abi.quantization(128), sm90_recipe(row.granularity)) << row.abi;
         int described = 0;
         for (const std::string &name : names) {
             const std::optional<AbiEntry> entry = abi.describe_entry(name);
@@ -685,6 +746,117 @@ TEST(SageAttentionSm90Launchers, TheGoldenDataHasBothGranularitiesOfEveryCase) {
         }
 }
 
+// ---- the sm80 adapters ----
+
+TEST(SageAttentionSm80Launchers, EachSelectsItsOwnInstanceForEveryProblemOfTheRealCubin) {
+    const std::vector<std::string> names = sm80_entries();
+    ASSERT_EQ(names.size(), 128u);  // 4 launchers x 2 granularities x 2 head dims x 2 dtypes x 2 masks x LSE
+    for (const Sm80Row &row : sm80_rows()) {
+        const KernelAbi &abi = kernel_abi(row.abi, "test");
+        EXPECT_EQ(abi.launcher_file(), row.file);
+        const std::int64_t d128_warp = row.inst_buffer ? 16 : 32;  // core.py: 16 at D 128 with "fp16+fp32"
+        EXPECT_EQ(abi.quantization(128), sm80_recipe(row.granularity, d128_warp, row.fuse_v_mean)) << row.abi;
+        EXPECT_EQ(abi.quantization(64), sm80_recipe(row.granularity, 32, row.fuse_v_mean)) << row.abi;
+        int described = 0;
+        for (const std::string &name : names) {
+            const std::optional<AbiEntry> entry = abi.describe_entry(name);
+            if (!entry) continue;
+            ++described;
+            const std::int64_t head_dim = parsed(name).template_arguments[4] == "64u" ? 64 : 128;
+            EXPECT_EQ(entry->threads_per_block, head_dim == 128 && row.inst_buffer ? 256 : 128) << row.abi;
+            // max(Q and K tiles in int8 + the V tile in fp16, the O tile in fp16)
+            EXPECT_EQ(entry->dynamic_smem_bytes, (128 + 64 + 64 * 2) * head_dim) << row.abi;
+        }
+        EXPECT_EQ(described, 8) << row.abi;  // its granularity, no LSE: 2 head dims x 2 dtypes x 2 masks
+        for (std::int64_t head_dim : {64, 128})
+            for (DType dtype : {DType::f16, DType::bf16})
+                for (bool causal : {false, true})
+                    for (bool with_lse : {false, true}) {
+                        const AttentionProblem p = problem(head_dim, dtype, causal, with_lse);
+                        const FunctionName f = parsed(abi.select_entry(p, names, "qk_int_sv_f16_cuda_sm80.cubin"));
+                        const std::string g = row.granularity == QkGranularity::per_thread ? "(QuantGranularity)3"
+                                                                                           : "(QuantGranularity)2";
+                        const auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+                        const std::string out = dtype == DType::f16 ? "__half" : "__nv_bfloat16";
+                        const std::vector<std::string> expected = {
+                            "128u", "64u", head_dim == 128 ? std::to_string(d128_warp) + "u" : "32u", "64u",
+                            std::to_string(head_dim) + "u", "(DataType)1", g, g,
+                            row.f16_accumulator ? "__half" : "float", b(row.inst_buffer), out, "(ComputeUnit)0",
+                            causal ? "(MaskMode)1" : "(MaskMode)0", b(with_lse), b(row.fuse_v_mean)};
+                        EXPECT_EQ(f.template_arguments, expected) << row.abi << " " << p.describe();
+                        std::vector<std::string> parameters = {"signed char*", "signed char*", "__half*", out + "*",
+                                                               "float*", "float*", "float*", out + "*"};
+                        parameters.insert(parameters.end(), 15, "unsigned int");
+                        parameters.push_back("float");
+                        EXPECT_EQ(f.parameters, parameters);
+                    }
+    }
+}
+
+TEST(SageAttentionSm80Launchers, AnSm89CubinMatchesNothingAndListsItsDemangledEntries) {
+    const AttentionProblem p = problem(128, DType::bf16, false, false);
+    const std::vector<std::string> names = launcher_entries(launcher_rows().front().file);
+    for (const Sm80Row &row : sm80_rows()) {
+        const std::string message = error_of([&] { kernel_abi(row.abi, "test").select_entry(p, names, "x.cubin"); });
+        EXPECT_NE(message.find("cubin 'x.cubin' has no entry matching qk_int_sv_f16_attn_kernel<128, 64, "),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu"), std::string::npos) << message;
+        EXPECT_NE(message.find("\n  void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u"), std::string::npos) << message;
+    }
+}
+
+// q [2,300,8,128] NHD, k and the fp16 v [2,200,2,128]: V strided as K; V is the fp16 buffer; no V scale.
+TEST(SageAttentionSm80Launchers, PackAsUpstreamsHostFunctions) {
+    AttentionProblem p = problem(128, DType::bf16, false, true);
+    p.shape.batch = 2, p.shape.heads_q = 8, p.shape.heads_kv = 2, p.shape.len_q = 300, p.shape.len_kv = 200;
+    p.shape.layout = Layout::nhd;
+    AttentionBuffers buffers = fake_buffers();
+    buffers.v_f16 = reinterpret_cast<const void *>(0xa000);
+    buffers.v_mean = reinterpret_cast<const void *>(0x9000);
+    for (const Sm80Row &row : sm80_rows()) {
+        const AttentionLaunch launch = kernel_abi(row.abi, "test").pack(p, buffers);
+        const KernelArguments &a = launch.arguments;
+        ASSERT_EQ(a.count(), 24u);
+        for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(a.sizes()[i], 8u) << i;
+        for (std::size_t i = 8; i < 24; ++i) EXPECT_EQ(a.sizes()[i], 4u) << i;
+        // Q, K, V, O, Lse, Q_scale, K_scale, V_mean
+        const std::vector<std::uintptr_t> pointers = {0x1000, 0x2000, 0xa000, 0x7000, 0x8000,
+                                                      0x4000, 0x5000, row.fuse_v_mean ? 0x9000u : 0u};
+        for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(pointer_at(a, i), pointers[i]) << row.abi << " argument " << i;
+        std::vector<std::uint32_t> values;
+        for (std::size_t i = 8; i < 23; ++i) values.push_back(a.get<std::uint32_t>(i));
+        EXPECT_EQ(values, (std::vector<std::uint32_t>{300, 200, 4,           // qo_len, kv_len, num_kv_groups
+                                                      307200, 1024, 128,     // q: bz, seq, h
+                                                      51200, 256, 128,       // k
+                                                      51200, 256, 128,       // v, as k
+                                                      307200, 1024, 128}))   // o
+            << row.abi;
+        EXPECT_EQ(a.get<float>(23), p.sm_scale);
+        EXPECT_EQ(launch.grid.x, 3u);
+        EXPECT_EQ(launch.grid.y, 8u);
+        EXPECT_EQ(launch.grid.z, 2u);
+        EXPECT_EQ(launch.block.x, 32u);
+        EXPECT_EQ(launch.block.y, row.inst_buffer ? 8u : 4u) << row.abi;  // WARP_Q 16 at head dim 128
+        EXPECT_EQ(launch.dynamic_smem_bytes, 40960u);  // max(128*128 + 64*128 + 64*128*2, 128*128*2)
+        EXPECT_TRUE(launch.set_smem_attribute);
+    }
+    // Inputs quantized by another recipe are a caller's bug: Error(internal) naming what is missing.
+    const auto internal_error_of = [&](const char *abi) {
+        try {
+            kernel_abi(abi, "test").pack(p, buffers);
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::internal);
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << abi << " packed without its inputs";
+        return std::string();
+    };
+    buffers.v_mean = nullptr;
+    EXPECT_NE(internal_error_of("sageattention-sm80-accum-f16-fuse-v-mean").find("smooth_v"), std::string::npos);
+    buffers.v_f16 = nullptr;
+    EXPECT_NE(internal_error_of("sageattention-sm80-accum-f32").find("V f16"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace s2tp::unit_kernel_abi

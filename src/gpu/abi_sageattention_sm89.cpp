@@ -14,9 +14,9 @@
 //    DTypeOut, DenominatorAccumUnit, mask_mode, return_lse, fuse_v_scale, fuse_v_mean, use_pv_fp16_accu>
 // Every launcher instantiates <128, 64, 32, 64, D, kInt8, G, G, float, <row>, DTypeOut, kCudaCore,
 // mask, return_lse, <row>, <row>, <row>> with D 64 or 128 and G the quantization granularity it is
-// given; sage2tp's quantizers produce per-warp scales (G = kPerWarp = 2), as core.py's
-// qk_quant_gran="per_warp" does. Template arguments after these 17 are ignored, so a patch that adds a
-// trailing option still resolves.
+// given: per warp (kPerWarp = 2, core.py's qk_quant_gran="per_warp", the rows without a suffix) or per
+// thread (kPerThread = 3, core.py's default, Triton's quantizer: the "-per-thread" rows). Template
+// arguments after these 17 are ignored, so a patch that adds a trailing option still resolves.
 //
 // Inputs, as sageattention/core.py prepares them for each launcher: per_channel_fp8 with
 // scale_max 2.25 for FP16 PV accumulation (pv_accum_dtype "fp32+fp16") and 448 otherwise, and
@@ -42,6 +42,7 @@ struct Sm89Launcher {
     const char *abi_name;  // the manifest's `abi`
     const char *file;      // csrc/qattn/<file>.cu, whose host function is <file> less "sm89_"
     bool use_inst_buffer, fuse_v_scale, fuse_v_mean, use_pv_fp16_accu;
+    QkGranularity granularity = QkGranularity::per_warp;
 };
 
 constexpr Sm89Launcher kLaunchers[] = {
@@ -55,6 +56,21 @@ constexpr Sm89Launcher kLaunchers[] = {
      true, true, false, false},
     {"sageattention-sm89-accum-f32-fuse-v-scale-fuse-v-mean",
      "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn", false, true, true, false},
+    // The same launchers with core.py's default per-thread Q/K.
+    {"sageattention-sm89-per-thread", "sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf", true, true, false,
+     true, QkGranularity::per_thread},
+    {"sageattention-sm89-accum-f16-inst-buf-per-thread", "sm89_qk_int8_sv_f8_accum_f16_attn_inst_buf", true, false,
+     false, true, QkGranularity::per_thread},
+    {"sageattention-sm89-accum-f32-per-thread", "sm89_qk_int8_sv_f8_accum_f32_attn", false, false, false, false,
+     QkGranularity::per_thread},
+    {"sageattention-sm89-accum-f32-inst-buf-per-thread", "sm89_qk_int8_sv_f8_accum_f32_attn_inst_buf", true, false,
+     false, false, QkGranularity::per_thread},
+    {"sageattention-sm89-accum-f32-fuse-v-scale-per-thread", "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn", false,
+     true, false, false, QkGranularity::per_thread},
+    {"sageattention-sm89-accum-f32-fuse-v-scale-inst-buf-per-thread",
+     "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf", true, true, false, false, QkGranularity::per_thread},
+    {"sageattention-sm89-accum-f32-fuse-v-scale-fuse-v-mean-per-thread",
+     "sm89_qk_int8_sv_f8_accum_f32_fuse_v_scale_fuse_v_mean_attn", false, true, true, false, QkGranularity::per_thread},
 };
 
 constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpQ = 32, kWarpK = 64;
@@ -64,23 +80,21 @@ constexpr std::size_t kHeadDim = 4, kOutputType = 10, kMaskMode = 12, kReturnLse
 
 // The demangler's spelling of the template arguments the launcher fixes or the problem decides.
 // (half and nv_bfloat16 are typedefs of __half and __nv_bfloat16; enum values print as casts.)
-std::array<std::string, kKnownTemplateArguments> expected_arguments(const Sm89Launcher &launcher,
-                                                                    std::int64_t head_dim, DType dtype, bool causal,
-                                                                    bool return_lse) {
+std::vector<std::string> expected_arguments(const Sm89Launcher &launcher, const UpstreamInstance &instance) {
     return {std::to_string(kCtaQ) + "u",
             std::to_string(kCtaK) + "u",
             std::to_string(kWarpQ) + "u",
             std::to_string(kWarpK) + "u",
-            std::to_string(head_dim) + "u",
+            std::to_string(instance.head_dim) + "u",
             "(DataType)1",          // DataType::kInt8
-            "(QuantGranularity)2",  // Q: kPerWarp
-            "(QuantGranularity)2",  // K: kPerWarp
+            granularity_template_argument(launcher.granularity),  // Q
+            granularity_template_argument(launcher.granularity),  // K
             "float",                // DTypeSVAccum
             template_bool(launcher.use_inst_buffer),
-            dtype == DType::f16 ? "__half" : "__nv_bfloat16",
+            instance.dtype == DType::f16 ? "__half" : "__nv_bfloat16",
             "(ComputeUnit)1",  // DenominatorAccumUnit: kCudaCore
-            causal ? "(MaskMode)1" : "(MaskMode)0",
-            template_bool(return_lse),
+            instance.causal ? "(MaskMode)1" : "(MaskMode)0",
+            template_bool(instance.return_lse),
             template_bool(launcher.fuse_v_scale),
             template_bool(launcher.fuse_v_mean),
             template_bool(launcher.use_pv_fp16_accu)};
@@ -98,19 +112,10 @@ std::vector<std::string> expected_parameters(DType dtype) {
 
 constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
 
-std::optional<UpstreamInstance> read_instance(const Sm89Launcher &launcher, const std::string &mangled) {
-    return read_upstream_instance(
-        mangled, kKernel,
-        [&](const UpstreamInstance &i) {
-            const auto spelled = expected_arguments(launcher, i.head_dim, i.dtype, i.causal, i.return_lse);
-            return std::vector<std::string>(spelled.begin(), spelled.end());
-        },
-        expected_parameters);
-}
-
-std::string describe_wanted(const Sm89Launcher &launcher, const AttentionProblem &problem) {
+std::string wanted_instance(const Sm89Launcher &launcher, const AttentionProblem &problem) {
     return std::string(kTemplate) + "<128, 64, 32, 64, " + std::to_string(problem.shape.head_dim) +
-           ", kInt8, kPerWarp, kPerWarp, float, " + template_bool(launcher.use_inst_buffer) + ", " +
+           ", kInt8, " + granularity_enumerator(launcher.granularity) + ", " +
+           granularity_enumerator(launcher.granularity) + ", float, " + template_bool(launcher.use_inst_buffer) + ", " +
            (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", kCudaCore, " +
            (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
            template_bool(launcher.fuse_v_scale) + ", " + template_bool(launcher.fuse_v_mean) + ", " +
@@ -119,40 +124,19 @@ std::string describe_wanted(const Sm89Launcher &launcher, const AttentionProblem
 
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
 
-class SageAttentionSm89Abi : public KernelAbi {
+class SageAttentionSm89Abi : public UpstreamLauncherAbi {
 public:
     explicit SageAttentionSm89Abi(const Sm89Launcher &launcher) : launcher_(launcher) {}
     std::string name() const override { return launcher_.abi_name; }
 
     std::string launcher_file() const override { return launcher_.file; }
 
-    QuantizationRecipe quantization() const override {
+    QuantizationRecipe quantization(std::int64_t) const override {
         QuantizationRecipe recipe;
+        recipe.qk.granularity = launcher_.granularity;
         recipe.v_scale_max = launcher_.use_pv_fp16_accu ? S2TP_V_SCALE_MAX_FP16_ACCUM : S2TP_V_SCALE_MAX_E4M3;
         recipe.smooth_v = launcher_.fuse_v_mean;
         return recipe;
-    }
-
-    // The resource table holds the instances without LSE: the ones the workload is timed with. The LSE
-    // instances (parity and sanitize launch them) have no counterpart in sage2tp's ABI, whose entries
-    // write the LSE when given a pointer, so a table across ABIs could not compare them.
-    std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
-        const std::optional<UpstreamInstance> instance = read_instance(launcher_, mangled_name);
-        if (!instance || instance->return_lse) return std::nullopt;
-        return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal),
-                        instance->demangled, static_cast<int>(32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK)),
-                        static_cast<std::int64_t>(smem_bytes(instance->head_dim))};
-    }
-
-    std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
-                             const std::string &cubin) const override {
-        const auto serves = [&](const std::string &mangled) {
-            return instance_serves(read_instance(launcher_, mangled), problem);
-        };
-        return select_one_entry(entry_names, serves, describe_wanted(launcher_, problem),
-                                std::string("kernel ABI ") + launcher_.abi_name + ", the launcher of csrc/qattn/" +
-                                    launcher_.file + ".cu, for " + problem.describe(),
-                                cubin);
     }
 
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
@@ -204,24 +188,30 @@ public:
         return launch;
     }
 
-private:
-    const Sm89Launcher &launcher_;
-
+protected:
+    std::optional<UpstreamInstance> read_instance(const std::string &mangled) const override {
+        return read_upstream_instance(
+            mangled, kKernel, [&](const UpstreamInstance &i) { return expected_arguments(launcher_, i); },
+            expected_parameters);
+    }
+    std::string describe_wanted(const AttentionProblem &problem) const override {
+        return wanted_instance(launcher_, problem);
+    }
+    std::string describe_launcher() const override {
+        return std::string("the launcher of csrc/qattn/") + launcher_.file + ".cu";
+    }
+    std::uint32_t threads_per_block(std::int64_t) const override { return 32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK); }
     // max(smem_Q + smem_K + smem_V in int8, smem_O in half), as the launcher computes it.
-    static std::size_t smem_bytes(std::int64_t head_dim) {
+    std::size_t smem_bytes(std::int64_t head_dim) const override {
         const std::size_t d = static_cast<std::size_t>(head_dim);
         return std::max(kCtaQ * d + kCtaK * d + kCtaK * d, kCtaQ * d * 2);
     }
+
+private:
+    const Sm89Launcher &launcher_;
 };
 
-const KernelAbi &sm89_launcher_abi(std::size_t row) {
-    static const std::vector<SageAttentionSm89Abi> adapters = [] {
-        std::vector<SageAttentionSm89Abi> all;
-        for (const Sm89Launcher &launcher : kLaunchers) all.emplace_back(launcher);
-        return all;
-    }();
-    return adapters.at(row);
-}
+const KernelAbi &sm89_launcher_abi(std::size_t row) { return adapter_of_row<SageAttentionSm89Abi>(kLaunchers, row); }
 
 }  // namespace
 
@@ -232,5 +222,12 @@ const KernelAbi &sageattention_sm89_accum_f32_inst_buf_abi() { return sm89_launc
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_abi() { return sm89_launcher_abi(4); }
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi() { return sm89_launcher_abi(5); }
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi() { return sm89_launcher_abi(6); }
+const KernelAbi &sageattention_sm89_per_thread_abi() { return sm89_launcher_abi(7); }
+const KernelAbi &sageattention_sm89_accum_f16_inst_buf_per_thread_abi() { return sm89_launcher_abi(8); }
+const KernelAbi &sageattention_sm89_accum_f32_per_thread_abi() { return sm89_launcher_abi(9); }
+const KernelAbi &sageattention_sm89_accum_f32_inst_buf_per_thread_abi() { return sm89_launcher_abi(10); }
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_per_thread_abi() { return sm89_launcher_abi(11); }
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_per_thread_abi() { return sm89_launcher_abi(12); }
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_per_thread_abi() { return sm89_launcher_abi(13); }
 
 }  // namespace s2tp

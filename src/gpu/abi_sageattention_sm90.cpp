@@ -56,20 +56,16 @@ constexpr std::size_t kKnownTemplateArguments = 10;
 // Template argument positions that depend on the problem.
 constexpr std::size_t kHeadDim = 3, kOutputType = 6, kMaskMode = 7, kReturnLse = 8;
 
-// The demangler's spelling of QuantGranularity's kPerWarp (2) and kPerThread (3).
-const char *granularity_argument(QkGranularity granularity) {
-    return granularity == QkGranularity::per_thread ? "(QuantGranularity)3" : "(QuantGranularity)2";
-}
-
-std::array<std::string, kKnownTemplateArguments> expected_arguments(const Sm90Launcher &launcher,
-                                                                    std::int64_t head_dim, DType dtype, bool causal,
-                                                                    bool return_lse) {
+std::vector<std::string> expected_arguments(const Sm90Launcher &launcher, const UpstreamInstance &instance) {
+    const std::int64_t head_dim = instance.head_dim;
+    const DType dtype = instance.dtype;
+    const bool causal = instance.causal, return_lse = instance.return_lse;
     return {std::to_string(kCtaQ) + "u",
             std::to_string(kCtaK) + "u",
             std::to_string(kThreads) + "u",
             std::to_string(head_dim) + "u",
-            granularity_argument(launcher.granularity),  // Q
-            granularity_argument(launcher.granularity),  // K
+            granularity_template_argument(launcher.granularity),  // Q
+            granularity_template_argument(launcher.granularity),  // K
             dtype == DType::f16 ? "__half" : "__nv_bfloat16",
             causal ? "(MaskMode)1" : "(MaskMode)0",
             template_bool(return_lse),
@@ -89,18 +85,8 @@ std::vector<std::string> expected_parameters(DType dtype) {
 
 constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
 
-std::optional<UpstreamInstance> read_instance(const Sm90Launcher &launcher, const std::string &mangled) {
-    return read_upstream_instance(
-        mangled, kKernel,
-        [&](const UpstreamInstance &i) {
-            const auto spelled = expected_arguments(launcher, i.head_dim, i.dtype, i.causal, i.return_lse);
-            return std::vector<std::string>(spelled.begin(), spelled.end());
-        },
-        expected_parameters);
-}
-
-std::string describe_wanted(const Sm90Launcher &launcher, const AttentionProblem &problem) {
-    const char *granularity = launcher.granularity == QkGranularity::per_thread ? "kPerThread" : "kPerWarp";
+std::string wanted_instance(const Sm90Launcher &launcher, const AttentionProblem &problem) {
+    const char *granularity = granularity_enumerator(launcher.granularity);
     return std::string(kTemplate) + "<64, 128, 128, " + std::to_string(problem.shape.head_dim) + ", " + granularity +
            ", " + granularity + ", " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", " +
            (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
@@ -115,40 +101,19 @@ TensorMapSwizzle swizzle_for(std::int64_t row_bytes) {
                                                                            : TensorMapSwizzle::bytes32;
 }
 
-class SageAttentionSm90Abi : public KernelAbi {
+class SageAttentionSm90Abi : public UpstreamLauncherAbi {
 public:
     explicit SageAttentionSm90Abi(const Sm90Launcher &launcher) : launcher_(launcher) {}
     std::string name() const override { return launcher_.abi_name; }
     std::string launcher_file() const override { return launcher_.file; }
-    QuantizationRecipe quantization() const override { return sm90_recipe(launcher_.granularity); }
+    QuantizationRecipe quantization(std::int64_t) const override { return sm90_recipe(launcher_.granularity); }
     std::string required_arch() const override { return "sm_90a"; }  // wgmma exists only there
-
-    // As the sm89 adapters: the instances without LSE, the ones the workload is timed with.
-    std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
-        const std::optional<UpstreamInstance> instance = read_instance(launcher_, mangled_name);
-        if (!instance || instance->return_lse) return std::nullopt;
-        return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal),
-                        instance->demangled, static_cast<int>(kThreads),
-                        static_cast<std::int64_t>(smem_bytes(instance->head_dim))};
-    }
-
-    std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
-                             const std::string &cubin) const override {
-        const auto serves = [&](const std::string &mangled) {
-            return instance_serves(read_instance(launcher_, mangled), problem);
-        };
-        const std::string host_function = launcher_.file + std::string("sm90_").size();
-        return select_one_entry(entry_names, serves, describe_wanted(launcher_, problem),
-                                std::string("kernel ABI ") + launcher_.abi_name + ", the launcher " + host_function +
-                                    " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, for " + problem.describe(),
-                                cubin);
-    }
 
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
         const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
-        const std::int64_t padded_kv = v_fp8_shape(s, quantization().v_pad_tokens)[3];
+        const std::int64_t padded_kv = v_fp8_shape(s, quantization(s.head_dim).v_pad_tokens)[3];
         const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
                                               : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
         const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
@@ -192,24 +157,32 @@ public:
         return launch;
     }
 
+protected:
+    std::optional<UpstreamInstance> read_instance(const std::string &mangled) const override {
+        return read_upstream_instance(
+            mangled, kKernel, [&](const UpstreamInstance &i) { return expected_arguments(launcher_, i); },
+            expected_parameters);
+    }
+    std::string describe_wanted(const AttentionProblem &problem) const override {
+        return wanted_instance(launcher_, problem);
+    }
+    std::string describe_launcher() const override {
+        const std::string host_function = launcher_.file + std::string("sm90_").size();
+        return "the launcher " + host_function + " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu";
+    }
+    std::uint32_t threads_per_block(std::int64_t) const override { return kThreads; }
+    // smem_Q + smem_K + smem_V in int8, as the host function computes it.
+    std::size_t smem_bytes(std::int64_t head_dim) const override {
+        return (kCtaQ + kCtaK + kCtaK) * static_cast<std::size_t>(head_dim);
+    }
+
 private:
     const Sm90Launcher &launcher_;
 
     static std::uint64_t u64(std::int64_t value) { return static_cast<std::uint64_t>(value); }
-    // smem_Q + smem_K + smem_V in int8, as the host function computes it.
-    static std::size_t smem_bytes(std::int64_t head_dim) {
-        return (kCtaQ + kCtaK + kCtaK) * static_cast<std::size_t>(head_dim);
-    }
 };
 
-const KernelAbi &sm90_launcher_abi(std::size_t row) {
-    static const std::vector<SageAttentionSm90Abi> adapters = [] {
-        std::vector<SageAttentionSm90Abi> all;
-        for (const Sm90Launcher &launcher : kLaunchers) all.emplace_back(launcher);
-        return all;
-    }();
-    return adapters.at(row);
-}
+const KernelAbi &sm90_launcher_abi(std::size_t row) { return adapter_of_row<SageAttentionSm90Abi>(kLaunchers, row); }
 
 }  // namespace
 

@@ -32,6 +32,70 @@ void require(const Tensor &tensor, DType dtype, const Shape &shape, const std::s
     check_tensor(tensor, request, what);
 }
 
+// quantize.cu's entries (less their dtype suffix) for the Q/K blocks and V each recipe names.
+struct Int8Entry {
+    QkGranularity granularity;
+    std::int64_t block, warp;  // K per warp: one scale per block, its warp unused (any)
+    const char *entry;
+};
+constexpr std::int64_t kAnyWarp = 0;
+constexpr Int8Entry kQEntries[] = {
+    {QkGranularity::per_warp, 128, 32, "s2tp_quant_q_int8_"},            // sm89, sm80
+    {QkGranularity::per_warp, 64, 16, "s2tp_quant_q_int8_sm90_"},        // sm90
+    {QkGranularity::per_warp, 128, 16, "s2tp_quant_q_int8_warp16_"},     // sm80 inst_buf at head dim 128
+    {QkGranularity::per_thread, 128, 32, "s2tp_quant_q_int8_per_thread_warp32_"},
+    {QkGranularity::per_thread, 64, 16, "s2tp_quant_q_int8_per_thread_sm90_"},
+    {QkGranularity::per_thread, 128, 16, "s2tp_quant_q_int8_per_thread_warp16_"},
+};
+constexpr Int8Entry kKEntries[] = {
+    {QkGranularity::per_warp, 64, kAnyWarp, "s2tp_quant_k_int8_"},
+    {QkGranularity::per_warp, 128, kAnyWarp, "s2tp_quant_k_int8_sm90_"},
+    {QkGranularity::per_thread, 64, 64, "s2tp_quant_k_int8_per_thread_warp64_"},
+    {QkGranularity::per_thread, 128, 128, "s2tp_quant_k_int8_per_thread_sm90_"},
+};
+
+struct QuantizerEntries {
+    std::string q, k, v;
+};
+
+std::string blocks_text(const Int8Entry &e) {
+    return std::string(granularity_name(e.granularity)) + " " + std::to_string(e.block) +
+           (e.warp == kAnyWarp ? "" : "/" + std::to_string(e.warp));
+}
+
+template <std::size_t N>
+const Int8Entry *find_int8_entry(const Int8Entry (&table)[N], QkGranularity granularity, std::int64_t block,
+                                 std::int64_t warp) {
+    for (const Int8Entry &e : table)
+        if (e.granularity == granularity && e.block == block && (e.warp == kAnyWarp || e.warp == warp)) return &e;
+    return nullptr;
+}
+
+template <std::size_t N>
+std::string int8_entries_text(const Int8Entry (&table)[N]) {
+    std::string text;
+    for (const Int8Entry &e : table) text += (text.empty() ? "" : ", ") + blocks_text(e);
+    return text;
+}
+
+// Error(usage) naming the recipe and what the kernels cover, when no kernel quantizes as it says.
+QuantizerEntries quantizer_entries(const QuantizationRecipe &recipe, const std::string &context) {
+    const auto unsupported = [&](const std::string &why) {
+        fail(ExitCode::usage, "quantizing " + context + ": " + recipe.describe() + ": " + why);
+    };
+    const Int8Entry *q = find_int8_entry(kQEntries, recipe.qk.granularity, recipe.qk.q_block, recipe.qk.q_warp);
+    if (!q) unsupported("sage2tp's GPU quantizer has Q kernels only for blocks/warps " + int8_entries_text(kQEntries));
+    const Int8Entry *k = find_int8_entry(kKEntries, recipe.qk.granularity, recipe.qk.k_block, recipe.qk.k_warp);
+    if (!k) unsupported("sage2tp's GPU quantizer has K kernels only for blocks/warps " + int8_entries_text(kKEntries));
+    if (recipe.v_format == VFormat::f16) return {q->entry, k->entry, "s2tp_convert_v_f16_"};
+    if (recipe.v_pad_tokens != S2TP_SM90_V_PAD_TOKENS && recipe.v_pad_tokens != QuantizationRecipe{}.v_pad_tokens)
+        unsupported("sage2tp's GPU quantizer pads e4m3 V only to 64 or 128 tokens");
+    if (recipe.smooth_v && recipe.v_pad_tokens != QuantizationRecipe{}.v_pad_tokens)
+        unsupported("the V mean is subtracted from e4m3 V only with the sm89 path's padding to 64 tokens");
+    return {q->entry, k->entry,
+            recipe.v_pad_tokens == S2TP_SM90_V_PAD_TOKENS ? "s2tp_quant_v_fp8_pad128_" : "s2tp_quant_v_fp8_"};
+}
+
 }  // namespace
 
 AttentionStrides attention_strides(const AttentionShape &shape, std::int64_t v_pad_tokens) {
@@ -103,45 +167,15 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
                                          std::to_string(bytes_of(dtype, tensor_shape)) + " of " + dtype_name(dtype) +
                                          " " + shape_to_string(tensor_shape));
     const DeviceBuffer &q_in = inputs.q, &k_in = inputs.k, &v_in = inputs.v;
-    // quantize.cu's entries for the recipe's Q/K blocks and V padding: the sm89 path's or the sm90 path's.
-    struct Entries {
-        std::string q, k, v;
-        std::uint32_t q_groups, k_groups;  // grid x: per warp one CTA per scale group, per thread one per scale
-    };
     const std::string suffix = dtype_suffix(dtype);
-    const auto scales_of = [](const Shape &scale_shape) { return u32(scale_shape[2]); };
     const Shape q_scales = q_scale_shape(shape, recipe.qk), k_scales = k_scale_shape(shape, recipe.qk);
-    Entries entries;
-    QuantizationRecipe layout = recipe;  // the recipe without what every entry takes (scale_max, smooth_v)
-    layout.v_scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM, layout.smooth_v = false;
-    if (layout == QuantizationRecipe{}) {
-        entries = {"s2tp_quant_q_int8_" + suffix, "s2tp_quant_k_int8_" + suffix, "s2tp_quant_v_fp8_" + suffix,
-                   S2TP_Q_SCALE_GROUPS(shape.len_q), S2TP_K_SCALE_GROUPS(shape.len_kv)};
-    } else if (layout.qk == sm90_recipe(QkGranularity::per_warp).qk && layout.v_pad_tokens == S2TP_SM90_V_PAD_TOKENS) {
-        entries = {"s2tp_quant_q_int8_sm90_" + suffix, "s2tp_quant_k_int8_sm90_" + suffix,
-                   "s2tp_quant_v_fp8_pad128_" + suffix, scales_of(q_scales), scales_of(k_scales)};
-    } else if (layout.qk == sm90_recipe(QkGranularity::per_thread).qk && layout.v_pad_tokens == S2TP_SM90_V_PAD_TOKENS) {
-        entries = {"s2tp_quant_q_int8_per_thread_sm90_" + suffix, "s2tp_quant_k_int8_per_thread_sm90_" + suffix,
-                   "s2tp_quant_v_fp8_pad128_" + suffix, scales_of(q_scales), scales_of(k_scales)};
-    } else {
-        fail(ExitCode::usage, "quantizing " + context + ": " + recipe.describe() +
-                                  ": sage2tp's GPU quantizer has kernels only for the sm89 path's recipe (" +
-                                  QuantizationRecipe{}.describe() + ") and the sm90 path's (" +
-                                  sm90_recipe(QkGranularity::per_warp).describe() + ", or per_thread)");
-    }
-    if (recipe.smooth_v && recipe.v_pad_tokens != QuantizationRecipe{}.v_pad_tokens)
-        fail(ExitCode::usage, "quantizing " + context + ": " + recipe.describe() +
-                                  ": the V mean is subtracted only with the sm89 path's padding to 64 tokens");
-
+    const QuantizerEntries entries = quantizer_entries(recipe, context);
     DeviceQuantizedInputs out;
     out.recipe = recipe;
     out.q_int8 = allocate(DType::i8, shape.q_shape(), "q_int8");
     out.q_scale = allocate(DType::f32, q_scales, "q_scale");
     out.k_int8 = allocate(DType::i8, shape.kv_shape(), "k_int8");
     out.k_scale = allocate(DType::f32, k_scales, "k_scale");
-    out.v_fp8 = allocate(DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8");
-    out.v_scale = allocate(DType::f32, v_scale_shape(shape), "v_scale");
-
     const AttentionStrides s = attention_strides(shape, recipe.v_pad_tokens);
     const std::uint32_t batch = u32(shape.batch), d = u32(shape.head_dim);
 
@@ -172,8 +206,9 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     qp.batch = batch, qp.heads = u32(shape.heads_q), qp.len = u32(shape.len_q), qp.head_dim = d;
     qp.stride_bz_in = s.bz_q, qp.stride_seq_in = s.seq_q, qp.stride_h_in = s.h_q;
     qp.stride_bz_out = s.bz_q, qp.stride_seq_out = s.seq_q, qp.stride_h_out = s.h_q;
-    quantize_module.function(entries.q)
-        .launch({entries.q_groups, u32(shape.heads_q), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0, &qp,
+    // One CTA per scale group (per warp) or per scale (per thread).
+    quantize_module.function(entries.q + suffix)
+        .launch({u32(q_scales[2]), u32(shape.heads_q), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0, &qp,
                 sizeof qp, nullptr, "q int8, " + context);
 
     s2tp_quant_int8_params kp{};
@@ -185,30 +220,49 @@ DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const 
     kp.stride_bz_in = s.bz_kv, kp.stride_seq_in = s.seq_kv, kp.stride_h_in = s.h_kv;
     kp.stride_bz_mean = s.bz_mean, kp.stride_h_mean = s.h_mean;
     kp.stride_bz_out = s.bz_kv, kp.stride_seq_out = s.seq_kv, kp.stride_h_out = s.h_kv;
-    quantize_module.function(entries.k)
-        .launch({entries.k_groups, u32(shape.heads_kv), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0,
+    quantize_module.function(entries.k + suffix)
+        .launch({u32(k_scales[2]), u32(shape.heads_kv), batch}, {S2TP_QUANT_INT8_THREADS, 1, 1}, 0,
                 &kp, sizeof kp, nullptr, "k int8, " + context);
 
+    const DType mean_dtype = v_mean_dtype(recipe, dtype);
     if (recipe.smooth_v && given.v_mean) {
-        require(*given.v_mean, DType::f32, v_mean_shape(shape), "v_mean for " + context);
+        require(*given.v_mean, mean_dtype, v_mean_shape(shape), "v_mean for " + context);
         out.v_mean = upload(*given.v_mean, "v_mean");
     } else if (recipe.smooth_v) {
-        out.v_mean = allocate(DType::f32, v_mean_shape(shape), "v_mean");
-        channel_mean("s2tp_v_mean_", v_in, out.v_mean);
+        out.v_mean = allocate(mean_dtype, v_mean_shape(shape), "v_mean");
+        // fp16 V's mean is sub_mean's, in V's dtype: the K mean's kernel; e4m3 V's is per_channel_fp8's.
+        channel_mean(recipe.v_format == VFormat::f16 ? "s2tp_k_mean_" : "s2tp_v_mean_", v_in, out.v_mean);
     }
 
-    s2tp_quant_v_fp8_params vp{};
-    vp.input = v_in.get();
-    vp.output = out.v_fp8.as<std::uint8_t>();
-    vp.scale = out.v_scale.as<float>();
-    vp.batch = batch, vp.heads = u32(shape.heads_kv), vp.len = u32(shape.len_kv), vp.head_dim = d;
-    vp.stride_bz_in = s.bz_kv, vp.stride_seq_in = s.seq_kv, vp.stride_h_in = s.h_kv;
-    vp.stride_bz_out = s.bz_v, vp.stride_h_out = s.h_v, vp.stride_d_out = s.d_v;
-    vp.scale_max = recipe.v_scale_max;
-    vp.mean = recipe.smooth_v ? out.v_mean.as<const float>() : nullptr;
-    quantize_module.function(entries.v)
-        .launch({d / S2TP_QUANT_V_CHANNELS_PER_CTA, u32(shape.heads_kv), batch}, {S2TP_QUANT_V_THREADS, 1, 1}, 0, &vp,
-                sizeof vp, nullptr, "v fp8, " + context);
+    if (recipe.v_format == VFormat::f16) {
+        out.v_f16 = allocate(DType::f16, shape.kv_shape(), "v_f16");
+        s2tp_convert_v_f16_params cp{};
+        cp.input = v_in.get();
+        cp.mean = recipe.smooth_v ? out.v_mean.get() : nullptr;
+        cp.output = out.v_f16.get();
+        cp.len = u32(shape.len_kv), cp.head_dim = d;
+        cp.stride_bz = s.bz_kv, cp.stride_seq = s.seq_kv, cp.stride_h = s.h_kv;
+        cp.stride_bz_mean = s.bz_mean, cp.stride_h_mean = s.h_mean;
+        const std::uint32_t chunks = u32(shape.len_kv) * (d / 8);
+        quantize_module.function(entries.v + suffix)
+            .launch({(chunks + S2TP_CONVERT_V_THREADS - 1) / S2TP_CONVERT_V_THREADS, u32(shape.heads_kv), batch},
+                    {S2TP_CONVERT_V_THREADS, 1, 1}, 0, &cp, sizeof cp, nullptr, "v f16, " + context);
+    } else {
+        out.v_fp8 = allocate(DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8");
+        out.v_scale = allocate(DType::f32, v_scale_shape(shape), "v_scale");
+        s2tp_quant_v_fp8_params vp{};
+        vp.input = v_in.get();
+        vp.output = out.v_fp8.as<std::uint8_t>();
+        vp.scale = out.v_scale.as<float>();
+        vp.batch = batch, vp.heads = u32(shape.heads_kv), vp.len = u32(shape.len_kv), vp.head_dim = d;
+        vp.stride_bz_in = s.bz_kv, vp.stride_seq_in = s.seq_kv, vp.stride_h_in = s.h_kv;
+        vp.stride_bz_out = s.bz_v, vp.stride_h_out = s.h_v, vp.stride_d_out = s.d_v;
+        vp.scale_max = recipe.v_scale_max;
+        vp.mean = recipe.smooth_v ? out.v_mean.as<const float>() : nullptr;
+        quantize_module.function(entries.v + suffix)
+            .launch({d / S2TP_QUANT_V_CHANNELS_PER_CTA, u32(shape.heads_kv), batch}, {S2TP_QUANT_V_THREADS, 1, 1}, 0, &vp,
+                    sizeof vp, nullptr, "v fp8, " + context);
+    }
 
     // A fault in a quantizer is reported here, named; and the caller may free the inputs on return.
     synchronize("quantizing " + context);
@@ -225,8 +279,12 @@ DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const Qu
     require(host.k_mean, problem.dtype, k_mean_shape(shape), "k_mean" + context);
     require(host.k_int8, DType::i8, shape.kv_shape(), "k_int8" + context);
     require(host.k_scale, DType::f32, k_scale_shape(shape, recipe.qk), "k_scale" + context);
-    require(host.v_fp8, DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8" + context);
-    require(host.v_scale, DType::f32, v_scale_shape(shape), "v_scale" + context);
+    if (recipe.v_format == VFormat::f16) {
+        require(host.v_f16, DType::f16, shape.kv_shape(), "v_f16" + context);
+    } else {
+        require(host.v_fp8, DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8" + context);
+        require(host.v_scale, DType::f32, v_scale_shape(shape), "v_scale" + context);
+    }
     DeviceQuantizedInputs device;
     device.recipe = recipe;
     device.q_int8 = upload(host.q_int8, "q_int8");
@@ -234,10 +292,14 @@ DeviceQuantizedInputs upload_quantized(const AttentionProblem &problem, const Qu
     device.k_mean = upload(host.k_mean, "k_mean");
     device.k_int8 = upload(host.k_int8, "k_int8");
     device.k_scale = upload(host.k_scale, "k_scale");
-    device.v_fp8 = upload(host.v_fp8, "v_fp8");
-    device.v_scale = upload(host.v_scale, "v_scale");
+    if (recipe.v_format == VFormat::f16) {
+        device.v_f16 = upload(host.v_f16, "v_f16");
+    } else {
+        device.v_fp8 = upload(host.v_fp8, "v_fp8");
+        device.v_scale = upload(host.v_scale, "v_scale");
+    }
     if (!host.v_mean.bytes.empty()) {
-        require(host.v_mean, DType::f32, v_mean_shape(shape), "v_mean" + context);
+        require(host.v_mean, v_mean_dtype(recipe, problem.dtype), v_mean_shape(shape), "v_mean" + context);
         device.v_mean = upload(host.v_mean, "v_mean");
     }
     return device;
@@ -251,9 +313,14 @@ QuantizedInputs download_quantized(const AttentionProblem &problem, const Device
     host.k_mean = download(device.k_mean, problem.dtype, k_mean_shape(shape));
     host.k_int8 = download(device.k_int8, DType::i8, shape.kv_shape());
     host.k_scale = download(device.k_scale, DType::f32, k_scale_shape(shape, device.recipe.qk));
-    host.v_fp8 = download(device.v_fp8, DType::e4m3, v_fp8_shape(shape, device.recipe.v_pad_tokens));
-    host.v_scale = download(device.v_scale, DType::f32, v_scale_shape(shape));
-    if (device.v_mean.size() > 0) host.v_mean = download(device.v_mean, DType::f32, v_mean_shape(shape));
+    if (device.recipe.v_format == VFormat::f16) {
+        host.v_f16 = download(device.v_f16, DType::f16, shape.kv_shape());
+    } else {
+        host.v_fp8 = download(device.v_fp8, DType::e4m3, v_fp8_shape(shape, device.recipe.v_pad_tokens));
+        host.v_scale = download(device.v_scale, DType::f32, v_scale_shape(shape));
+    }
+    if (device.v_mean.size() > 0)
+        host.v_mean = download(device.v_mean, v_mean_dtype(device.recipe, problem.dtype), v_mean_shape(shape));
     return host;
 }
 

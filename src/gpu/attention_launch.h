@@ -45,12 +45,13 @@ struct AttentionStrides {
 AttentionStrides attention_strides(const AttentionShape &shape, std::int64_t v_pad_tokens = 64);
 
 Shape lse_shape(const AttentionShape &shape);  // [B, Hq, Nq]
-Shape v_mean_shape(const AttentionShape &shape);  // [B, Hk, D], fp32
+Shape v_mean_shape(const AttentionShape &shape);  // [B, Hk, D], in v_mean_dtype (host_quantizer.h)
 
 // The quantized tensors the attention kernel reads, plus the K mean that K was quantized with and,
-// under smooth_v, the V mean (fp32 [B, Hk, D]; empty otherwise); `recipe` says their scale and V shapes.
+// under smooth_v, the V mean ([B, Hk, D] in v_mean_dtype; empty otherwise); `recipe` says their scale
+// and V shapes, and whether V is v_fp8 with v_scale or v_f16 (the others then empty).
 struct DeviceQuantizedInputs {
-    DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale, v_mean;
+    DeviceBuffer q_int8, q_scale, k_mean, k_int8, k_scale, v_fp8, v_scale, v_mean, v_f16;
     QuantizationRecipe recipe;
 };
 
@@ -64,12 +65,13 @@ struct DeviceInputs {
 // summation order sage2tp does not reproduce, so byte identity with upstream's codes needs them given.
 struct GivenMeans {
     std::optional<Tensor> k_mean;  // problem dtype, [B, 1, Hk, D] or [B, Hk, 1, D] (host_quantizer.h)
-    std::optional<Tensor> v_mean;  // f32, [B, Hk, D]; only read under smooth_v
+    std::optional<Tensor> v_mean;  // v_mean_dtype, [B, Hk, D]; only read under smooth_v
 };
 
 // Quantizes q, k, v with the kernels of the quantize cubin by `recipe`: the K mean first (unless given),
 // then Q, K minus the mean, the V mean under smooth_v (unless given), and V. The kernels cover the sm89
-// path's recipes and the sm90 path's (sm90_recipe, per warp and per thread), bytes as the host quantizer's.
+// path's recipes (per warp and per thread), the sm90 path's (sm90_recipe) and the sm80 path's
+// (sm80_recipe, fp16 V), bytes as the host quantizer's.
 // Throws Error(internal) when a buffer's size does not match the problem, Error(usage) for other recipes.
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
                                       const DeviceInputs &inputs, const GivenMeans &given = {},

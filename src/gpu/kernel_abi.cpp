@@ -15,11 +15,28 @@ const KernelAbi &sageattention_sm89_accum_f32_inst_buf_abi();
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_abi();
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi();
 const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi();
+// ... and each with per-thread Q/K (core.py's default qk_quant_gran)
+const KernelAbi &sageattention_sm89_per_thread_abi();
+const KernelAbi &sageattention_sm89_accum_f16_inst_buf_per_thread_abi();
+const KernelAbi &sageattention_sm89_accum_f32_per_thread_abi();
+const KernelAbi &sageattention_sm89_accum_f32_inst_buf_per_thread_abi();
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_per_thread_abi();
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_per_thread_abi();
+const KernelAbi &sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_per_thread_abi();
 // abi_sageattention_sm90.cpp: per host function of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu and granularity
 const KernelAbi &sageattention_sm90_accum_f32_abi();  // qk_int8_sv_f8_accum_f32_attn_inst_buf, per thread
 const KernelAbi &sageattention_sm90_accum_f32_fuse_v_scale_abi();
 const KernelAbi &sageattention_sm90_accum_f32_per_warp_abi();
 const KernelAbi &sageattention_sm90_accum_f32_fuse_v_scale_per_warp_abi();
+// abi_sageattention_sm80.cpp: per host function of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu and granularity
+const KernelAbi &sageattention_sm80_accum_f32_abi();  // qk_int8_sv_f16_accum_f32_attn, per thread
+const KernelAbi &sageattention_sm80_accum_f16_abi();
+const KernelAbi &sageattention_sm80_accum_f16_inst_buf_abi();
+const KernelAbi &sageattention_sm80_accum_f16_fuse_v_mean_abi();
+const KernelAbi &sageattention_sm80_accum_f32_per_warp_abi();
+const KernelAbi &sageattention_sm80_accum_f16_per_warp_abi();
+const KernelAbi &sageattention_sm80_accum_f16_inst_buf_per_warp_abi();
+const KernelAbi &sageattention_sm80_accum_f16_fuse_v_mean_per_warp_abi();
 
 namespace {
 
@@ -33,10 +50,25 @@ constexpr AdapterFactory kAdapters[] = {
     sageattention_sm89_accum_f32_fuse_v_scale_abi,
     sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_abi,
     sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_abi,
+    sageattention_sm89_per_thread_abi,
+    sageattention_sm89_accum_f16_inst_buf_per_thread_abi,
+    sageattention_sm89_accum_f32_per_thread_abi,
+    sageattention_sm89_accum_f32_inst_buf_per_thread_abi,
+    sageattention_sm89_accum_f32_fuse_v_scale_per_thread_abi,
+    sageattention_sm89_accum_f32_fuse_v_scale_inst_buf_per_thread_abi,
+    sageattention_sm89_accum_f32_fuse_v_scale_fuse_v_mean_per_thread_abi,
     sageattention_sm90_accum_f32_abi,
     sageattention_sm90_accum_f32_fuse_v_scale_abi,
     sageattention_sm90_accum_f32_per_warp_abi,
     sageattention_sm90_accum_f32_fuse_v_scale_per_warp_abi,
+    sageattention_sm80_accum_f32_abi,
+    sageattention_sm80_accum_f16_abi,
+    sageattention_sm80_accum_f16_inst_buf_abi,
+    sageattention_sm80_accum_f16_fuse_v_mean_abi,
+    sageattention_sm80_accum_f32_per_warp_abi,
+    sageattention_sm80_accum_f16_per_warp_abi,
+    sageattention_sm80_accum_f16_inst_buf_per_warp_abi,
+    sageattention_sm80_accum_f16_fuse_v_mean_per_warp_abi,
 };
 
 }  // namespace
@@ -71,7 +103,8 @@ AttentionBuffers attention_buffers(const AttentionProblem &problem, const Device
     b.q_scale = inputs.q_scale.as<const float>();
     b.k_scale = inputs.k_scale.as<const float>();
     b.v_scale = inputs.v_scale.as<const float>();
-    b.v_mean = inputs.v_mean.size() > 0 ? inputs.v_mean.as<const float>() : nullptr;
+    b.v_mean = inputs.v_mean.size() > 0 ? inputs.v_mean.get() : nullptr;
+    b.v_f16 = inputs.v_f16.size() > 0 ? inputs.v_f16.get() : nullptr;
     b.o = outputs.o.get();
     b.lse = problem.with_lse ? outputs.lse.as<float>() : nullptr;
     return b;

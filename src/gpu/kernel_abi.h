@@ -47,7 +47,8 @@ std::string attention_short_name(std::int64_t head_dim, DType dtype, bool causal
 struct AttentionBuffers {
     const void *q_int8 = nullptr, *k_int8 = nullptr, *v_fp8 = nullptr;
     const float *q_scale = nullptr, *k_scale = nullptr, *v_scale = nullptr;
-    const float *v_mean = nullptr;  // nullptr unless the inputs were quantized with smooth_v
+    const void *v_mean = nullptr;  // nullptr unless smooth_v; fp32, or V's dtype for fp16 V (v_mean_dtype)
+    const void *v_f16 = nullptr;   // fp16 V (VFormat::f16); nullptr for e4m3 V
     void *o = nullptr;
     float *lse = nullptr;  // nullptr when the problem has with_lse off
 };
@@ -78,8 +79,9 @@ public:
                                      const std::string &cubin) const = 0;
     // The launch of the selected entry for `problem` on `buffers`.
     virtual AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const = 0;
-    // How this kernel's inputs are quantized (upstream's Python, for an upstream launcher).
-    virtual QuantizationRecipe quantization() const { return {}; }
+    // How this kernel's inputs are quantized for a problem of `head_dim` (upstream's Python, for an
+    // upstream launcher: the sm80 inst_buf launcher's Q warps depend on the head dim).
+    virtual QuantizationRecipe quantization(std::int64_t /*head_dim*/) const { return {}; }
     // The upstream launcher file whose host function this adapter packs like, as a stem
     // ("sm89_qk_int8_sv_f8_accum_f32_attn" for csrc/qattn/sm89_qk_int8_sv_f8_accum_f32_attn.cu); empty
     // for kernels written to sage2tp's own ABI. Golden data and cubins are named after it.

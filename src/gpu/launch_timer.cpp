@@ -19,7 +19,7 @@ DeviceMemory device_memory() {
 std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const AttentionOutputs &outputs) {
     // k_mean is not listed: the attention kernel never reads it (K was quantized with it already).
     return inputs.q_int8.size() + inputs.q_scale.size() + inputs.k_int8.size() + inputs.k_scale.size() +
-           inputs.v_fp8.size() + inputs.v_scale.size() + outputs.o.size() + outputs.lse.size();
+           inputs.v_fp8.size() + inputs.v_scale.size() + inputs.v_f16.size() + outputs.o.size() + outputs.lse.size();
 }
 
 GpuLaunchTimer::GpuLaunchTimer(std::vector<const Kernel *> kernels, std::vector<AttentionLaunch> launches,

@@ -13,6 +13,14 @@ std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4>
 
 const char *template_bool(bool value) { return value ? "true" : "false"; }
 
+const char *granularity_template_argument(QkGranularity granularity) {
+    return granularity == QkGranularity::per_thread ? "(QuantGranularity)3" : "(QuantGranularity)2";
+}
+
+const char *granularity_enumerator(QkGranularity granularity) {
+    return granularity == QkGranularity::per_thread ? "kPerThread" : "kPerWarp";
+}
+
 std::optional<UpstreamInstance> read_upstream_instance(
     const std::string &mangled, const UpstreamTemplate &kernel,
     const std::function<std::vector<std::string>(const UpstreamInstance &)> &expected_arguments,
@@ -60,6 +68,22 @@ std::string select_one_entry(const std::vector<std::string> &entry_names,
              " matching " + wanted + " (" + which + ")" +
              (matches.empty() ? "; its entries:" + (candidates.empty() ? std::string(" none") : candidates)
                               : "; they are:" + matched));
+}
+
+std::optional<AbiEntry> UpstreamLauncherAbi::describe_entry(const std::string &mangled_name) const {
+    const std::optional<UpstreamInstance> instance = read_instance(mangled_name);
+    if (!instance || instance->return_lse) return std::nullopt;
+    return AbiEntry{attention_short_name(instance->head_dim, instance->dtype, instance->causal), instance->demangled,
+                    static_cast<int>(threads_per_block(instance->head_dim)),
+                    static_cast<std::int64_t>(smem_bytes(instance->head_dim))};
+}
+
+std::string UpstreamLauncherAbi::select_entry(const AttentionProblem &problem,
+                                              const std::vector<std::string> &entry_names,
+                                              const std::string &cubin) const {
+    const auto serves = [&](const std::string &mangled) { return instance_serves(read_instance(mangled), problem); };
+    return select_one_entry(entry_names, serves, describe_wanted(problem),
+                            "kernel ABI " + name() + ", " + describe_launcher() + ", for " + problem.describe(), cubin);
 }
 
 }  // namespace s2tp

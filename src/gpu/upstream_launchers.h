@@ -1,16 +1,20 @@
 // What the adapters of upstream SageAttention's launchers (abi_sageattention_sm89.cpp,
-// abi_sageattention_sm90.cpp) share: the strides torch gives their contiguous tensors, the demangler's
-// spelling of a bool template argument, reading what an entry's demangled name says about the problem
-// it serves, and the choice of the one entry of a cubin that serves a problem, with the message that
-// lists the candidates when none or several do.
+// abi_sageattention_sm90.cpp, abi_sageattention_sm80.cpp) share: the strides torch gives their
+// contiguous tensors, the demangler's spelling of a bool or granularity template argument, reading what
+// an entry's demangled name says about the problem it serves, and the choice of the one entry of a
+// cubin that serves a problem, with the message that lists the candidates when none or several do;
+// UpstreamLauncherAbi puts these together as every such adapter describes and selects its entries.
 #pragma once
 
+#include "gpu/kernel_abi.h"
 #include "model/attention_problem.h"
+#include "model/host_quantizer.h"
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +26,10 @@ std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4>
 
 // "true" or "false", as the demangler prints a bool template argument.
 const char *template_bool(bool value);
+
+// The demangler's spelling of upstream's QuantGranularity kPerWarp (2) or kPerThread (3), and its name.
+const char *granularity_template_argument(QkGranularity granularity);
+const char *granularity_enumerator(QkGranularity granularity);  // "kPerWarp"
 
 // Where a launcher's kernel template puts the arguments that depend on the problem.
 struct UpstreamTemplate {
@@ -56,5 +64,36 @@ bool instance_serves(const std::optional<UpstreamInstance> &instance, const Atte
 std::string select_one_entry(const std::vector<std::string> &entry_names,
                              const std::function<bool(const std::string &mangled)> &serves, const std::string &wanted,
                              const std::string &which, const std::string &cubin);
+
+// An upstream launcher's adapter at build time: its entries described and selected by the instance their
+// demangled names name. The subclass reads an instance and says what a launch of it takes; pack() and
+// quantization() stay its own.
+class UpstreamLauncherAbi : public KernelAbi {
+public:
+    // The instances without LSE: the ones the workload is timed with. The LSE instances (parity and
+    // sanitize launch them) have no counterpart in sage2tp's ABI, whose entries write the LSE when given
+    // a pointer, so a table across ABIs could not compare them.
+    std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const final;
+    std::string select_entry(const AttentionProblem &problem, const std::vector<std::string> &entry_names,
+                             const std::string &cubin) const final;
+
+protected:
+    // The instance an entry of this launcher's template with its fixed arguments names; nullopt otherwise.
+    virtual std::optional<UpstreamInstance> read_instance(const std::string &mangled) const = 0;
+    // "qk_int_sv_f8_attn_kernel<128, 64, ...>": the instance a problem needs, as upstream spells it.
+    virtual std::string describe_wanted(const AttentionProblem &problem) const = 0;
+    // "the launcher of csrc/qattn/<file>.cu": where upstream launches it.
+    virtual std::string describe_launcher() const = 0;
+    virtual std::uint32_t threads_per_block(std::int64_t head_dim) const = 0;
+    virtual std::size_t smem_bytes(std::int64_t head_dim) const = 0;
+};
+
+// The adapter of row `row` of a launcher table (one adapter per row, made once), for the registry's
+// one line per launcher.
+template <typename Adapter, typename Row, std::size_t N>
+const KernelAbi &adapter_of_row(const Row (&rows)[N], std::size_t row) {
+    static const std::vector<Adapter> adapters(std::begin(rows), std::end(rows));
+    return adapters.at(row);
+}
 
 }  // namespace s2tp

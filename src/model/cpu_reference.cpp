@@ -36,7 +36,23 @@ struct KvHead {
     std::vector<double> v;        // dequantized
 };
 
-KvHead prepare_kv_head(const AttentionShape &shape, const QuantizedInputs &in, const QkQuantization &qk,
+// The V mean the kernel adds back to its output under smooth_v (0 otherwise), per channel of head (b, h).
+std::vector<double> v_mean_of_head(const AttentionShape &shape, const QuantizedInputs &in,
+                                   const QuantizationRecipe &recipe, std::int64_t b, std::int64_t h) {
+    std::vector<double> mean(static_cast<std::size_t>(shape.head_dim), 0.0);
+    if (!recipe.smooth_v) return mean;
+    for (std::int64_t d = 0; d < shape.head_dim; ++d) {
+        const std::int64_t at = (b * shape.heads_kv + h) * shape.head_dim + d;
+        switch (in.v_mean.dtype) {
+        case DType::f32: mean[d] = in.v_mean.data<float>()[at]; break;
+        case DType::f16: mean[d] = half_to_float(in.v_mean.data<std::uint16_t>()[at]); break;
+        default: mean[d] = bf16_to_float(in.v_mean.data<std::uint16_t>()[at]); break;
+        }
+    }
+    return mean;
+}
+
+KvHead prepare_kv_head(const AttentionShape &shape, const QuantizedInputs &in, const QuantizationRecipe &recipe,
                        std::int64_t b, std::int64_t h) {
     const std::int64_t len = shape.len_kv, dim = shape.head_dim;
     KvHead head;
@@ -45,25 +61,33 @@ KvHead prepare_kv_head(const AttentionShape &shape, const QuantizedInputs &in, c
     head.v.resize(static_cast<std::size_t>(len * dim));
     const std::int8_t *k_codes = in.k_int8.data<std::int8_t>();
     const float *k_scale = in.k_scale.data<float>();
-    const std::uint8_t *v_codes = in.v_fp8.data<std::uint8_t>();
-    const float *v_scale = in.v_scale.data<float>();
     const std::int64_t k_blocks = in.k_scale.shape[2];
-    const std::int64_t padded = in.v_fp8.shape[3];
-
-    int position_of_token[16];
-    for (int s = 0; s < 16; ++s) position_of_token[kVTokenAtPosition[s]] = s;
 
     for (std::int64_t t = 0; t < len; ++t) {
-        head.k_scale[t] = k_scale[(b * shape.heads_kv + h) * k_blocks + k_scale_index(qk, t)];
+        head.k_scale[t] = k_scale[(b * shape.heads_kv + h) * k_blocks + k_scale_index(recipe.qk, t)];
         for (std::int64_t d = 0; d < dim; ++d) head.k_codes[t * dim + d] = k_codes[shape.offset(true, b, h, t, d)];
     }
+    // The output is P (V - mean) + mean, and the rows of P sum to 1: V + mean per key is the same.
+    const std::vector<double> mean = v_mean_of_head(shape, in, recipe, b, h);
+    if (recipe.v_format == VFormat::f16) {
+        const std::uint16_t *v = in.v_f16.data<std::uint16_t>();
+        for (std::int64_t t = 0; t < len; ++t)
+            for (std::int64_t d = 0; d < dim; ++d)
+                head.v[t * dim + d] = static_cast<double>(half_to_float(v[shape.offset(true, b, h, t, d)])) + mean[d];
+        return head;
+    }
+    const std::uint8_t *v_codes = in.v_fp8.data<std::uint8_t>();
+    const float *v_scale = in.v_scale.data<float>();
+    const std::int64_t padded = in.v_fp8.shape[3];
+    int position_of_token[16];
+    for (int s = 0; s < 16; ++s) position_of_token[kVTokenAtPosition[s]] = s;
     for (std::int64_t d = 0; d < dim; ++d) {
         const std::int64_t row = shape.layout == Layout::nhd ? (b * dim + d) * shape.heads_kv + h
                                                              : (b * shape.heads_kv + h) * dim + d;
         const double scale = v_scale[(b * shape.heads_kv + h) * dim + d];
         for (std::int64_t t = 0; t < len; ++t) {
             const std::int64_t position = t / 16 * 16 + position_of_token[t % 16];
-            head.v[t * dim + d] = static_cast<double>(e4m3_to_float(v_codes[row * padded + position])) * scale;
+            head.v[t * dim + d] = static_cast<double>(e4m3_to_float(v_codes[row * padded + position])) * scale + mean[d];
         }
     }
     return head;
@@ -101,12 +125,19 @@ ReferenceResult reference_attention(const AttentionShape &shape, const Quantized
     require(inputs.q_scale, DType::f32, q_scale_shape(shape, recipe.qk), "q_scale");
     require(inputs.k_int8, DType::i8, shape.kv_shape(), "k_int8");
     require(inputs.k_scale, DType::f32, k_scale_shape(shape, recipe.qk), "k_scale");
-    require(inputs.v_fp8, DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8");
-    require(inputs.v_scale, DType::f32, v_scale_shape(shape), "v_scale");
+    if (recipe.v_format == VFormat::f16) {
+        require(inputs.v_f16, DType::f16, shape.kv_shape(), "v_f16");
+    } else {
+        require(inputs.v_fp8, DType::e4m3, v_fp8_shape(shape, recipe.v_pad_tokens), "v_fp8");
+        require(inputs.v_scale, DType::f32, v_scale_shape(shape), "v_scale");
+    }
+    if (recipe.smooth_v && inputs.v_mean.shape != v_scale_shape(shape))
+        fail(ExitCode::usage, "cpu reference: v_mean has shape " + shape_to_string(inputs.v_mean.shape) + ", expected " +
+                                  shape_to_string(v_scale_shape(shape)) + " (" + recipe.describe() + ")");
 
     std::vector<KvHead> kv_heads;
     for (std::int64_t b = 0; b < shape.batch; ++b)
-        for (std::int64_t h = 0; h < shape.heads_kv; ++h) kv_heads.push_back(prepare_kv_head(shape, inputs, recipe.qk, b, h));
+        for (std::int64_t h = 0; h < shape.heads_kv; ++h) kv_heads.push_back(prepare_kv_head(shape, inputs, recipe, b, h));
 
     ReferenceResult result;
     result.o = Tensor(DType::f64, shape.q_shape());

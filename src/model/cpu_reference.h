@@ -1,7 +1,7 @@
 // float64 CPU reference of the attention the kernel computes, on the DEQUANTIZED inputs the kernel
 // sees (q_int8 * q_scale and k_int8 * k_scale per scale group of the quantization recipe, e4m3 V
-// decoded from its permuted, padded layout * v_scale per channel), and the rel-L2 comparison used
-// against it.
+// decoded from its permuted, padded layout * v_scale per channel, or fp16 V; plus the V mean under
+// smooth_v, which the kernel adds back), and the rel-L2 comparison used against it.
 //
 // Usage:
 //   s2tp::QuantizedInputs qi = s2tp::quantize_inputs(shape, q, k, v);   // or loaded golden tensors
@@ -24,7 +24,8 @@ struct ReferenceResult {
                  // s = dequantized q . dequantized (smoothed) k: comparable to the kernel's returned LSE
 };
 
-// Uses q_int8, q_scale, k_int8, k_scale, v_fp8, v_scale of `inputs` (k_mean is not needed: the
+// Uses q_int8, q_scale, k_int8, k_scale, v_fp8 and v_scale (or v_f16), and v_mean under smooth_v, of
+// `inputs` (k_mean is not needed: the
 // smoothed K is what the kernel sees), laid out by `recipe` (its Q/K scale groups and V padding; the
 // sm90 path's is sm90_recipe). causal masks kv > q (top-left aligned). GQA: q head h reads kv
 // head h / (heads_q / heads_kv). threads = 0 picks min(hardware threads, 8).

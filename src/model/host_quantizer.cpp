@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -125,6 +126,19 @@ void quantize_int8_per_thread(const AttentionShape &shape, bool kv, std::int64_t
             }
 }
 
+// d rounded to fp32 with round-to-odd: any rounding of that to a format at least two bits narrower
+// (fp16, bfloat16) is the correct rounding of d itself, with no double-rounding error.
+float round_to_odd(double d) {
+    float f = static_cast<float>(d);
+    if (static_cast<double>(f) == d || std::isnan(d)) return f;
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);  // truncate
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    bits |= 1u;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 void require_blocks(const QkQuantization &qk) {
     const auto bad = [&](const std::string &why) {
         fail(ExitCode::usage, "host quantizer: Q/K blocks " + std::to_string(qk.q_block) + "/" +
@@ -152,8 +166,10 @@ const char *granularity_name(QkGranularity granularity) {
 std::string QuantizationRecipe::describe() const {
     std::ostringstream s;
     s << "Q/K " << granularity_name(qk.granularity) << " " << qk.q_block << "/" << qk.q_warp << " " << qk.k_block
-      << "/" << qk.k_warp << ", V scale_max " << v_scale_max << " padded to " << v_pad_tokens
-      << (smooth_v ? ", V mean subtracted" : "");
+      << "/" << qk.k_warp;
+    if (v_format == VFormat::f16) s << ", V f16";
+    else s << ", V scale_max " << v_scale_max << " padded to " << v_pad_tokens;
+    s << (smooth_v ? ", V mean subtracted" : "");
     return s.str();
 }
 
@@ -163,6 +179,18 @@ QuantizationRecipe sm90_recipe(QkGranularity granularity) {
     recipe.v_scale_max = S2TP_V_SCALE_MAX_E4M3;
     recipe.v_pad_tokens = 128;
     return recipe;
+}
+
+QuantizationRecipe sm80_recipe(QkGranularity granularity, std::int64_t q_warp, bool smooth_v) {
+    QuantizationRecipe recipe;
+    recipe.qk = {granularity, 128, q_warp, 64, 64};
+    recipe.v_format = VFormat::f16;
+    recipe.smooth_v = smooth_v;
+    return recipe;
+}
+
+DType v_mean_dtype(const QuantizationRecipe &recipe, DType input) {
+    return recipe.v_format == VFormat::f16 ? input : DType::f32;
 }
 
 Shape q_scale_shape(const AttentionShape &shape, const QkQuantization &qk) {
@@ -295,6 +323,39 @@ void quantize_v(const AttentionShape &shape, const Tensor &v, Tensor &v_fp8, Ten
             }
 }
 
+Tensor convert_v_f16(const AttentionShape &shape, const Tensor &v, const Tensor *v_mean) {
+    shape.validate("host quantizer");
+    require_half_input(v, shape.kv_shape(), "v");
+    if (v_mean) {
+        require_half_input(*v_mean, v_scale_shape(shape), "v_mean");
+        if (v_mean->dtype != v.dtype)
+            fail(ExitCode::usage, std::string("host quantizer: v_mean must have v's dtype ") + dtype_name(v.dtype) +
+                                      ", not " + dtype_name(v_mean->dtype));
+    }
+    const HalfReader read(v);
+    const HalfReader read_mean(v_mean ? *v_mean : v);  // read only with a mean
+    const bool bf16 = v.dtype == DType::bf16;
+    Tensor out(DType::f16, shape.kv_shape());
+    std::uint16_t *bits = out.data<std::uint16_t>();
+    for (std::int64_t b = 0; b < shape.batch; ++b)
+        for (std::int64_t h = 0; h < shape.heads_kv; ++h)
+            for (std::int64_t t = 0; t < shape.len_kv; ++t)
+                for (std::int64_t d = 0; d < shape.head_dim; ++d) {
+                    const std::int64_t at = shape.offset(true, b, h, t, d);
+                    float x = read(at);
+                    if (v_mean) {
+                        // The difference of two halves (or bfloat16s of like magnitude) is exact in
+                        // double; rounding it once to V's dtype is the correctly rounded subtraction
+                        // that __hsub2 performs. The mean is [B, Hk, D], ordered as K's.
+                        const double m = read_mean(k_mean_offset(shape, b, h, d));
+                        const float rounded = round_to_odd(static_cast<double>(x) - m);
+                        x = bf16 ? bf16_to_float(float_to_bf16(rounded)) : half_to_float(float_to_half(rounded));
+                    }
+                    bits[at] = float_to_half(x);
+                }
+    return out;
+}
+
 QuantizedInputs quantize_inputs(const AttentionShape &shape, const Tensor &q, const Tensor &k, const Tensor &v,
                                 const QuantizationRecipe &recipe) {
     if (q.dtype != k.dtype || q.dtype != v.dtype)
@@ -307,7 +368,8 @@ QuantizedInputs quantize_inputs(const AttentionShape &shape, const Tensor &q, co
     quantize_q(shape, q, out.q_int8, out.q_scale, recipe.qk);
     out.k_mean = compute_k_mean(shape, k);
     quantize_k(shape, k, out.k_mean, out.k_int8, out.k_scale, recipe.qk);
-    quantize_v(shape, v, out.v_fp8, out.v_scale, recipe.v_scale_max, recipe.v_pad_tokens);
+    if (recipe.v_format == VFormat::f16) out.v_f16 = convert_v_f16(shape, v);
+    else quantize_v(shape, v, out.v_fp8, out.v_scale, recipe.v_scale_max, recipe.v_pad_tokens);
     return out;
 }
 

@@ -1,11 +1,12 @@
 // Host implementations of the upstream quantizers, for cross-checking the GPU ones and for feeding the
 // CPU reference: int8 Q and K (K minus its mean) per warp (upstream's CUDA quantizer) or per thread
 // (upstream's Triton one), with the block sizes core.py passes for the launcher; per-channel fp8 V in the
-// transposed, padded, permuted layout with the launcher's scale_max.
+// transposed, padded, permuted layout with the launcher's scale_max, or fp16 V (the sm80 path).
 //
 // Usage:
 //   s2tp::QuantizedInputs qi = s2tp::quantize_inputs(shape, q, k, v);   // q/k/v: f16 or bf16; sm89 per-warp
 //   s2tp::QuantizedInputs q90 = s2tp::quantize_inputs(shape, q, k, v, s2tp::sm90_recipe(s2tp::QkGranularity::per_thread));
+//   s2tp::QuantizedInputs q80 = s2tp::quantize_inputs(shape, q, k, v, s2tp::sm80_recipe(s2tp::QkGranularity::per_thread, 32));
 //   // or step by step, e.g. with a k_mean from elsewhere:
 //   s2tp::Tensor km = s2tp::compute_k_mean(shape, k);
 //   s2tp::quantize_k(shape, k, km, qi.k_int8, qi.k_scale);
@@ -20,7 +21,8 @@
 // its group (63.5 before rounding). Against upstream's outputs the host promises: every scale within
 // 1 ulp, every per-warp int8 code within +-1, every e4m3 code within 1 step (adjacent encodings), the
 // k mean within 1 ulp of the input dtype. Everything else (amax, rounding modes, the permutation,
-// padding) is exact.
+// padding) is exact, and so is fp16 V (one correctly rounded conversion, after one correctly rounded
+// subtraction of the mean in V's dtype where the mean is subtracted).
 #pragma once
 
 #include <cstdint>
@@ -48,25 +50,36 @@ struct QkQuantization {
     bool operator!=(const QkQuantization &other) const { return !(*this == other); }
 };
 
+// What the kernel reads as V: per-channel e4m3 (the sm89 and sm90 paths) or fp16 in V's own layout
+// (the sm80 path: core.py's v.to(torch.float16), or sub_mean's fp16 V minus its mean).
+enum class VFormat { e4m3, f16 };
+
 // How a launcher's inputs are quantized, as upstream's Python prepares them for it (an adapter says,
 // gpu/kernel_abi.h): Q/K int8 by `qk` with the K mean subtracted; V per-channel e4m3 with
 // v_scale = amax / v_scale_max, its tokens zero-padded to a multiple of v_pad_tokens (then of 64),
-// after subtracting its own mean when smooth_v is on.
+// after subtracting its own mean when smooth_v is on; or V fp16 (v_scale_max and v_pad_tokens unused),
+// minus its mean in V's dtype when smooth_v is on.
 struct QuantizationRecipe {
     QkQuantization qk;
     float v_scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM;  // 2.25 for FP16 PV accumulation, else 448
     std::int64_t v_pad_tokens = 64;                   // the sm90 path pads V to 128 tokens first
     bool smooth_v = false;                            // fuse_v_mean launchers: V minus its mean, and the mean
+    VFormat v_format = VFormat::e4m3;
     bool operator==(const QuantizationRecipe &other) const {
         return qk == other.qk && v_scale_max == other.v_scale_max && v_pad_tokens == other.v_pad_tokens &&
-               smooth_v == other.smooth_v;
+               smooth_v == other.smooth_v && v_format == other.v_format;
     }
-    std::string describe() const;  // "Q/K per_warp 128/32 64/64, V scale_max 448 padded to 64, V mean subtracted"
+    // "Q/K per_warp 128/32 64/64, V scale_max 448 padded to 64, V mean subtracted"; "..., V f16"
+    std::string describe() const;
 };
 
 // core.py's sageattn_qk_int8_pv_fp8_cuda_sm90: Q/K blocks 64/16 and 128/128, V padded to 128 tokens,
 // scale_max 448 (its only PV accumulation is fp32).
 QuantizationRecipe sm90_recipe(QkGranularity granularity);
+
+// core.py's sageattn_qk_int8_pv_fp16_cuda (sm80): Q/K blocks 128/q_warp and 64/64 (q_warp 32, or 16
+// for head dim 128 with pv_accum_dtype "fp16+fp32"), V fp16, minus its mean under smooth_v.
+QuantizationRecipe sm80_recipe(QkGranularity granularity, std::int64_t q_warp, bool smooth_v = false);
 
 // The e4m3 V layout: within each 16-token group, stored position s holds token kVTokenAtPosition[s].
 constexpr int kVTokenAtPosition[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
@@ -79,8 +92,12 @@ struct QuantizedInputs {
     Tensor k_scale;  // f32, k_scale_shape(): per warp, [B, Hk, ceil(Nk/BLKK)] (x BLKK/WARPK x 4 per thread)
     Tensor v_fp8;    // e4m3, [B, D, Hk, Nk_pad] (NHD) or [B, Hk, D, Nk_pad] (HND), Nk_pad: v_fp8_shape()
     Tensor v_scale;  // f32, [B, Hk, D]
-    Tensor v_mean;   // f32, [B, Hk, D] under smooth_v (the fuse_v_mean launchers); otherwise empty
+    Tensor v_mean;   // v_mean_dtype(), [B, Hk, D] under smooth_v (the fuse_v_mean launchers); otherwise empty
+    Tensor v_f16;    // f16, kv_shape(), for VFormat::f16 (v_fp8 and v_scale are then empty)
 };
+
+// The V mean's dtype: f32 for e4m3 V (per_channel_fp8's), V's dtype for fp16 V (sub_mean's torch mean).
+DType v_mean_dtype(const QuantizationRecipe &recipe, DType input);
 
 // Shapes of the quantized tensors, for callers that allocate or validate them.
 Shape q_scale_shape(const AttentionShape &shape, const QkQuantization &qk = {});
@@ -108,6 +125,10 @@ void quantize_k(const AttentionShape &shape, const Tensor &k, const Tensor &k_me
                 Tensor &k_scale, const QkQuantization &qk = {});
 void quantize_v(const AttentionShape &shape, const Tensor &v, Tensor &v_fp8, Tensor &v_scale,
                 float v_scale_max = S2TP_V_SCALE_MAX_FP16_ACCUM, std::int64_t v_pad_tokens = 64);
+
+// V as fp16 in its own layout: each element fl16(v), or with `v_mean` (V's dtype, [B, Hk, D]) fl16 of
+// v - mean rounded to V's dtype first, as sub_mean's __hsub2 in V's dtype and conversion do.
+Tensor convert_v_f16(const AttentionShape &shape, const Tensor &v, const Tensor *v_mean = nullptr);
 
 // All of the above by `recipe`, with k_mean from compute_k_mean. Inputs must be f16 or bf16 (one dtype)
 // with the shape's q/kv shapes; throws Error(usage) otherwise, and for smooth_v, which the host does not

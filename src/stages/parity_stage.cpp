@@ -115,7 +115,7 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
                 // Quantized by the baseline build's kernels, once per recipe the variants' launchers need:
                 // variants with the same recipe read the same buffers.
                 InputsByRecipe quantized(quantize, problem, std::move(unquantized));
-                const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
+                const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization(problem.shape.head_dim));
                 std::vector<std::uint32_t> rows;
                 Tensor reference;
                 if (accuracy) {
@@ -134,7 +134,7 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
                 for (std::size_t i = 0; i < candidates.size(); ++i) {
                     const KernelAbi &abi = *kernels.candidates[i].abi;
                     const KernelRun cand =
-                        run_attention(abi, *candidates[i], problem, quantized.get(abi.quantization()), names[i]);
+                        run_attention(abi, *candidates[i], problem, quantized.get(abi.quantization(problem.shape.head_dim)), names[i]);
                     CandidateRun &ran = c.candidates[names[i]];
                     ran.unwritten = unwritten(cand, problem);
                     ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());

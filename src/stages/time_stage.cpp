@@ -327,7 +327,7 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     }
     // Each arm reads the inputs its launcher's recipe makes (one set where the arms agree).
     InputsByRecipe quantized(quantize, problem, std::move(unquantized));
-    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization());
+    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization(problem.shape.head_dim));
     std::vector<AttentionOutputs> outputs;
     // Packed here, once per arm, by each arm's adapter: the timed region only launches.
     std::vector<AttentionLaunch> launches;
@@ -335,7 +335,7 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
         outputs.push_back(allocate_outputs(problem, arms[arm]));
         poison_outputs(outputs.back());
         const KernelAbi &abi = *built[arm]->abi;
-        launches.push_back(abi.pack(problem, attention_buffers(problem, quantized.get(abi.quantization()), outputs.back())));
+        launches.push_back(abi.pack(problem, attention_buffers(problem, quantized.get(abi.quantization(problem.shape.head_dim)), outputs.back())));
     }
 
     // Outputs first: timing a kernel that computes something else would be meaningless.

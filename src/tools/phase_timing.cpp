@@ -259,7 +259,7 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
         const Kernel kernel = find_attention_kernel(*built->abi, module, problem);
         AttentionOutputs outputs = allocate_outputs(problem, built->variant);
         const AttentionLaunch launch =
-            built->abi->pack(problem, attention_buffers(problem, quantized.get(built->abi->quantization()), outputs));
+            built->abi->pack(problem, attention_buffers(problem, quantized.get(built->abi->quantization(problem.shape.head_dim)), outputs));
         const std::string context = built->variant + " instrumented attention, " + problem.describe();
         reporter.progress("  " + built->variant + ": warm-up launch, then one launch with the phase log zeroed");
         launch_attention(kernel, launch);  // untimed: the measured launch finds the caches and clocks warm

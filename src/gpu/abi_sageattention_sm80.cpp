@@ -1,0 +1,223 @@
+// The `sageattention-sm80*` adapters: upstream SageAttention's qk_int_sv_f16_attn_kernel (int8 QK, FP16
+// PV) as the four host functions of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu instantiate and launch it at
+// upstream commit d1a57a5 (github.com/thu-ml/SageAttention): qk_int8_sv_f16_accum_f32_attn (the one
+// core.py's sageattn() runs on sm_80), qk_int8_sv_f16_accum_f16_attn, qk_int8_sv_f16_accum_f16_attn_inst_buf
+// and qk_int8_sv_f16_accum_f16_fuse_v_mean_attn (core.py's pv_accum_dtype "fp32", "fp16", "fp16+fp32"
+// and "fp16" with smooth_v).
+//
+// The four are one function with different template arguments: the same checks, strides, grid
+// (ceil(qo_len/128), num_qo_heads, batch), dynamic shared memory and parameter list; they differ in
+// DTypeSVAccum, use_inst_buffer, fuse_v_mean (and so whether V_mean is passed) and WARP_Q (16 for the
+// inst_buf launcher at head dim 128, so its block is (32, 8) rather than (32, 4)).
+//
+// Entries are found by their template arguments, read from the demangled names of the cubin's entries:
+//   <CTA_Q, CTA_K, WARP_Q, WARP_K, head_dim, DTypeQK, Q_GRAN, K_GRAN, DTypeSVAccum, use_inst_buffer,
+//    DTypeOut, DenominatorAccumUnit, mask_mode, return_lse, fuse_v_mean>
+// Every launcher instantiates <128, 64, WARP_Q, 64, D, kInt8, G, G, <row>, <row>, DTypeOut, kTensorCore,
+// mask, return_lse, <row>> with D 64 or 128 and G the granularity core.py's qk_quant_gran selects:
+// per_thread (3, its default: the rows without a suffix) or per_warp (2, the "-per-warp" rows). Each
+// granularity is a row of its own, since it decides the quantized inputs (host_quantizer.h's
+// sm80_recipe) as well as the entry. Template arguments after these 15 are ignored.
+//
+// V is fp16 in the layout of K (core.py's v.to(torch.float16), or sub_mean's V minus its mean, the
+// mean in the output dtype passed as V_mean for fuse_v_mean); there is no V scale.
+//
+// Golden data and cubins are named per host function, "sm80_" + its name: both rows of a host function
+// read the one cubin of qk_int_sv_f16_cuda_sm80.cu under that name.
+#include "gpu/kernel_abi.h"
+#include "gpu/upstream_launchers.h"
+
+#include "formats/demangled_name.h"
+#include "support/errors.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace s2tp {
+namespace {
+
+constexpr const char *kTemplate = "qk_int_sv_f16_attn_kernel";
+
+struct Sm80Launcher {
+    const char *abi_name;  // the manifest's `abi`
+    const char *file;      // "sm80_" + the host function's name in csrc/qattn/qk_int_sv_f16_cuda_sm80.cu
+    bool accumulates_in_f16;  // DTypeSVAccum half; float otherwise
+    bool use_inst_buffer;     // also Q warps of 16 at head dim 128
+    bool fuse_v_mean;
+    QkGranularity granularity;
+};
+
+constexpr Sm80Launcher kLaunchers[] = {
+    {"sageattention-sm80-accum-f32", "sm80_qk_int8_sv_f16_accum_f32_attn", false, false, false,
+     QkGranularity::per_thread},
+    {"sageattention-sm80-accum-f16", "sm80_qk_int8_sv_f16_accum_f16_attn", true, false, false,
+     QkGranularity::per_thread},
+    {"sageattention-sm80-accum-f16-inst-buf", "sm80_qk_int8_sv_f16_accum_f16_attn_inst_buf", false, true, false,
+     QkGranularity::per_thread},
+    {"sageattention-sm80-accum-f16-fuse-v-mean", "sm80_qk_int8_sv_f16_accum_f16_fuse_v_mean_attn", true, false, true,
+     QkGranularity::per_thread},
+    {"sageattention-sm80-accum-f32-per-warp", "sm80_qk_int8_sv_f16_accum_f32_attn", false, false, false,
+     QkGranularity::per_warp},
+    {"sageattention-sm80-accum-f16-per-warp", "sm80_qk_int8_sv_f16_accum_f16_attn", true, false, false,
+     QkGranularity::per_warp},
+    {"sageattention-sm80-accum-f16-inst-buf-per-warp", "sm80_qk_int8_sv_f16_accum_f16_attn_inst_buf", false, true,
+     false, QkGranularity::per_warp},
+    {"sageattention-sm80-accum-f16-fuse-v-mean-per-warp", "sm80_qk_int8_sv_f16_accum_f16_fuse_v_mean_attn", true,
+     false, true, QkGranularity::per_warp},
+};
+
+constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpK = 64;
+constexpr std::size_t kKnownTemplateArguments = 15;
+// Template argument positions that depend on the problem.
+constexpr std::size_t kHeadDim = 4, kOutputType = 10, kMaskMode = 12, kReturnLse = 13;
+
+// WARP_Q as the host function sets it: (HEAD_DIM == 64) ? 32 : 16 in the inst_buf launcher, else 32.
+std::uint32_t warp_q(const Sm80Launcher &launcher, std::int64_t head_dim) {
+    return launcher.use_inst_buffer && head_dim == 128 ? 16 : 32;
+}
+
+std::vector<std::string> expected_arguments(const Sm80Launcher &launcher, const UpstreamInstance &instance) {
+    const std::int64_t head_dim = instance.head_dim;
+    const DType dtype = instance.dtype;
+    const bool causal = instance.causal, return_lse = instance.return_lse;
+    return {std::to_string(kCtaQ) + "u",
+            std::to_string(kCtaK) + "u",
+            std::to_string(warp_q(launcher, head_dim)) + "u",
+            std::to_string(kWarpK) + "u",
+            std::to_string(head_dim) + "u",
+            "(DataType)1",  // DataType::kInt8
+            granularity_template_argument(launcher.granularity),  // Q
+            granularity_template_argument(launcher.granularity),  // K
+            launcher.accumulates_in_f16 ? "__half" : "float",    // DTypeSVAccum
+            template_bool(launcher.use_inst_buffer),
+            dtype == DType::f16 ? "__half" : "__nv_bfloat16",
+            "(ComputeUnit)0",  // DenominatorAccumUnit: kTensorCore
+            causal ? "(MaskMode)1" : "(MaskMode)0",
+            template_bool(return_lse),
+            template_bool(launcher.fuse_v_mean)};
+}
+
+// The kernel's parameter list, in order: what pack() passes.
+std::vector<std::string> expected_parameters(DType dtype) {
+    const std::string out = std::string(dtype == DType::f16 ? "__half" : "__nv_bfloat16") + "*";
+    std::vector<std::string> p = {"signed char*", "signed char*", "__half*", out, "float*",  // Q K V O Lse
+                                  "float*",       "float*",       out};                     // Q, K scales, V_mean
+    p.insert(p.end(), 15, "unsigned int");  // qo_len, kv_len, num_kv_groups, 12 strides
+    p.push_back("float");                   // sm_scale
+    return p;
+}
+
+constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
+
+std::string wanted_instance(const Sm80Launcher &launcher, const AttentionProblem &problem) {
+    const char *granularity = granularity_enumerator(launcher.granularity);
+    return std::string(kTemplate) + "<128, 64, " + std::to_string(warp_q(launcher, problem.shape.head_dim)) +
+           ", 64, " + std::to_string(problem.shape.head_dim) + ", kInt8, " + granularity + ", " + granularity +
+           ", " + (launcher.accumulates_in_f16 ? "half" : "float") + ", " + template_bool(launcher.use_inst_buffer) +
+           ", " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", kTensorCore, " +
+           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
+           template_bool(launcher.fuse_v_mean) + ", ...>";
+}
+
+std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
+
+class SageAttentionSm80Abi : public UpstreamLauncherAbi {
+public:
+    explicit SageAttentionSm80Abi(const Sm80Launcher &launcher) : launcher_(launcher) {}
+    std::string name() const override { return launcher_.abi_name; }
+    std::string launcher_file() const override { return launcher_.file; }
+
+    QuantizationRecipe quantization(std::int64_t head_dim) const override {
+        return sm80_recipe(launcher_.granularity, warp_q(launcher_, head_dim), launcher_.fuse_v_mean);
+    }
+
+    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
+        problem.validate();
+        const AttentionShape &s = problem.shape;
+        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
+        // The torch tensors the host function is given, contiguous: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D],
+        // k and the fp16 v [B,Nk,Hk,D] or [B,Hk,Nk,D].
+        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
+        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
+                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
+        const auto &v = k;
+        const auto &o = q;
+        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
+        if (!buffers.v_f16)
+            fail(ExitCode::internal, std::string(launcher_.abi_name) + ": no fp16 V for " + problem.describe() +
+                                         " (its inputs must be quantized with V f16)");
+        if (launcher_.fuse_v_mean && !buffers.v_mean)
+            fail(ExitCode::internal, std::string(launcher_.abi_name) + ": no V mean for " + problem.describe() +
+                                         " (its inputs must be quantized with smooth_v)");
+
+        AttentionLaunch launch;
+        KernelArguments &a = launch.arguments;
+        a.add(buffers.q_int8);  // Q (int8_t*)
+        a.add(buffers.k_int8);  // K
+        a.add(buffers.v_f16);   // V (half*)
+        a.add(buffers.o);       // O (DTypeOut*)
+        a.add(problem.with_lse ? buffers.lse : nullptr);  // Lse
+        a.add(buffers.q_scale);
+        a.add(buffers.k_scale);
+        a.add(launcher_.fuse_v_mean ? buffers.v_mean : nullptr);  // V_mean (DTypeOut*): nullptr unless fused
+        a.add(u32(s.len_q));                                       // qo_len
+        a.add(u32(s.len_kv));                                      // kv_len
+        a.add(u32(s.heads_q / s.heads_kv));                        // num_kv_groups
+        for (std::int64_t stride : {q[0], q[seq], q[head], k[0], k[seq], k[head], v[0], v[seq], v[head], o[0], o[seq],
+                                    o[head]})
+            a.add(u32(stride));
+        a.add(problem.sm_scale);
+
+        launch.grid = {u32((s.len_q + kCtaQ - 1) / kCtaQ), u32(s.heads_q), u32(s.batch)};
+        launch.block = {32, threads_y(s.head_dim), 1};
+        launch.dynamic_smem_bytes = smem_bytes(s.head_dim);
+        launch.set_smem_attribute = true;  // the host function always sets MaxDynamicSharedMemorySize to it
+        launch.context = problem.describe();
+        return launch;
+    }
+
+protected:
+    std::optional<UpstreamInstance> read_instance(const std::string &mangled) const override {
+        return read_upstream_instance(
+            mangled, kKernel, [&](const UpstreamInstance &i) { return expected_arguments(launcher_, i); },
+            expected_parameters);
+    }
+    std::string describe_wanted(const AttentionProblem &problem) const override {
+        return wanted_instance(launcher_, problem);
+    }
+    std::string describe_launcher() const override {
+        const std::string host_function = launcher_.file + std::string("sm80_").size();
+        return "the launcher " + host_function + " of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu";
+    }
+    std::uint32_t threads_per_block(std::int64_t head_dim) const override { return 32 * threads_y(head_dim); }
+    // max(smem_Q + smem_K in int8 + smem_V in half, smem_O in half), as the host function computes it.
+    std::size_t smem_bytes(std::int64_t head_dim) const override {
+        const std::size_t d = static_cast<std::size_t>(head_dim);
+        return std::max(kCtaQ * d + kCtaK * d + kCtaK * d * 2, kCtaQ * d * 2);
+    }
+
+private:
+    const Sm80Launcher &launcher_;
+
+    // The block's y extent: (CTA_Q / WARP_Q) * (CTA_K / WARP_K) warps.
+    std::uint32_t threads_y(std::int64_t head_dim) const {
+        return (kCtaQ / warp_q(launcher_, head_dim)) * (kCtaK / kWarpK);
+    }
+};
+
+const KernelAbi &sm80_launcher_abi(std::size_t row) { return adapter_of_row<SageAttentionSm80Abi>(kLaunchers, row); }
+
+}  // namespace
+
+const KernelAbi &sageattention_sm80_accum_f32_abi() { return sm80_launcher_abi(0); }
+const KernelAbi &sageattention_sm80_accum_f16_abi() { return sm80_launcher_abi(1); }
+const KernelAbi &sageattention_sm80_accum_f16_inst_buf_abi() { return sm80_launcher_abi(2); }
+const KernelAbi &sageattention_sm80_accum_f16_fuse_v_mean_abi() { return sm80_launcher_abi(3); }
+const KernelAbi &sageattention_sm80_accum_f32_per_warp_abi() { return sm80_launcher_abi(4); }
+const KernelAbi &sageattention_sm80_accum_f16_per_warp_abi() { return sm80_launcher_abi(5); }
+const KernelAbi &sageattention_sm80_accum_f16_inst_buf_per_warp_abi() { return sm80_launcher_abi(6); }
+const KernelAbi &sageattention_sm80_accum_f16_fuse_v_mean_per_warp_abi() { return sm80_launcher_abi(7); }
+
+}  // namespace s2tp
