@@ -19,7 +19,7 @@ int sanitize_command(const Args &args) {
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     SanitizeRequest request;
-    request.device_index = device_index(cl);
+    request.devices = selected_devices(cl);
     request.timeout_s = cl.result()["timeout"].as<int>();
     if (request.timeout_s < 1) fail(ExitCode::usage, "--timeout must be at least 1 second");
     request.jobs = jobs_count(cl).value_or(default_sanitize_jobs());

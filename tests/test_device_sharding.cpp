@@ -45,11 +45,62 @@ ExitCode code_of(const std::function<void()> &body) {
 }  // namespace
 
 TEST(DeviceList, AllOrIndicesWithinTheVisibleGpus) {
-    EXPECT_EQ(parse_device_list("all", 4), (std::vector<int>{0, 1, 2, 3}));
-    EXPECT_EQ(parse_device_list("2,0", 4), (std::vector<int>{2, 0}));
-    EXPECT_EQ(code_of([] { parse_device_list("all", 0); }), ExitCode::missing_tool);
-    for (const char *bad : {"", "0,", "0,0", "4", "-1", "a", "0;1", "1 2"})
-        EXPECT_EQ(code_of([&] { parse_device_list(bad, 4); }), ExitCode::usage) << "'" << bad << "'";
+    EXPECT_EQ(visible_devices(parse_device_list("all"), 4), (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(visible_devices(parse_device_list("2,0"), 4), (std::vector<int>{2, 0}));
+    EXPECT_EQ(visible_devices(DeviceList::one(1), 2), (std::vector<int>{1}));
+    EXPECT_EQ(parse_device_list("2,0").text(), "2,0");
+    EXPECT_EQ(parse_device_list("all").text(), "all");
+    // A typing mistake is one whatever the host has; a GPU that is not there is a missing device.
+    for (const char *bad : {"", "0,", ",1", "0,0", "-1", "a", "0;1", "1 2", "12345"})
+        EXPECT_EQ(code_of([&] { parse_device_list(bad); }), ExitCode::usage) << "'" << bad << "'";
+    EXPECT_EQ(code_of([] { visible_devices(parse_device_list("all"), 0); }), ExitCode::missing_tool);
+    EXPECT_EQ(code_of([] { visible_devices(parse_device_list("4"), 4); }), ExitCode::missing_tool);
+    EXPECT_EQ(code_of([] { visible_devices(parse_device_list("0"), 0); }), ExitCode::missing_tool);
+    try {
+        visible_devices(parse_device_list("0,1"), 1);
+        ADD_FAILURE() << "GPU 1 of 1 accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(std::string(e.what()), "GPU 1 is not visible here (1 visible: 0..0)");
+    }
+}
+
+TEST(DeviceList, OnlyErrorsOfTheGpuItselfMarkItLost) {
+    EXPECT_EQ(device_error_in("sage2tp: cudaMalloc failed [q]: cudaErrorDevicesUnavailable (busy)"),
+              "cudaErrorDevicesUnavailable");
+    EXPECT_EQ(device_error_in("x CUDA_ERROR_ECC_UNCORRECTABLE then cudaErrorNoDevice"), "CUDA_ERROR_ECC_UNCORRECTABLE");
+    EXPECT_FALSE(device_error_in("cudaErrorIllegalAddress (an illegal memory access was encountered)"));
+    EXPECT_FALSE(device_error_in("cudaErrorLaunchFailure (unspecified launch failure)"));
+    EXPECT_FALSE(device_error_in(""));
+}
+
+TEST(GpuQueues, DealtRoundRobinAndALostGpusQueueMovesToTheOthers) {
+    GpuQueues queues(7, {0, 1, 2});
+    EXPECT_EQ(queues.take(1), 1u);
+    EXPECT_EQ(queues.take(1), 4u);
+    EXPECT_EQ(queues.take(1), std::nullopt);
+    EXPECT_FALSE(queues.has_work(1));
+    EXPECT_TRUE(queues.add(1, 9));  // a failed batch's single stays on its GPU
+    EXPECT_EQ(queues.take(1), 9u);
+    // GPU 0 holds 0, 3, 6; it takes 0 and is lost: 3 and 6 move, one to each GPU still running.
+    EXPECT_EQ(queues.take(0), 0u);
+    EXPECT_TRUE(queues.lose(0).empty());
+    EXPECT_TRUE(queues.lost(0));
+    EXPECT_FALSE(queues.has_work(0));
+    EXPECT_EQ(queues.take(1), 3u);
+    EXPECT_EQ(queues.take(2), 2u);
+    EXPECT_EQ(queues.take(2), 5u);
+    EXPECT_EQ(queues.take(2), 6u);
+    EXPECT_TRUE(queues.empty());
+    // Work for a lost GPU goes to one still running; with every GPU lost, what is left is handed back,
+    // to be reported as not run.
+    EXPECT_TRUE(queues.add(0, 7));
+    EXPECT_TRUE(queues.has_work(1) || queues.has_work(2));
+    EXPECT_FALSE(queues.has_work(0));
+    EXPECT_TRUE(queues.lose(1).empty());
+    EXPECT_TRUE(queues.add(2, 8));
+    EXPECT_EQ(queues.lose(2), (std::vector<std::size_t>{7, 8}));
+    EXPECT_FALSE(queues.add(2, 10));
+    EXPECT_TRUE(queues.empty());
 }
 
 TEST(DeviceList, ChecksAreDealtRoundRobinEachToOneGpu) {

@@ -11,26 +11,74 @@
 //  * A GPU lost mid-run (a device error) is reported as lost, never as a pass; the others' results stay.
 //
 // Usage:
-//   std::vector<int> devices = parse_device_list("all", visible_gpu_count);
+//   std::vector<int> devices = visible_devices(parse_device_list("all"), visible_gpu_count);
 //   std::vector<int> gpu_of_check = assign_checks(checks.size(), devices);
 //   GpuTimings timings = combine_gpu_timings(per_gpu_runs, settings.bootstrap);
 #pragma once
 
 #include "model/ab_timing.h"
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace s2tp {
 
-// "all" -> 0..visible-1; "0,2" -> {0, 2} (indices within CUDA_VISIBLE_DEVICES). Error(usage) naming the
-// word for an empty list, a word that is not an index, an index outside 0..visible-1 or a repeated
-// one; Error(missing_tool) for "all" when no GPU is visible.
-std::vector<int> parse_device_list(const std::string &spec, int visible);
+// What --devices (or --device) names, before the GPUs are counted: "all", or indices within
+// CUDA_VISIBLE_DEVICES in the order given, none twice.
+struct DeviceList {
+    bool all = false;
+    std::vector<int> indices;  // when not `all`
+
+    static DeviceList one(int index);  // --device N
+    std::string text() const;          // as --devices takes it: "all", "0,2"
+    bool operator==(const DeviceList &o) const { return all == o.all && indices == o.indices; }
+};
+
+// "all" or "0,2". Error(usage) naming the word for an empty list, a word that is not an index or a
+// repeated index: a mistake in what was typed, whatever GPUs the host has.
+DeviceList parse_device_list(const std::string &spec);
+
+// The GPUs `list` names among `visible`: "all" -> 0..visible-1. Error(missing_tool) naming the index
+// and how many GPUs are visible for one that is not, or for "all" when none is.
+std::vector<int> visible_devices(const DeviceList &list, int visible);
 
 // The GPU of each of `checks` checks, dealt round-robin over `devices` in order.
 std::vector<int> assign_checks(std::size_t checks, const std::vector<int> &devices);
+
+// The CUDA error in a GPU process's output that means the GPU itself failed or went away (no device,
+// an invalid or unavailable device, an uncorrectable ECC error, a system not ready), as named in the
+// output; nullopt when there is none. A fault of the kernel (an illegal address, a launch failure) is
+// not one: it is a finding of the check that ran it.
+std::optional<std::string> device_error_in(const std::string &output);
+
+// Each GPU's queue of work items (indices into the caller's list), dealt round-robin in order. When
+// a GPU is lost its queue moves, round-robin, to the GPUs still running; with none left the items are
+// handed back to be reported as not run. Not thread-safe: the caller holds its lock.
+class GpuQueues {
+public:
+    GpuQueues(std::size_t items, const std::vector<int> &devices);
+
+    std::optional<std::size_t> take(int device);  // the next item of `device`'s queue
+    // More work for `device` (a failed batch's singles), or, `device` lost, for the next GPU still
+    // running; false when none is left to take it.
+    bool add(int device, std::size_t item);
+    bool has_work(int device) const;
+    bool empty() const;  // no GPU has work queued
+    bool lost(int device) const;
+    // Marks `device` lost and moves its queue to the GPUs still running; returns the items that no GPU
+    // is left to run.
+    std::vector<std::size_t> lose(int device);
+
+private:
+    std::vector<int> devices_;
+    std::vector<std::deque<std::size_t>> queues_;  // per entry of devices_
+    std::vector<bool> lost_;
+    std::size_t next_ = 0;  // where the round-robin of moved items goes on
+
+    std::size_t slot(int device) const;
+};
 
 // What one GPU's check run ended as.
 struct GpuCheckOutcome {

@@ -9,6 +9,7 @@
 #include "support/process_runner.h"
 #include "formats/tensor_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -122,6 +123,29 @@ void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &bui
 DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, const std::string &built_arch) {
     stop_if_no_gpu(stage, run, built_arch);
     return require_gpu(stage_name(stage), device_index);
+}
+
+std::vector<DeviceFacts> require_gpus(Stage stage, const DeviceList &devices, const RunDirectory &run,
+                                      const std::string &built_arch) {
+    stop_if_no_gpu(stage, run, built_arch);
+    std::vector<int> indices;
+    try {
+        indices = visible_devices(devices, probe_gpu().device_count);
+    } catch (const Error &e) {
+        fail(e.code(), stage_name(stage) + ": " + e.what());
+    }
+    std::vector<DeviceFacts> facts;
+    for (auto index = indices.rbegin(); index != indices.rend(); ++index) facts.insert(facts.begin(), select_device(*index));
+    return facts;
+}
+
+std::string gpu_names(const std::vector<DeviceFacts> &devices) {
+    std::vector<std::string> names;
+    for (const DeviceFacts &device : devices)
+        if (std::find(names.begin(), names.end(), device.name) == names.end()) names.push_back(device.name);
+    std::string text;
+    for (const std::string &name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
 }
 
 std::string arch_mismatch(const std::string &stage, const std::string &built_arch, const DeviceFacts &device,
