@@ -429,8 +429,8 @@ TEST(SanitizeMatrix, ALostGpuFailsTheStageAndTheOtherGpusResultsAreKept) {
     EXPECT_EQ(kept, 6u);
     EXPECT_EQ(fold.figures.failed_checks, 2);
     const std::string text = fold.figures.text(false);
-    EXPECT_NE(text.find("GPU 0 NVIDIA H200 (0000:10:00.0): 6 of 6 checks passed"), std::string::npos) << text;
-    EXPECT_NE(text.find("GPU 1 NVIDIA H200 (0000:11:00.0): 0 of 2 checks passed, 2 failed, LOST: "), std::string::npos)
+    EXPECT_NE(text.find("GPU 0 NVIDIA H200 (0000:10:00.0): ran 6 of 6 checks, 6 passed"), std::string::npos) << text;
+    EXPECT_NE(text.find("GPU 1 NVIDIA H200 (0000:11:00.0): ran 2 of 2 checks, 0 passed, 2 failed, LOST: "), std::string::npos)
         << text;
 }
 
@@ -454,6 +454,7 @@ TEST(SanitizeMatrix, ChecksNoGpuIsLeftToRunAreNotRunNeverPassed) {
     EXPECT_EQ(fold.figures.checks[1].passed, false);
     EXPECT_EQ(fold.figures.gpus[0].checks, 2);
     EXPECT_EQ(fold.figures.gpus[0].failed, 1) << "the not-run check is neither passed nor failed by the GPU";
+    EXPECT_EQ(fold.figures.gpus[0].ran, 1);
     bool named = false;
     for (const std::string &reason : fold.reasons)
         named |= reason.find("baseline initcheck on s0: not run: GPU 0 lost (cudaErrorDevicesUnavailable)") != std::string::npos;

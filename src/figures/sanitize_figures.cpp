@@ -57,11 +57,7 @@ bool SanitizeFigures::operator==(const SanitizeFigures &o) const {
 }
 
 std::string SanitizeFigures::text(bool verbose) const {
-    std::string out = "  " + summary;
-    if (shows_gpu_table(gpus)) {
-        const std::string table = gpu_table(gpus);
-        out += "\n" + table.substr(0, table.size() - 1);
-    }
+    std::string out = with_gpu_table("  " + summary, gpus);
     for (const SanitizeCheck &c : checks) {
         const bool passed = c.passed.value_or(false);
         if (passed && !verbose) continue;

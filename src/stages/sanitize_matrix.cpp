@@ -148,6 +148,7 @@ SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, 
         }
         if (!gpu.lost.empty()) share.lost = gpu.lost;
         gpu.checks = static_cast<std::int64_t>(share.checks);
+        gpu.ran = static_cast<std::int64_t>(share.passed + share.failed);
         gpu.passed = static_cast<std::int64_t>(share.passed);
         gpu.failed = static_cast<std::int64_t>(share.failed);
         shares.push_back(share);

@@ -125,18 +125,26 @@ DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, 
     return require_gpu(stage_name(stage), device_index);
 }
 
+std::vector<DeviceFacts> require_gpus(const std::string &stage, const DeviceList &devices) {
+    const GpuProbe probe = probe_gpu();
+    if (!probe.available)
+        fail(ExitCode::missing_tool, stage + " needs an NVIDIA GPU, and none is usable here: " + probe.reason);
+    std::vector<int> indices;
+    try {
+        indices = visible_devices(devices, probe.device_count);
+    } catch (const Error &e) {
+        fail(e.code(), stage + ": " + e.what());
+    }
+    // The first last, so that it is the one left current.
+    std::vector<DeviceFacts> facts(indices.size());
+    for (std::size_t i = indices.size(); i-- > 0;) facts[i] = select_device(indices[i]);
+    return facts;
+}
+
 std::vector<DeviceFacts> require_gpus(Stage stage, const DeviceList &devices, const RunDirectory &run,
                                       const std::string &built_arch) {
     stop_if_no_gpu(stage, run, built_arch);
-    std::vector<int> indices;
-    try {
-        indices = visible_devices(devices, probe_gpu().device_count);
-    } catch (const Error &e) {
-        fail(e.code(), stage_name(stage) + ": " + e.what());
-    }
-    std::vector<DeviceFacts> facts;
-    for (auto index = indices.rbegin(); index != indices.rend(); ++index) facts.insert(facts.begin(), select_device(*index));
-    return facts;
+    return require_gpus(stage_name(stage), devices);
 }
 
 std::string gpu_names(const std::vector<DeviceFacts> &devices) {

@@ -69,10 +69,11 @@ DeviceFacts require_gpu(const std::string &stage, int device_index);
 // says how to go on (no_gpu_next_step), and the stop is recorded in the run (record_stop) for status,
 // report and compare.
 DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, const std::string &built_arch);
-// The GPUs of `devices` for a stage of `run` (--devices, or --device as a list of one), each selected
-// once so that its facts are read: without any GPU, stop_if_no_gpu's stop; a GPU the list names that
-// is not visible, Error(missing_tool) naming it and how many are. The calling thread's current GPU is
-// the first's afterwards.
+// The GPUs of `devices` (--devices, or --device as a list of one), each selected once so that its facts
+// are read; Error(missing_tool) without a GPU, or naming a GPU the list names that is not visible and
+// how many are. The calling thread's current GPU is the first's afterwards.
+std::vector<DeviceFacts> require_gpus(const std::string &stage, const DeviceList &devices);
+// The same for a stage of `run`: without any GPU, stop_if_no_gpu's stop first.
 std::vector<DeviceFacts> require_gpus(Stage stage, const DeviceList &devices, const RunDirectory &run,
                                       const std::string &built_arch);
 // The GPU models of `devices`, each once, comma-separated: a stage's tools.gpu.
