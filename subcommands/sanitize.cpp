@@ -15,7 +15,7 @@ int sanitize_command(const Args &args) {
     cl.add_options()
         ("timeout", "seconds before one sanitizer process is killed and its check failed",
          cxxopts::value<int>()->default_value("1800"), "S");
-    add_option(cl, jobs_option("sanitizer processes on the GPU", "$SAGE2TP_SANITIZE_JOBS, else 8, at most the cores"));
+    add_option(cl, jobs_option("sanitizer processes on each GPU", "$SAGE2TP_SANITIZE_JOBS, else 8, at most the cores"));
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     SanitizeRequest request;
