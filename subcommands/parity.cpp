@@ -14,7 +14,7 @@ int parity_command(const Args &args) {
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     ParityRequest request;
-    request.device_index = device_index(cl);
+    request.devices = selected_devices(cl);
     request.force = cl.has("force");
     StageContext context(Stage::parity, require_existing_run(cl.selection()));
     return static_cast<int>(run_stage(context, parity_stage_work(context, request, cl.reporter()), cl.reporter()));

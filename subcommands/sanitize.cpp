@@ -15,11 +15,11 @@ int sanitize_command(const Args &args) {
     cl.add_options()
         ("timeout", "seconds before one sanitizer process is killed and its check failed",
          cxxopts::value<int>()->default_value("1800"), "S");
-    add_option(cl, jobs_option("sanitizer processes on the GPU", "$SAGE2TP_SANITIZE_JOBS, else 8, at most the cores"));
+    add_option(cl, jobs_option("sanitizer processes on each GPU", "$SAGE2TP_SANITIZE_JOBS, else 8, at most the cores"));
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     SanitizeRequest request;
-    request.device_index = device_index(cl);
+    request.devices = selected_devices(cl);
     request.timeout_s = cl.result()["timeout"].as<int>();
     if (request.timeout_s < 1) fail(ExitCode::usage, "--timeout must be at least 1 second");
     request.jobs = jobs_count(cl).value_or(default_sanitize_jobs());

@@ -4,6 +4,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
+#include "pipeline/common_options.h"
 #include "pipeline/stage_pipeline.h"
 #include "support/errors.h"
 #include "tools/slurm_submission.h"
@@ -70,8 +71,10 @@ int slurm_command(const Args &args) {
         ("poll", "seconds between looks at the queue while waiting", cxxopts::value<int>()->default_value("10"), "S")
         ("format", "text, markdown or csv (the table printed after waiting)",
          cxxopts::value<std::string>()->default_value("text"), "FORMAT");
+    add_option(cl, devices_option);
     if (!cl.parse()) return 0;
     SlurmRequest request;
+    if (cl.has("devices")) request.devices = parse_device_list(cl.result()["devices"].as<std::string>());
     if (cl.has("arch")) request.archs = cl.result()["arch"].as<std::vector<std::string>>();
     if (cl.has("constraint")) request.gpu_kinds = cl.result()["constraint"].as<std::vector<std::string>>();
     request.repeats = cl.result()["repeat"].as<int>();

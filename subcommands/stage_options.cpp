@@ -53,6 +53,7 @@ const std::vector<StageOption> &stage_options() {
           Kind::text, "ARCH"},
          {Stage::build}, ""},
         {device_option, {Stage::sanitize, Stage::parity, Stage::time}, ""},
+        {devices_option, {Stage::sanitize, Stage::parity, Stage::time}, ""},
         {{"skip", "record a skipped stage instead of running (also: RUN_SANITIZER=0)", Kind::flag, ""},
          {Stage::sanitize}, "skip-sanitize"},
         {{"target-half-width",

@@ -51,6 +51,7 @@ int status_command(const Args &args) {
     for (const StageOverview &line : overview.stages) {
         table << std::setw(10) << stage_name(line.stage) << std::setw(status_width) << line.status << std::setw(22)
               << line.finished_utc << std::setw(7) << line.fresh << line.summary << "\n";
+        for (const std::string &gpu : line.gpus) table << "  " << gpu << "\n";
         if (line.status == "failed") {
             if (!line.first_reason.empty()) table << "  reason: " << line.first_reason << "\n";
             if (!line.log.empty()) table << "  log: " << (run.root() / line.log).string() << "\n";
@@ -60,6 +61,11 @@ int status_command(const Args &args) {
         if (!line.first_reason.empty()) entry.insert("first_reason", line.first_reason);
         if (!line.log.empty()) entry.insert("log", line.log);
         if (!line.stale_reason.empty()) entry.insert("stale_reason", line.stale_reason);
+        if (!line.gpus.empty()) {
+            toml::array gpus;
+            for (const std::string &gpu : line.gpus) gpus.push_back(gpu);
+            entry.insert("gpus", gpus);
+        }
         stages.push_back(entry);
     }
     // The gate's thresholds, from the run's manifest: what "worth shipping" will mean for this run.

@@ -50,7 +50,7 @@ int time_command(const Args &args) {
         fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
 
     TimeRequest request;
-    request.device_index = device_index(cl);
+    request.devices = selected_devices(cl);
     request.pin = cl.has("pin");
     request.ncu = cl.has("ncu") || ncu_switched_on();
     request.force = cl.has("force");
@@ -95,7 +95,7 @@ int time_command(const Args &args) {
     }
     if (set) {
         const TimeSetRequest set_request{std::move(*set), request.overrides, request.repeats, request.force,
-                                         request.device_index};
+                                         request.devices};
         return static_cast<int>(run_stage(context, time_set_stage_work(context, set_request, reporter), reporter));
     }
     return static_cast<int>(run_stage(context, time_stage_work(context, request, reporter), reporter));

@@ -51,9 +51,25 @@ inline BuildFigures build() {
 inline SanitizeFigures sanitize() {
     SanitizeFigures f;
     f.tools = {"memcheck", "racecheck"};
-    f.checks = {SanitizeCheck{"baseline", "memcheck", "b1 h2 q64", 0, true, "logs/sanitize/baseline-memcheck-shape0.log"},
+    f.checks = {SanitizeCheck{"baseline", "memcheck", "b1 h2 q64", 0, true,
+                              "logs/sanitize/baseline-memcheck-shape0-gpu0.log", 0},
                 SanitizeCheck{"candidate", "racecheck", "b1 h2 q64", 3, false,
-                              "logs/sanitize/candidate-racecheck-shape0.log"}};
+                              "logs/sanitize/candidate-racecheck-shape0-gpu1.log", 1}};
+    GpuFigures gpu;
+    gpu.index = 1;
+    gpu.name = "NVIDIA H200";
+    gpu.uuid = "GPU-0c3e2f5a-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+    gpu.pci_bus_id = "0000:3b:00.0";
+    gpu.driver = "13.0";
+    gpu.sm_count = 132;
+    gpu.sm_clock_mhz = 1980;
+    gpu.sample_clock_mhz = 1755;
+    gpu.checks = 1;
+    gpu.ran = 1;
+    gpu.passed = 0;
+    gpu.failed = 1;
+    gpu.lost = "cudaErrorDevicesUnavailable (log logs/sanitize/candidate-racecheck-shape0-gpu1.log)";
+    f.gpus = {gpu};
     f.total_errors = 3;
     f.failed_checks = 1;
     f.baseline = VariantSanitize{0, 0};

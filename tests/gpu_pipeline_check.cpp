@@ -157,8 +157,10 @@ void missing_barrier(const Pipeline &pipeline, const fs::path &manifest, Expecta
             if (check["passed"].value_or(true)) continue;
             ++failed_checks;
             failed_alone += contains(check["log"].value_or(std::string()), "-shape");
-            batch_logs_kept +=
-                fs::is_regular_file(pipeline.run() / "logs/sanitize" / (variant + "-" + tool + "-batch.log"));
+            // Every log names the GPU that wrote it; the check records that GPU.
+            const std::string gpu = std::to_string(check["gpu"].value_or<std::int64_t>(-1));
+            batch_logs_kept += fs::is_regular_file(pipeline.run() / "logs/sanitize" /
+                                                   (variant + "-" + tool + "-batch-gpu" + gpu + ".log"));
         }
     const std::string text = sanitize.out + sanitize.err;
     expect.check(contains(text, "processes for") && contains(text, "split into one process per shape"),

@@ -211,6 +211,28 @@ TEST_F(GpuStagesWithoutGpu, RefuseWithExitThreeAndSkipStillRecordsTheStage) {
     EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
 }
 
+// --devices: a list typed wrong is refused whatever GPUs there are (exit 2, before the run is read);
+// a list of GPUs on a host without one stops as --device does (exit 3), for each GPU stage and run.
+TEST_F(GpuStagesWithoutGpu, DevicesIsCheckedAsTypedThenNeedsItsGpus) {
+    const std::string run = run_dir().string();
+    for (const char *stage : {"sanitize", "parity", "time", "run"}) {
+        ProcessResult r = sage2tp({stage, "--run", run, "--devices", "0,0"});
+        EXPECT_EQ(r.exit_code, 2) << stage << r.out << r.err;
+        EXPECT_TRUE(contains(r.err, "--devices '0,0' names GPU 0 twice")) << stage << r.err;
+        r = sage2tp({stage, "--run", run, "--device", "0", "--devices", "0"});
+        EXPECT_EQ(r.exit_code, 2) << stage << r.out << r.err;
+        EXPECT_TRUE(contains(r.err, "--device and --devices were both given")) << stage << r.err;
+        r = sage2tp({stage, "--run", run, "--devices", "gpu1"});
+        EXPECT_EQ(r.exit_code, 2) << stage << r.out << r.err;
+        EXPECT_TRUE(contains(r.err, "'gpu1' is not a GPU index")) << stage << r.err;
+    }
+    ProcessResult r = sage2tp({"sanitize", "--run", run, "--force", "--devices", "1"});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "sanitize needs an NVIDIA GPU, and none is usable here: ")) << r.err;
+    r = sage2tp({"sanitize", "--run", run, "--force", "--devices", "all"});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+}
+
 TEST_F(GpuStagesWithoutGpu, ExecChecksItsArgumentsThenNeedsAGpu) {
     const std::string run = run_dir().string();
     ProcessResult r = sage2tp({"exec", "--run", run, "--variant", "sideways", "--sanitize-shape", "0"});

@@ -2,6 +2,7 @@
 // comparison, the sanitize matrix and the parity check's folding of per-shape results.
 #include "stages/parity_check.h"
 #include "figures/resource_comparison.h"
+#include "model/device_sharding.h"
 #include "stages/sanitize_matrix.h"
 
 #include "build_config.h"
@@ -364,6 +365,104 @@ TEST(ParityCheck, UnwrittenOutputsAndAReferenceMissFail) {
     clean.shape = "s0";
     clean.candidates["candidate"];
     EXPECT_TRUE(fold_parity({clean}, 1, 1, 0.05, {"candidate"}).passed);
+}
+
+namespace {
+
+GpuFigures h200(int index) {
+    GpuFigures g;
+    g.index = index;
+    g.name = "NVIDIA H200";
+    g.pci_bus_id = "0000:1" + std::to_string(index) + ":00.0";
+    return g;
+}
+
+SanitizerReport lost_report(int gpu) {
+    SanitizerReport report;
+    report.verdict = "GPU " + std::to_string(gpu) + " lost during this check: cudaErrorDevicesUnavailable";
+    return report;
+}
+
+}  // namespace
+
+TEST(SanitizeMatrix, EachLogNamesItsGpu) {
+    EXPECT_EQ(log_name_on_gpu("baseline-memcheck-batch.log", 1), "baseline-memcheck-batch-gpu1.log");
+    EXPECT_EQ(log_name_on_gpu("a-racecheck-shape3.log", 0), "a-racecheck-shape3-gpu0.log");
+}
+
+// Two GPUs: GPU 1 is lost on its first batch; the batch still queued on it moves to GPU 0, which
+// passes everything it ran. The stage fails on GPU 1 alone, and GPU 0's results are kept.
+TEST(SanitizeMatrix, ALostGpuFailsTheStageAndTheOtherGpusResultsAreKept) {
+    const auto batches = plan_sanitize_batches({"baseline", "candidate"},
+                                               {SanitizerTool::memcheck, SanitizerTool::racecheck}, {"s0", "s1"});
+    ASSERT_EQ(batches.size(), 4u);
+    GpuQueues queues(batches.size(), {0, 1});
+    std::vector<SanitizeOutcome> outcomes;
+    auto run_on = [&](int gpu, const SanitizerReport &report) {
+        const std::size_t item = *queues.take(gpu);
+        const std::string log = "logs/sanitize/" + log_name_on_gpu(batches[item].log_name, gpu);
+        for (SanitizeOutcome &o : batch_outcomes(batches[item], report, log, gpu)) outcomes.push_back(std::move(o));
+    };
+    run_on(0, clean_report());
+    run_on(1, lost_report(1));
+    EXPECT_TRUE(queues.lose(1).empty());
+    while (queues.has_work(0)) run_on(0, clean_report());
+    EXPECT_TRUE(queues.empty());
+
+    std::vector<GpuFigures> gpus{h200(0), h200(1)};
+    gpus[1].lost = "cudaErrorDevicesUnavailable (log logs/sanitize/baseline-racecheck-batch-gpu1.log)";
+    const SanitizeFold fold = fold_sanitize_checks(outcomes, 2, {"memcheck", "racecheck"}, {"candidate"}, {}, gpus);
+    EXPECT_FALSE(fold.passed);
+    ASSERT_EQ(fold.figures.gpus.size(), 2u);
+    EXPECT_EQ(fold.figures.gpus[0].checks, 6);
+    EXPECT_EQ(fold.figures.gpus[0].passed, 6);
+    EXPECT_EQ(fold.figures.gpus[1].checks, 2);
+    EXPECT_EQ(fold.figures.gpus[1].passed, 0);
+    EXPECT_EQ(fold.figures.gpus[1].failed, 2);
+    ASSERT_FALSE(fold.reasons.empty());
+    EXPECT_NE(fold.reasons.front().find("GPU 1 NVIDIA H200 was lost after 2 of 2 checks: cudaErrorDevicesUnavailable"),
+              std::string::npos)
+        << fold.reasons.front();
+    std::size_t kept = 0;
+    for (const SanitizeCheck &check : fold.figures.checks) {
+        EXPECT_EQ(check.passed, check.gpu == 0) << check.variant << " " << check.tool << " " << check.shape;
+        kept += check.gpu == 0 && check.passed == true;
+    }
+    EXPECT_EQ(kept, 6u);
+    EXPECT_EQ(fold.figures.failed_checks, 2);
+    const std::string text = fold.figures.text(false);
+    EXPECT_NE(text.find("GPU 0 NVIDIA H200 (0000:10:00.0): ran 6 of 6 checks, 6 passed"), std::string::npos) << text;
+    EXPECT_NE(text.find("GPU 1 NVIDIA H200 (0000:11:00.0): ran 2 of 2 checks, 0 passed, 2 failed, LOST: "), std::string::npos)
+        << text;
+}
+
+// One GPU, lost: what it had not run yet is reported as not run, never as a pass.
+TEST(SanitizeMatrix, ChecksNoGpuIsLeftToRunAreNotRunNeverPassed) {
+    const auto batches = plan_sanitize_batches({"baseline"}, {SanitizerTool::memcheck, SanitizerTool::initcheck}, {"s0"});
+    GpuQueues queues(batches.size(), {0});
+    std::vector<SanitizeOutcome> outcomes;
+    const std::size_t first = *queues.take(0);
+    for (SanitizeOutcome &o : batch_outcomes(batches[first], lost_report(0), "logs/sanitize/x-gpu0.log", 0))
+        outcomes.push_back(std::move(o));
+    const std::vector<std::size_t> orphans = queues.lose(0);
+    ASSERT_EQ(orphans.size(), 1u);
+    for (SanitizeOutcome &o : not_run_outcomes(batches[orphans[0]], 0, "cudaErrorDevicesUnavailable", "logs/sanitize/x-gpu0.log"))
+        outcomes.push_back(std::move(o));
+    std::vector<GpuFigures> gpus{h200(0)};
+    gpus[0].lost = "cudaErrorDevicesUnavailable";
+    const SanitizeFold fold = fold_sanitize_checks(outcomes, 1, {"memcheck", "initcheck"}, {}, {}, gpus);
+    EXPECT_FALSE(fold.passed);
+    ASSERT_EQ(fold.figures.checks.size(), 2u);
+    EXPECT_EQ(fold.figures.checks[1].passed, false);
+    EXPECT_EQ(fold.figures.gpus[0].checks, 2);
+    EXPECT_EQ(fold.figures.gpus[0].failed, 1) << "the not-run check is neither passed nor failed by the GPU";
+    EXPECT_EQ(fold.figures.gpus[0].ran, 1);
+    bool named = false;
+    for (const std::string &reason : fold.reasons)
+        named |= reason.find("baseline initcheck on s0: not run: GPU 0 lost (cudaErrorDevicesUnavailable)") != std::string::npos;
+    EXPECT_TRUE(named);
+    EXPECT_NE(fold.reasons.front().find("GPU 0 NVIDIA H200 was lost after 1 of 2 checks"), std::string::npos)
+        << fold.reasons.front();
 }
 
 }  // namespace s2tp::unit_stage_bodies

@@ -336,11 +336,14 @@ TEST(FigureFields, ParitySanitizeAndBuildFiguresWriteEveryKeyAndReadItBack) {
     const toml::table sanitize = figure_samples::sanitize().to_toml();
     expect_keys_and_round_trip("sanitize", sanitize,
                                [](const toml::table &t) { return SanitizeFigures::from_toml(t).to_toml(); },
-                               {"baseline", "candidates", "checks", "device", "failed_checks", "seed", "summary", "tools",
-                                "total_errors"});
+                               {"baseline", "candidates", "checks", "device", "failed_checks", "gpus", "seed", "summary",
+                                "tools", "total_errors"});
     EXPECT_EQ(own_keys(*sanitize["baseline"].as_table()), (std::set<std::string>{"errors", "failed_checks"}));
     EXPECT_EQ(own_keys(*sanitize["checks"][0].as_table()),
-              (std::set<std::string>{"errors", "log", "passed", "shape", "tool", "variant"}));
+              (std::set<std::string>{"errors", "gpu", "log", "passed", "shape", "tool", "variant"}));
+    EXPECT_EQ(own_keys(*sanitize["gpus"][0].as_table()),
+              (std::set<std::string>{"checks", "driver", "failed", "index", "lost", "name", "passed", "pci_bus_id", "ran",
+                                     "sample_clock_mhz", "sm_clock_mhz", "sm_count", "uuid"}));
 
     const toml::table build = figure_samples::build().to_toml();
     expect_keys_and_round_trip("build", build, [](const toml::table &t) { return BuildFigures::from_toml(t).to_toml(); },

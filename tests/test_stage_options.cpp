@@ -53,6 +53,47 @@ TEST(StageOptions, WhatRunForwardsReadsBackInTheStagesCommand) {
     EXPECT_EQ(device_index(sanitize), 0);
 }
 
+// --devices is parsed once, in the stage's command line, whether typed there or forwarded by run.
+TEST(StageOptions, RunForwardsDevicesToTheGpuStagesAndTheyReadTheList) {
+    const auto run = parsed_run({"--devices", "2,0"});
+    for (const Stage stage : {Stage::sanitize, Stage::parity, Stage::time}) {
+        EXPECT_EQ(stage_option_words(*run, stage), (Args{"--devices", "2,0"})) << stage_name(stage);
+        CommandLine cl(stage_name(stage), "test", stage_option_words(*run, stage));
+        add_stage_options(cl, stage);
+        ASSERT_TRUE(cl.parse());
+        EXPECT_EQ(selected_devices(cl), parse_device_list("2,0"));
+    }
+    EXPECT_TRUE(stage_option_words(*run, Stage::gate).empty());
+    EXPECT_TRUE(stage_option_words(*run, Stage::build).empty());
+}
+
+ExitCode selection_code(const Args &args) {
+    CommandLine cl("sanitize", "test", args);
+    add_stage_options(cl, Stage::sanitize);
+    try {
+        cl.parse();
+        selected_devices(cl);
+    } catch (const Error &e) {
+        return e.code();
+    }
+    return ExitCode::ok;
+}
+
+TEST(CommonOptions, DevicesIsAListOrAllAndNeverGivenWithDevice) {
+    CommandLine all("time", "test", {"--devices", "all"});
+    add_stage_options(all, Stage::time);
+    ASSERT_TRUE(all.parse());
+    EXPECT_TRUE(selected_devices(all).all);
+    CommandLine one("time", "test", {"--device", "3"});
+    add_stage_options(one, Stage::time);
+    ASSERT_TRUE(one.parse());
+    EXPECT_EQ(selected_devices(one), DeviceList::one(3));
+    EXPECT_EQ(selection_code({}), ExitCode::ok);
+    EXPECT_EQ(selection_code({"--device", "1", "--devices", "0,1"}), ExitCode::usage);
+    EXPECT_EQ(selection_code({"--devices", "0,0"}), ExitCode::usage);
+    EXPECT_EQ(selection_code({"--devices", "first"}), ExitCode::usage);
+}
+
 TEST(StageOptions, RunRefusesAValueOfTheWrongTypeAsTheStageWould) {
     try {
         parsed_run({"--budget", "soon"});

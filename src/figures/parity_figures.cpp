@@ -112,6 +112,7 @@ const std::vector<Field<ParityFigures>> &ParityFigures::fields() {
         only_when<P>(field("baseline.checks", &P::baseline_checks, "per shape"), has_baseline),
         named_map("candidates", &P::candidates, "by name"),
         field("device", &P::device, "GPU"),
+        field("gpus", &P::gpus, "one per GPU"),
         field("summary", &P::summary, "line")};
     return table;
 }
@@ -126,9 +127,9 @@ bool ParityFigures::operator==(const ParityFigures &o) const {
            reference_worst_case == o.reference_worst_case && baseline_outputs == o.baseline_outputs &&
            baseline_accuracy == o.baseline_accuracy && baseline_checks == o.baseline_checks &&
            reference_rows == o.reference_rows &&
-           candidates == o.candidates && device == o.device && summary == o.summary;
+           candidates == o.candidates && device == o.device && gpus == o.gpus && summary == o.summary;
 }
 
-std::string ParityFigures::text() const { return "  " + summary; }
+std::string ParityFigures::text() const { return with_gpu_table("  " + summary, gpus); }
 
 }  // namespace s2tp

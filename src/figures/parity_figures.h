@@ -4,6 +4,7 @@
 #pragma once
 
 #include "figures/figure_fields.h"
+#include "figures/gpu_figures.h"
 #include "model/accuracy.h"
 
 #include <toml++/toml.h>
@@ -86,14 +87,15 @@ struct ParityFigures {
     std::vector<AccuracyShapeCheck> baseline_checks;   // [figures.baseline] checks
     std::optional<std::int64_t> reference_rows;
     std::map<std::string, CandidateParity> candidates;  // [figures.candidates.<name>]
-    std::string device, summary;
+    std::string device, summary;    // device: the first GPU's summary line
+    std::vector<GpuFigures> gpus;  // every GPU of --devices, in its order; its checks are comparisons
 
     static const std::vector<figure_fields::Field<ParityFigures>> &fields();
     toml::table to_toml() const;
     static ParityFigures from_toml(const toml::table &figures);
     bool operator==(const ParityFigures &o) const;
 
-    std::string text() const;  // what `sage2tp parity` prints: the summary
+    std::string text() const;  // what `sage2tp parity` prints: the summary, and the per-GPU table (shows_gpu_table)
 };
 
 }  // namespace s2tp

@@ -19,7 +19,8 @@ const std::vector<Field<SanitizeCheck>> &SanitizeCheck::fields() {
                                              field("shape", &C::shape, "shape", Presence::always),
                                              field("errors", &C::errors, "errors"),
                                              field("passed", &C::passed, "outcome"),
-                                             field("log", &C::log, "path")};
+                                             field("log", &C::log, "path"),
+                                             field("gpu", &C::gpu, "GPU index")};
     return table;
 }
 
@@ -39,6 +40,7 @@ const std::vector<Field<SanitizeFigures>> &SanitizeFigures::fields() {
                                              field("baseline", &F::baseline, "variant"),
                                              named_map("candidates", &F::candidates, "by name"),
                                              field("device", &F::device, "GPU"),
+                                             field("gpus", &F::gpus, "one per GPU"),
                                              field("seed", &F::seed, "seed"),
                                              field("summary", &F::summary, "line")};
     return table;
@@ -50,17 +52,18 @@ SanitizeFigures SanitizeFigures::from_toml(const toml::table &t) { return read_f
 
 bool SanitizeFigures::operator==(const SanitizeFigures &o) const {
     return tools == o.tools && checks == o.checks && total_errors == o.total_errors && failed_checks == o.failed_checks &&
-           baseline == o.baseline && candidates == o.candidates && device == o.device && seed == o.seed &&
+           baseline == o.baseline && candidates == o.candidates && device == o.device && gpus == o.gpus && seed == o.seed &&
            summary == o.summary;
 }
 
 std::string SanitizeFigures::text(bool verbose) const {
-    std::string out = "  " + summary;
+    std::string out = with_gpu_table("  " + summary, gpus);
     for (const SanitizeCheck &c : checks) {
         const bool passed = c.passed.value_or(false);
         if (passed && !verbose) continue;
         out += std::string("\n  ") + (passed ? "ok   " : "FAIL ") + c.variant + " " + c.tool + " " + c.shape + ": " +
-               std::to_string(c.errors.value_or(0)) + " errors, log " + c.log;
+               std::to_string(c.errors.value_or(0)) + " errors, " +
+               (c.gpu ? "GPU " + std::to_string(*c.gpu) + ", " : "") + "log " + c.log;
     }
     return out;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "figures/figure_fields.h"
+#include "figures/gpu_figures.h"
 
 #include <toml++/toml.h>
 
@@ -20,11 +21,12 @@ struct SanitizeCheck {
     std::optional<std::int64_t> errors;
     std::optional<bool> passed;
     std::string log;  // run-relative
+    std::optional<std::int64_t> gpu;  // the index of the GPU that settled it
 
     static const std::vector<figure_fields::Field<SanitizeCheck>> &fields();
     bool operator==(const SanitizeCheck &o) const {
         return variant == o.variant && tool == o.tool && shape == o.shape && errors == o.errors &&
-               passed == o.passed && log == o.log;
+               passed == o.passed && log == o.log && gpu == o.gpu;
     }
 };
 
@@ -42,7 +44,8 @@ struct SanitizeFigures {
     std::optional<std::int64_t> total_errors, failed_checks;  // over every check
     VariantSanitize baseline;                                 // [figures.baseline]
     std::map<std::string, VariantSanitize> candidates;        // [figures.candidates.<name>]
-    std::string device;
+    std::string device;           // the first GPU's summary line
+    std::vector<GpuFigures> gpus;  // every GPU of --devices, in its order
     std::optional<std::int64_t> seed;
     std::string summary;
 
@@ -55,7 +58,8 @@ struct SanitizeFigures {
     static SanitizeFigures from_toml(const toml::table &figures);
     bool operator==(const SanitizeFigures &o) const;
 
-    // What `sage2tp sanitize` prints: the summary, then each failed check (each check with `verbose`).
+    // What `sage2tp sanitize` prints: the summary, the per-GPU table when there were several GPUs or one
+    // was lost, then each failed check (each check with `verbose`).
     std::string text(bool verbose) const;
 };
 

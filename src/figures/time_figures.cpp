@@ -168,6 +168,7 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("shape", &T::shape, "shape"),
         field("device", &T::device, "GPU"),
         field("device_name", &T::device_name, "GPU"),
+        field("gpus", &T::gpus, "one per GPU"),
         field("arch", &T::arch, "arch"),
         field("sha256.baseline", &T::baseline_sha256, "digest"),
         field("sha256.expected", &T::expected_sha256, "digest"),
@@ -211,8 +212,9 @@ std::string interval_text(const RatioFigures &r, bool with_half_width) {
 
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     std::ostringstream out;
-    out << "  " << f.workload.value_or(missing_figure) << ": " << f.shape.value_or(missing_figure) << " on "
-        << f.device_name.value_or(missing_figure);
+    out << with_gpu_table("  " + f.workload.value_or(missing_figure) + ": " + f.shape.value_or(missing_figure) +
+                              " on " + f.device_name.value_or(missing_figure),
+                          f.gpus);
     if (f.baseline_sha256) {
         out << "\n  output sha256 baseline " << *f.baseline_sha256
             << (!f.expected_sha256                       ? " (none pinned)"

@@ -22,6 +22,7 @@
 #include "formats/checkpoint_store.h"
 #include "pipeline/cli.h"
 #include "figures/figure_fields.h"
+#include "figures/gpu_figures.h"
 #include "figures/ncu_metrics.h"
 #include "figures/parity_figures.h"
 #include "support/statistics.h"
@@ -111,6 +112,8 @@ struct NcuFigures {
 
 struct TimeFigures {
     std::optional<std::string> workload, shape, device, device_name, arch;
+    // --devices with several GPUs: each GPU, one process each; the ratios' repeat_medians are theirs, in order.
+    std::vector<GpuFigures> gpus;
 
     // Output digests: the baseline's, the pin it was checked against (absent when none is), whether
     // every output passed its checks before timing and held during it, and the pin --pin replaced.

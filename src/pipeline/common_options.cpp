@@ -45,6 +45,19 @@ const CommonOption device_option{"device", "GPU index within CUDA_VISIBLE_DEVICE
 
 int device_index(const CommandLine &cl) { return cl.has("device") ? cl.result()["device"].as<int>() : 0; }
 
+const CommonOption devices_option{"devices",
+                                  "GPUs to share the checks over: indices within CUDA_VISIBLE_DEVICES, "
+                                  "comma-separated, or all (default: --device's one GPU)",
+                                  CommonOption::Kind::text, "LIST|all"};
+
+DeviceList selected_devices(const CommandLine &cl) {
+    if (!cl.has("devices")) return DeviceList::one(device_index(cl));
+    if (cl.has("device"))
+        fail(ExitCode::usage, "--device and --devices were both given: give one GPU with --device N or several "
+                              "with --devices LIST|all");
+    return parse_device_list(cl.result()["devices"].as<std::string>());
+}
+
 CommonOption force_option(const std::string &what) {
     return {"force", what + " even when the checkpoint is up to date", CommonOption::Kind::flag, ""};
 }

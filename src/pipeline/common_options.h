@@ -11,6 +11,7 @@
 //   request.force = cl.has("force");
 #pragma once
 
+#include "model/device_sharding.h"
 #include "pipeline/cli.h"
 
 #include <optional>
@@ -38,6 +39,12 @@ std::vector<std::string> forwarded_words(const CommandLine &command_line, const 
 // --device N: the GPU index within CUDA_VISIBLE_DEVICES; device_index is 0 when it is not given.
 extern const CommonOption device_option;
 int device_index(const CommandLine &command_line);
+
+// --devices LIST|all: the GPUs a stage shares its work over. selected_devices reads it, or --device
+// as a list of one (GPU 0 when neither is given); Error(usage) when both are given or LIST is not a
+// list of indices, none twice (parse_device_list). Which of them are visible the stage checks.
+extern const CommonOption devices_option;
+DeviceList selected_devices(const CommandLine &command_line);
 
 // --force: `what` ("run", "compile") even when the checkpoint is up to date.
 CommonOption force_option(const std::string &what);

@@ -3,13 +3,14 @@
 // reference so that "both equally wrong" cannot pass (ParityFigures, via fold_parity).
 #pragma once
 
+#include "model/device_sharding.h"
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 
 namespace s2tp {
 
 struct ParityRequest {
-    int device_index = 0;
+    DeviceList devices = DeviceList::one(0);  // --devices, or --device as a list of one; comparisons are dealt over them
     bool force = false;
 };
 

@@ -1,5 +1,7 @@
 #include "stages/sanitize_matrix.h"
 
+#include "model/device_sharding.h"
+
 #include <algorithm>
 
 namespace s2tp {
@@ -48,10 +50,31 @@ std::vector<SanitizeBatchPlan> split_sanitize_batch(const SanitizeBatchPlan &bat
     return singles;
 }
 
+std::string log_name_on_gpu(const std::string &log_name, int gpu) {
+    const std::string suffix = ".log";
+    const bool has_suffix =
+        log_name.size() >= suffix.size() && log_name.compare(log_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const std::string stem = has_suffix
+                                 ? log_name.substr(0, log_name.size() - suffix.size())
+                                 : log_name;
+    return stem + "-gpu" + std::to_string(gpu) + suffix;
+}
+
 std::vector<SanitizeOutcome> batch_outcomes(const SanitizeBatchPlan &batch, const SanitizerReport &report,
-                                            const std::string &log) {
+                                            const std::string &log, int gpu) {
     std::vector<SanitizeOutcome> outcomes;
-    for (const SanitizeCheckPlan &check : batch.checks) outcomes.push_back(SanitizeOutcome{check, report, log});
+    for (const SanitizeCheckPlan &check : batch.checks) outcomes.push_back(SanitizeOutcome{check, report, log, gpu});
+    return outcomes;
+}
+
+std::vector<SanitizeOutcome> not_run_outcomes(const SanitizeBatchPlan &batch, int gpu, const std::string &error,
+                                              const std::string &log) {
+    SanitizerReport report;
+    report.tool = sanitizer_tool_name(batch.tool);
+    report.passed = false;
+    report.verdict = "not run: GPU " + std::to_string(gpu) + " lost (" + error + ")";
+    std::vector<SanitizeOutcome> outcomes = batch_outcomes(batch, report, log, gpu);
+    for (SanitizeOutcome &outcome : outcomes) outcome.ran = false;
     return outcomes;
 }
 
@@ -79,7 +102,7 @@ std::string quoted_failure(const std::string &what, const SanitizerReport &repor
 
 SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, std::size_t shapes,
                                   const std::vector<std::string> &tools, const std::vector<std::string> &candidates,
-                                  const std::vector<SanitizeSplit> &splits) {
+                                  const std::vector<SanitizeSplit> &splits, std::vector<GpuFigures> gpus) {
     SanitizeFold fold;
     SanitizeFigures &f = fold.figures;
     f.tools = tools;
@@ -105,7 +128,7 @@ SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, 
     for (const SanitizeOutcome &o : outcomes) {
         const SanitizerReport &r = o.report;
         const std::string tool = sanitizer_tool_name(o.check.tool);
-        f.checks.push_back(SanitizeCheck{o.check.variant, tool, o.check.shape, r.errors, r.passed, o.log});
+        f.checks.push_back(SanitizeCheck{o.check.variant, tool, o.check.shape, r.errors, r.passed, o.log, o.gpu});
         VariantSanitize &variant = variant_of(o.check.variant);
         *f.total_errors += r.errors;
         *variant.errors += r.errors;
@@ -114,11 +137,31 @@ SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, 
         ++*variant.failed_checks;
         failures.push_back(quoted_failure(o.check.variant + " " + tool + " on " + o.check.shape, r, o.log));
     }
+    // Each GPU's share: a GPU lost, or one that did not run all its checks, fails the stage on its own.
+    std::vector<GpuCheckOutcome> shares;
+    for (GpuFigures &gpu : gpus) {
+        GpuCheckOutcome share{static_cast<int>(gpu.index.value_or(-1)), gpu.name, 0, 0, 0, {}};
+        for (const SanitizeOutcome &o : outcomes) {
+            if (o.gpu != share.device) continue;
+            ++share.checks;
+            if (o.ran) ++(o.report.passed ? share.passed : share.failed);
+        }
+        if (!gpu.lost.empty()) share.lost = gpu.lost;
+        gpu.checks = static_cast<std::int64_t>(share.checks);
+        gpu.ran = static_cast<std::int64_t>(share.passed + share.failed);
+        gpu.passed = static_cast<std::int64_t>(share.passed);
+        gpu.failed = static_cast<std::int64_t>(share.failed);
+        shares.push_back(share);
+    }
+    const ShardedVerdict sharded = judge_sharded_checks(shares);
+    // Named per GPU where the figures show the GPUs; one GPU's failed checks are quoted below anyway.
+    if (shows_gpu_table(gpus)) fold.reasons = sharded.reasons;
     for (std::size_t i = 0; i < failures.size() && i < kSanitizeReasonsShown; ++i) fold.reasons.push_back(failures[i]);
     if (failures.size() > kSanitizeReasonsShown)
         fold.reasons.push_back("and " + std::to_string(failures.size() - kSanitizeReasonsShown) +
                                " more failed checks (see figures.checks)");
-    fold.passed = failures.empty();
+    fold.passed = failures.empty() && (gpus.empty() || sharded.passed);
+    f.gpus = std::move(gpus);
     f.summary = std::to_string(f.checks.size()) + " checks (" + std::to_string(shapes) + " shapes x " +
                 std::to_string(tools.size()) + " tools x " + std::to_string(candidates.size() + 1) + " variants), " +
                 std::to_string(*f.failed_checks) + " failed, " + std::to_string(*f.total_errors) + " errors";

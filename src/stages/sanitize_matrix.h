@@ -75,12 +75,23 @@ struct SanitizeOutcome {
     SanitizeCheckPlan check;
     SanitizerReport report;
     std::string log;  // run-relative path of its log
+    int gpu = 0;      // the GPU that settled it
+    bool ran = true;  // false: not run, its GPU lost and none left to take it (report says so, not passed)
 };
+
+// The log of `log_name` ("<variant>-<tool>-batch.log") run on GPU `gpu`: "<variant>-<tool>-batch-gpu1.log",
+// so that a batch moved off a lost GPU keeps both logs and every log names the GPU that wrote it.
+std::string log_name_on_gpu(const std::string &log_name, int gpu);
 
 // The report of a batch that settles its checks (one that passed, or a single shape's) as each
 // check's outcome, every one pointing at the batch's log.
 std::vector<SanitizeOutcome> batch_outcomes(const SanitizeBatchPlan &batch, const SanitizerReport &report,
-                                            const std::string &log);
+                                            const std::string &log, int gpu = 0);
+
+// The checks of `batch` that no GPU is left to run: each failed, "not run: GPU <gpu> lost (<error>)",
+// pointing at `log`, the log in which the GPU's loss was found.
+std::vector<SanitizeOutcome> not_run_outcomes(const SanitizeBatchPlan &batch, int gpu, const std::string &error,
+                                              const std::string &log);
 
 // A batch that did not pass and was re-run shape by shape: what it found itself.
 struct SanitizeSplit {
@@ -102,9 +113,12 @@ constexpr std::size_t kSanitizeReasonsShown = 12;
 // `candidates` are the candidate variants' names (every other variant of `outcomes` is the baseline's).
 // `splits` are the batches re-run shape by shape, whose single-shape outcomes are in `outcomes`: each
 // is named in the reasons when its finding is not attributed to any of its shapes (none failed alone),
-// failing the stage and adding its errors to its variant's; the summary counts them.
+// failing the stage and adding its errors to its variant's; the summary counts them. `gpus` are the
+// GPUs of --devices (who each is, and the error that lost it): the fold counts each one's checks
+// from `outcomes` into figures.gpus, and a GPU lost or short of its checks fails the stage
+// (judge_sharded_checks), its reason first; the other GPUs' results are kept.
 SanitizeFold fold_sanitize_checks(const std::vector<SanitizeOutcome> &outcomes, std::size_t shapes,
                                   const std::vector<std::string> &tools, const std::vector<std::string> &candidates,
-                                  const std::vector<SanitizeSplit> &splits = {});
+                                  const std::vector<SanitizeSplit> &splits = {}, std::vector<GpuFigures> gpus = {});
 
 }  // namespace s2tp

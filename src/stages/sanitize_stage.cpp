@@ -12,6 +12,8 @@
 #include "tools/kernel_build.h"
 #include "figures/sanitize_figures.h"
 #include "stages/sanitize_matrix.h"
+#include "model/device_sharding.h"
+#include "figures/gpu_figures.h"
 #include "support/cuda_tools.h"
 #include "support/errors.h"
 #include "support/file_io.h"
@@ -76,16 +78,16 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
     }
 
     const BuiltKernels kernels = built_kernels(context);  // every cubin as recorded
-    const DeviceFacts device = require_gpu(Stage::sanitize, request.device_index, context.run(), kernels.arch);
-    require_kernels_for_device("sanitize", kernels, device);
+    const std::vector<DeviceFacts> devices = require_gpus(Stage::sanitize, request.devices, context.run(), kernels.arch);
+    for (const DeviceFacts &device : devices) require_kernels_for_device("sanitize", kernels, device);
     const std::optional<fs::path> sanitizer = find_cuda_tool("compute-sanitizer");
     if (!sanitizer)
         fail(ExitCode::missing_tool, std::string("sanitize needs compute-sanitizer, which is not installed (looked in ") +
                                      cuda_tool_search_order() + "); use --skip or RUN_SANITIZER=0 to record the "
                                      "stage as not checked");
     result.tools.insert("compute-sanitizer", sanitizer_version(*sanitizer));
-    result.tools.insert("gpu", device.name);
-    result.tools.insert("cuda_driver", cuda_version_string(device.driver_version));
+    result.tools.insert("gpu", gpu_names(devices));
+    result.tools.insert("cuda_driver", cuda_version_string(devices.front().driver_version));
 
     const fs::path log_dir = run.logs() / "sanitize";
     fs::create_directories(log_dir);
@@ -96,12 +98,26 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         for (const SanitizeCheckPlan &check : batch.checks) slot_of.emplace(check.log_name, slot_of.size());
     const std::size_t check_count = slot_of.size();
 
-    // Each process has its own context on the GPU and its own instrumentation, so several at once
-    // find what one at a time finds; only the wall time is shared. At most request.jobs at once. A
-    // batch that does not pass queues one process per shape (sanitize_matrix.h says why that is sound).
+    // Each process has its own context on its GPU and its own instrumentation, so several at once
+    // find what one at a time finds; only the wall time is shared. The batches are dealt over the
+    // GPUs, each run pinned to its GPU (exec --device), at most request.jobs at once on each. A batch
+    // that does not pass queues one process per shape on the same GPU (sanitize_matrix.h says why
+    // that is sound). A process whose output holds a device error loses its GPU: its checks fail
+    // with that error (not re-run: a kernel that takes one GPU down would take the next), the GPU's
+    // queue moves to the GPUs still running, and with none left its checks are not run, never passed.
+    std::vector<int> indices;
+    std::vector<GpuFigures> gpus;
+    for (const DeviceFacts &device : devices) {
+        indices.push_back(device.index);
+        gpus.push_back(GpuFigures::of(device));
+    }
+    auto figures_of = [&gpus](int gpu) -> GpuFigures & {
+        return *std::find_if(gpus.begin(), gpus.end(), [gpu](const GpuFigures &g) { return g.index == gpu; });
+    };
     std::vector<std::optional<SanitizeOutcome>> outcomes(check_count);
     std::vector<SanitizeSplit> splits;
-    std::deque<SanitizeBatchPlan> pending(batches.begin(), batches.end());
+    std::deque<SanitizeBatchPlan> work(batches.begin(), batches.end());  // the batches, then the singles
+    GpuQueues queues(batches.size(), indices);
     std::mutex mutex;
     std::condition_variable changed;
     std::size_t running = 0, settled = 0, processes = 0;
@@ -112,16 +128,17 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         std::string log;  // run-relative
         double seconds = 0;
         bool timed_out = false;
+        std::optional<std::string> device_error;  // device_error_in the process's output
     };
-    auto run_batch = [&](const SanitizeBatchPlan &batch) {
+    auto run_batch = [&](const SanitizeBatchPlan &batch, int gpu) {
         const std::string tool_name = sanitizer_tool_name(batch.tool);
         SanitizerRun config;
         config.sanitizer = *sanitizer;
         config.tool = batch.tool;
-        config.log_file = log_dir / batch.log_name;
+        config.log_file = log_dir / log_name_on_gpu(batch.log_name, gpu);
         fs::remove(*config.log_file);
         const ExecRequest exec{run.root(), batch.variant, batch.shape_indices(), std::nullopt,
-                               kSanitizeSeed, std::nullopt, request.device_index};
+                               kSanitizeSeed, std::nullopt, gpu};
         const std::vector<std::string> target = exec.to_argv(current_executable());
         ProcessOptions process;
         process.timeout = std::chrono::seconds(request.timeout_s);
@@ -145,22 +162,46 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
             report.verdict =
                 tool_name + " did not finish within " + std::to_string(request.timeout_s) + " s (raise --timeout)";
         }
+        const std::optional<std::string> device_error = device_error_in(log);
+        if (device_error) {
+            report.passed = false;
+            report.verdict = "GPU " + std::to_string(gpu) + " lost during this check: " + *device_error;
+        }
         std::ofstream(*config.log_file, std::ios::binary | std::ios::trunc)
             << log << "\n--- verdict ---\n" << report.verdict << "\n";
-        return Ran{report, run.relative(*config.log_file), ran.seconds, ran.timed_out};
+        return Ran{report, run.relative(*config.log_file), ran.seconds, ran.timed_out, device_error};
+    };
+    auto record = [&](std::vector<SanitizeOutcome> settled_outcomes) {
+        for (SanitizeOutcome &outcome : settled_outcomes) {
+            ++settled;
+            outcomes[slot_of.at(outcome.check.log_name)] = std::move(outcome);
+        }
     };
     // Under the lock: what one finished process settles, or the singles it queues.
-    auto settle = [&](const SanitizeBatchPlan &batch, Ran ran) {
+    auto settle = [&](const SanitizeBatchPlan &batch, int gpu, Ran ran) {
         ++processes;
-        const std::string timing = " (" + fixed(ran.seconds, 1) + " s, log " + ran.log + ")";
+        const std::string timing = " (" + fixed(ran.seconds, 1) + " s, GPU " + std::to_string(gpu) + ", log " + ran.log + ")";
+        if (ran.device_error) {
+            GpuFigures &lost = figures_of(gpu);
+            if (lost.lost.empty()) lost.lost = *ran.device_error + " (log " + ran.log + ")";
+            reporter.progress("  " + batch.describe() + ": " + ran.report.verdict + timing +
+                              "; its remaining checks move to the GPUs still running");
+            record(batch_outcomes(batch, ran.report, ran.log, gpu));
+            for (const std::size_t item : queues.lose(gpu)) record(not_run_outcomes(work[item], gpu, *ran.device_error, ran.log));
+            return;
+        }
         if (!ran.report.passed && batch.checks.size() > 1) {
             reporter.progress("  " + batch.describe() + " in one process: " + ran.report.verdict + timing +
                               "; split into one process per shape");
-            for (SanitizeBatchPlan &single : split_sanitize_batch(batch)) pending.push_back(std::move(single));
+            for (SanitizeBatchPlan &single : split_sanitize_batch(batch)) {
+                work.push_back(std::move(single));
+                if (!queues.add(gpu, work.size() - 1))
+                    record(not_run_outcomes(work.back(), gpu, figures_of(gpu).lost, ran.log));
+            }
             splits.push_back(SanitizeSplit{batch, std::move(ran.report), ran.log, ran.timed_out});
             return;
         }
-        settled += batch.checks.size();
+        record(batch_outcomes(batch, ran.report, ran.log, gpu));
         const std::string what = "[" + std::to_string(settled) + "/" + std::to_string(check_count) + "] " +
                                  batch.describe();
         // On a terminal one line, rewritten in place; in a pipe one line per process.
@@ -173,23 +214,22 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
         }
         reporter.detail("  " + what + ": " + (ran.report.passed ? "passed" : "FAILED") + ", " + ran.report.verdict +
                         timing);
-        for (SanitizeOutcome &outcome : batch_outcomes(batch, ran.report, ran.log))
-            outcomes[slot_of.at(outcome.check.log_name)] = std::move(outcome);
     };
-    auto worker = [&] {
+    auto worker = [&](int gpu) {
         std::unique_lock<std::mutex> lock(mutex);
         for (;;) {
-            // Idle while others run: a failed batch may still queue its singles.
-            changed.wait(lock, [&] { return failure || !pending.empty() || running == 0; });
-            if (failure || pending.empty()) return;
-            const SanitizeBatchPlan batch = std::move(pending.front());
-            pending.pop_front();
+            // Idle while others run: a failed batch may still queue its singles, a lost GPU its queue.
+            changed.wait(lock, [&] {
+                return failure || queues.lost(gpu) || queues.has_work(gpu) || (running == 0 && queues.empty());
+            });
+            if (failure || queues.lost(gpu) || !queues.has_work(gpu)) return;
+            const SanitizeBatchPlan batch = work[*queues.take(gpu)];
             ++running;
             lock.unlock();
             try {
-                Ran ran = run_batch(batch);
+                Ran ran = run_batch(batch, gpu);
                 lock.lock();
-                settle(batch, std::move(ran));
+                settle(batch, gpu, std::move(ran));
             } catch (...) {
                 if (!lock.owns_lock()) lock.lock();
                 if (!failure) failure = std::current_exception();
@@ -198,24 +238,30 @@ StageResult run_sanitize_checks(const StageContext &context, const SanitizeReque
             changed.notify_all();
         }
     };
-    // As many workers as --jobs allows the singles of split batches, which may outnumber the batches.
+    // As many workers per GPU as --jobs allows the singles of split batches, which may outnumber the batches.
     const std::size_t jobs = static_cast<std::size_t>(std::max(1, request.jobs));
     reporter.progress("  " + std::to_string(batches.size()) + " processes for " + std::to_string(check_count) +
-                      " checks, " + std::to_string(std::min(jobs, batches.size())) + " at a time");
+                      " checks on " + std::to_string(devices.size()) + " GPU" + (devices.size() == 1 ? "" : "s") +
+                      ", " + std::to_string(std::min(jobs * devices.size(), batches.size())) + " at a time");
     std::vector<std::thread> workers;
-    for (std::size_t i = 0; i < std::min(jobs, std::max<std::size_t>(1, check_count)); ++i) workers.emplace_back(worker);
+    for (const int gpu : indices)
+        for (std::size_t i = 0; i < std::min(jobs, std::max<std::size_t>(1, check_count)); ++i) workers.emplace_back(worker, gpu);
     for (auto &w : workers) w.join();
     if (failure) std::rethrow_exception(failure);
     std::vector<SanitizeOutcome> done;
-    for (auto &outcome : outcomes) done.push_back(std::move(*outcome));
+    for (auto &outcome : outcomes) {
+        if (!outcome) fail(ExitCode::internal, "sanitize: a check was neither run nor reported as not run");
+        done.push_back(std::move(*outcome));
+    }
     reporter.end_live_line();
     if (!splits.empty())
         reporter.progress("  " + std::to_string(processes) + " processes ran for " + std::to_string(check_count) +
                           " checks: " + std::to_string(splits.size()) + " of " + std::to_string(batches.size()) +
                           " batches split into one process per shape");
 
-    SanitizeFold fold = fold_sanitize_checks(done, shapes.size(), experiment.sanitizer_tools, candidates, splits);
-    fold.figures.device = device.summary();
+    SanitizeFold fold =
+        fold_sanitize_checks(done, shapes.size(), experiment.sanitizer_tools, candidates, splits, std::move(gpus));
+    fold.figures.device = devices.front().summary();
     fold.figures.seed = static_cast<std::int64_t>(kSanitizeSeed);
     result.status = fold.passed ? StageStatus::passed : StageStatus::failed;
     result.reasons = fold.reasons;

@@ -2,9 +2,12 @@
 // shape) for the baseline and every candidate, every log kept under logs/sanitize/, each check's
 // error count recorded (SanitizeFigures). compute-sanitizer has no default --error-exitcode, so its
 // exit status alone can be 0 with errors found: a missing summary, a timeout or a failing target is
-// a failed check, never a pass.
+// a failed check, never a pass. With --devices the processes are dealt over the GPUs, each pinned to
+// one, and each log's name and each check's figures name the GPU; a GPU lost mid-run (a device
+// error) is reported per GPU, its checks never a pass, the other GPUs' results kept.
 #pragma once
 
+#include "model/device_sharding.h"
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 
@@ -13,9 +16,9 @@
 namespace s2tp {
 
 struct SanitizeRequest {
-    int device_index = 0;
+    DeviceList devices = DeviceList::one(0);  // --devices, or --device as a list of one
     int timeout_s = 1800;  // per sanitizer process
-    int jobs = 1;          // sanitizer processes at once on the one GPU, at least 1
+    int jobs = 1;          // sanitizer processes at once on each GPU, at least 1
     bool skip = false;     // --skip
     bool force = false;
 };

@@ -44,6 +44,7 @@ TimeStageInputs shape_inputs(const TimeSetInputs &in, const SetWorkload &shape, 
                            0,
                            in.device_index,
                            in.accuracy,
+                           {},
                            shape_report_name(shape)};
 }
 
@@ -249,16 +250,21 @@ StageWork time_set_stage_work(StageContext &context, const TimeSetRequest &reque
         return verify_time_set_outputs(c, *set, resolved->kernels.arch);
     };
     work.summarize = print_time;
-    const std::optional<DeviceFacts> device =
-        time_device(work, run, resolved->kernels.arch, request.device_index, !request.force);
-    if (!device) return work;
+    const std::optional<std::vector<DeviceFacts>> gpus =
+        time_devices(work, run, resolved->kernels.arch, request.devices, !request.force);
+    if (!gpus) return work;
+    if (gpus->size() > 1)
+        fail(ExitCode::usage, "time over the workload set '" + set->name + "' runs on one GPU; --devices with " +
+                                  std::to_string(gpus->size()) + " GPUs is not built for a set: time one shape of "
+                                  "it with --workload FILE --devices, or give one GPU");
+    const std::optional<DeviceFacts> device = gpus->front();
     require_kernels_for_device("time", resolved->kernels, *device);
     const Experiment &experiment = resolved->experiment;
     // The inputs refer to the set, kernels and device they are made from, which live as long as the work.
     const auto held_device = std::make_shared<const DeviceFacts>(*device);
     const auto inputs = std::make_shared<const TimeSetInputs>(TimeSetInputs{
         run, *set, resolved->kernels, *held_device, resolved->settings,
-        request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), request.device_index,
+        request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), device->index,
         time_accuracy(experiment)});
     work.add_inputs = [inputs, resolved, set, held_device](Fingerprint &f) { add_time_set_inputs(f, *inputs); };
     work.run = [inputs, resolved, set, held_device, &reporter] { return time_workload_set(*inputs, reporter); };

@@ -80,7 +80,7 @@ struct TimeSetRequest {
     TimeOverrides overrides;
     std::optional<std::size_t> repeats;  // unset: the manifest's [time] repeats
     bool force = false;
-    int device_index = 0;
+    DeviceList devices = DeviceList::one(0);  // one GPU: several are refused for a set
 };
 
 // The time stage over the set for run_stage. Without a GPU, a passed set checkpoint made on a GPU host

@@ -3,7 +3,9 @@
 #include "pipeline/common_options.h"
 #include "pipeline/file_artifact.h"
 
+#include "figures/gpu_figures.h"
 #include "formats/svg_plot.h"
+#include "model/device_sharding.h"
 #include "gpu/launch_timer.h"
 #include "model/workload_cost.h"
 #include "tools/ncu_profile.h"
@@ -18,6 +20,8 @@
 #include "support/process_runner.h"
 
 #include <algorithm>
+#include <mutex>
+#include <thread>
 #include <chrono>
 #include <memory>
 #include <sstream>
@@ -395,11 +399,28 @@ ResolvedTimeInputs resolve_time_inputs(const RunDirectory &run, const std::vecto
     return {std::move(experiment), std::move(workload), std::move(kernels), std::move(expected_sha256), settings};
 }
 
+namespace {
+
+bool on_several_gpus(const TimeStageInputs &in) { return in.gpus.size() > 1; }
+
+// The measuring processes: one per GPU on several GPUs, else one per repeat.
+std::size_t process_count(const TimeStageInputs &in) { return on_several_gpus(in) ? in.gpus.size() : in.repeats; }
+
+TimingSettings process_settings(const TimeStageInputs &in, std::size_t index) {
+    return repeat_settings(in.settings, on_several_gpus(in) ? 1 : in.repeats, index);
+}
+
+int process_device(const TimeStageInputs &in, std::size_t index) {
+    return on_several_gpus(in) ? in.gpus.at(index).index : in.device_index;
+}
+
+}  // namespace
+
 RepeatChildRequest RepeatChildRequest::of_repeat(const TimeStageInputs &in, std::size_t index,
                                                  const fs::path &measurement_file) {
-    const TimingSettings s = repeat_settings(in.settings, in.repeats, index);
-    return {in.run.root(),     measurement_file,    in.workload_file, s.budget_seconds, s.min_rounds,
-            s.target_half_width, s.order_seed, in.device_index, in.pin};
+    const TimingSettings s = process_settings(in, index);
+    return {in.run.root(),       measurement_file, in.workload_file,           s.budget_seconds, s.min_rounds,
+            s.target_half_width, s.order_seed,     process_device(in, index), in.pin};
 }
 
 std::vector<std::string> RepeatChildRequest::to_argv() const {
@@ -513,17 +534,34 @@ TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repea
 namespace {
 
 // Starts repeat `index` as a fresh sage2tp process and reads back what it measured.
-ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, const Reporter &reporter) {
-    const TimingSettings s = repeat_settings(in.settings, in.repeats, index);
-    const fs::path file = in.run.reports() / ("time-repeat-" + std::to_string(index + 1) + ".toml");
-    const fs::path log = in.run.logs() / ("time-repeat-" + std::to_string(index + 1) + ".log");
+// "repeat 3", "GPU 1", or "" for a single measurement: how reasons and logs name process `index`.
+std::string repeat_where(const TimeStageInputs &in, std::size_t index) {
+    if (on_several_gpus(in)) return "GPU " + std::to_string(process_device(in, index));
+    return in.repeats == 1 ? "" : "repeat " + std::to_string(index + 1);
+}
+
+// `reporting`, when given, is held while it reports: processes on several GPUs run at once.
+ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, const Reporter &reporter,
+                                std::mutex *reporting = nullptr) {
+    const auto report = [&](const std::string &line) {
+        std::unique_lock<std::mutex> lock;
+        if (reporting) lock = std::unique_lock<std::mutex>(*reporting);
+        reporter.progress(line);
+    };
+    const TimingSettings s = process_settings(in, index);
+    const std::string stem = on_several_gpus(in) ? "time-gpu" + std::to_string(process_device(in, index))
+                                                 : "time-repeat-" + std::to_string(index + 1);
+    const fs::path file = in.run.reports() / (stem + ".toml");
+    const fs::path log = in.run.logs() / (stem + ".log");
     fs::create_directories(in.run.reports());
     fs::create_directories(in.run.logs());
     std::error_code ec;
     fs::remove(file, ec);
     std::vector<std::string> argv{current_executable().string(), "time"};
     for (std::string &word : RepeatChildRequest::of_repeat(in, index, file).to_argv()) argv.push_back(std::move(word));
-    reporter.progress("time: repeat " + std::to_string(index + 1) + " of " + std::to_string(in.repeats) +
+    const std::string where = repeat_where(in, index);
+    report("time: " + where + (on_several_gpus(in) ? " of " + std::to_string(in.gpus.size()) + " at once"
+                                                              : " of " + std::to_string(in.repeats)) +
                       " in a fresh process, " + sampling_budget_text(s.budget_seconds));
     // Sampling stops at the repeat's budget; the rest is the repeat's start (inputs, modules, checks),
     // which even a host-generated block-24 workload finishes in well under the margin.
@@ -531,12 +569,15 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
     options.timeout = std::chrono::seconds(static_cast<long long>(s.budget_seconds) + 900);
     const ProcessResult ran = run_process(argv, options);
     write_file_atomically(log, ran.out + ran.err);
-    const std::string where = "repeat " + std::to_string(index + 1);
-    if (ran.exit_code != 0 || !fs::is_regular_file(file, ec))
-        fail(ExitCode::internal, "time: " + where + " (" + in.run.relative(log) + ") " +
-                                     (ran.timed_out ? "ran past its " + std::to_string(options.timeout->count()) + " s"
-                                                    : "exited with " + std::to_string(ran.exit_code)) +
-                                     " and wrote no measurement");
+    if (ran.exit_code != 0 || !fs::is_regular_file(file, ec)) {
+        // A device error means the GPU went away (exit 3, the GPU lost); anything else is a failure.
+        const std::optional<std::string> device_error = device_error_in(ran.out + ran.err);
+        fail(device_error ? ExitCode::missing_tool : ExitCode::internal,
+             "time: " + where + " (" + in.run.relative(log) + ") " +
+                 (ran.timed_out ? "ran past its " + std::to_string(options.timeout->count()) + " s"
+                                : "exited with " + std::to_string(ran.exit_code)) +
+                 " and wrote no measurement" + (device_error ? ": the GPU failed with " + *device_error : ""));
+    }
     ArmMeasurement m = ArmMeasurement::from_toml(toml::parse_file(file.string()), in.run.relative(file));
     fs::remove(file, ec);
     std::string medians;
@@ -544,7 +585,7 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
         for (Arm arm = first_candidate_arm; arm < m.first.size(); ++arm)
             medians += ", " + in.kernels.candidates.at(arm - first_candidate_arm).variant + "/baseline " +
                        fixed(median(kept_ratios(m.timing.rounds, arm)), 4);
-    reporter.progress("  " + where + ": " + std::to_string(m.timing.kept_rounds) + " rounds kept, " +
+    report("  " + where + ": " + std::to_string(m.timing.kept_rounds) + " rounds kept, " +
                       std::to_string(m.timing.throttled_rounds) + " throttled, stopped by " +
                       stop_reason_name(m.timing.stopped_by) + medians);
     return m;
@@ -646,35 +687,91 @@ void round_figures(TimeFigures &f, const TimeStageInputs &in, const ArmMeasureme
 }
 
 // The measurements: in this process for one, in fresh processes for several. A repeat whose first
-// outputs fail the checks did not time anything, and the later ones are not started.
-std::vector<ArmMeasurement> measure_repeats(const TimeStageInputs &in, const Reporter &reporter) {
-    std::vector<ArmMeasurement> measurements;
+// outputs fail the checks did not time anything, and the later ones are not started. On several GPUs
+// every GPU's process runs at once; one whose output holds a device error loses its GPU (`lost`,
+// per GPU, the error), and the other GPUs' measurements are kept.
+struct Measurements {
+    std::vector<ArmMeasurement> measured;
+    std::vector<std::size_t> process;  // each measurement's process index (repeat_where)
+    std::vector<std::string> lost;     // per process on several GPUs: the device error, "" when measured
+};
+
+Measurements measure_repeats(const TimeStageInputs &in, const Reporter &reporter) {
+    Measurements m;
+    if (on_several_gpus(in)) {
+        std::vector<std::optional<ArmMeasurement>> slots(in.gpus.size());
+        m.lost.resize(in.gpus.size());
+        std::vector<std::exception_ptr> failures(in.gpus.size());
+        std::mutex reporting;
+        std::vector<std::thread> threads;
+        for (std::size_t g = 0; g < in.gpus.size(); ++g)
+            threads.emplace_back([&, g] {
+                try {
+                    slots[g] = measure_in_child(in, g, reporter, &reporting);
+                } catch (const Error &e) {
+                    if (e.code() == ExitCode::missing_tool) m.lost[g] = e.what();
+                    else failures[g] = std::current_exception();
+                } catch (...) {
+                    failures[g] = std::current_exception();
+                }
+            });
+        for (std::thread &t : threads) t.join();
+        for (const std::exception_ptr &failure : failures)
+            if (failure) std::rethrow_exception(failure);
+        for (std::size_t g = 0; g < slots.size(); ++g)
+            if (slots[g]) {
+                m.measured.push_back(std::move(*slots[g]));
+                m.process.push_back(g);
+            }
+        if (m.measured.empty()) fail(ExitCode::missing_tool, "time: every GPU was lost: " + m.lost.front());
+        return m;
+    }
     const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin, in.accuracy};
     for (std::size_t r = 0; r < in.repeats; ++r) {
-        measurements.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
-        if (measurements.back().timing.rounds.empty()) break;
+        m.measured.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
+        m.process.push_back(r);
+        if (m.measured.back().timing.rounds.empty()) break;
     }
-    return measurements;
-}
-
-std::string repeat_where(const TimeStageInputs &in, std::size_t index) {
-    return in.repeats == 1 ? "" : "repeat " + std::to_string(index + 1);
+    return m;
 }
 
 // The output checks after the first record: every repeat must have produced the reference's bytes,
 // before timing (a fresh process with fresh allocations) and after it. One reason per difference.
 std::vector<std::string> repeat_output_reasons(const TimeStageInputs &in, const std::vector<std::string> &arms,
-                                               const std::vector<ArmMeasurement> &measurements) {
+                                               const Measurements &m) {
     std::vector<std::string> reasons;
-    const std::vector<OutputDigest> &reference = measurements.front().first;
-    for (std::size_t r = 0; r < measurements.size(); ++r) {
+    const std::vector<OutputDigest> &reference = m.measured.front().first;
+    for (std::size_t r = 0; r < m.measured.size(); ++r) {
+        const std::string where = repeat_where(in, m.process[r]);
         if (r > 0)
-            for (std::string &reason : changed_output_reasons(arms, reference, measurements[r].first, repeat_where(in, r)))
+            for (std::string &reason : changed_output_reasons(arms, reference, m.measured[r].first, where))
                 reasons.push_back(std::move(reason));
-        for (std::string &reason : changed_output_reasons(arms, reference, measurements[r].last, repeat_where(in, r)))
+        for (std::string &reason : changed_output_reasons(arms, reference, m.measured[r].last, where))
             reasons.push_back(std::move(reason));
     }
     return reasons;
+}
+
+// figures.gpus on several GPUs: each GPU, the median SM clock during its kept samples, and the error
+// that lost it.
+std::vector<GpuFigures> time_gpu_figures(const TimeStageInputs &in, const Measurements &m) {
+    std::vector<GpuFigures> gpus;
+    for (std::size_t g = 0; g < in.gpus.size(); ++g) {
+        GpuFigures figures = GpuFigures::of(in.gpus[g]);
+        figures.checks = 1;
+        figures.lost = m.lost.at(g);
+        for (std::size_t r = 0; r < m.measured.size(); ++r) {
+            if (m.process[r] != g) continue;
+            figures.ran = 1;
+            std::vector<double> clocks;
+            for (const InterleavedRound &round : m.measured[r].timing.rounds)
+                if (!round.throttled)
+                    for (const LaunchSample &sample : round.samples) clocks.push_back(sample.sm_clock_mhz);
+            if (!clocks.empty()) figures.sample_clock_mhz = median(clocks);
+        }
+        gpus.push_back(std::move(figures));
+    }
+    return gpus;
 }
 
 // --pin: the baseline's digest into the run's pins, once the timed launches showed its bytes stable.
@@ -724,7 +821,7 @@ fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const 
     TimePlot plot;
     plot.title = "sage2tp time: " + in.workload.name;
     plot.subtitle = *f.shape + " on " + in.device.name + "; " + std::to_string(kept) + " rounds kept" +
-                    in_processes(in.repeats) + ", " + std::to_string(*f.throttled_rounds) + " throttled; stopped by " +
+                    in_processes(process_count(in)) + ", " + std::to_string(*f.throttled_rounds) + " throttled; stopped by " +
                     *f.stopped_by;
     for (Arm arm = 0; arm < arms.size(); ++arm) {
         std::vector<double> times;
@@ -755,7 +852,7 @@ std::string timed_summary(const TimeStageInputs &in, const TimingStats &stats, c
                 << " -> " << fixed(stats[arm].p50, 2) << " ms";
     }
     summary << ", A/A " << fixed(stats.control_vs_baseline().median, 4) << (too_noisy ? " (too noisy)" : "") << ", "
-            << kept << " rounds" << in_processes(in.repeats);
+            << kept << " rounds" << in_processes(process_count(in));
     return summary.str();
 }
 
@@ -821,14 +918,16 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
 
     TimedWorkload timed;
     StageResult &result = timed.result;
-    result.tools.insert("gpu", in.device.name);
+    result.tools.insert("gpu", on_several_gpus(in) ? gpu_names(in.gpus) : in.device.name);
     result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
     TimeFigures f = setting_figures(in);
     if (!in.expected_sha256 && !in.pin)
         reporter.progress("time: the workload pins no output SHA-256 for " + in.kernels.arch +
                           " ([workload.expected_sha256]); each candidate's output is compared with the baseline's "
                           "instead ('sage2tp time --pin' pins the baseline's)");
-    const std::vector<ArmMeasurement> measurements = measure_repeats(in, reporter);
+    const Measurements measured = measure_repeats(in, reporter);
+    const std::vector<ArmMeasurement> &measurements = measured.measured;
+    if (on_several_gpus(in)) f.gpus = time_gpu_figures(in, measured);
     const ArmMeasurement &reference = measurements.front();
     const std::string &base_sha = reference.first.at(baseline_arm).sha256;
     f.baseline_sha256 = base_sha;
@@ -852,7 +951,12 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
         return timed;
     }
 
-    result.reasons = repeat_output_reasons(in, arms, measurements);
+    result.reasons = repeat_output_reasons(in, arms, measured);
+    // A lost GPU is never a pass; the ratios below come from the GPUs that measured.
+    for (std::size_t g = 0; g < measured.lost.size(); ++g)
+        if (!measured.lost[g].empty())
+            result.reasons.push_back("GPU " + std::to_string(in.gpus[g].index) + " " + in.gpus[g].name + " (" +
+                                     in.gpus[g].pci_bus_id + ") was lost: " + measured.lost[g]);
     const bool stable = result.reasons.empty();
     f.outputs_match = stable;
     if (in.pin && stable) pin_baseline_output(in, base_sha, f, reporter);
@@ -867,8 +971,9 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
     round_figures(f, in, reference, runs);
 
     for (std::size_t r = 0; r < runs.size(); ++r) {
-        const TimingSettings s = in.repeats == 1 ? in.settings : repeat_settings(in.settings, in.repeats, r);
-        if (auto reason = too_few_rounds_reason(runs[r], s, repeat_where(in, r))) result.reasons.push_back(*reason);
+        const std::size_t process = measured.process[r];
+        if (auto reason = too_few_rounds_reason(runs[r], process_settings(in, process), repeat_where(in, process)))
+            result.reasons.push_back(*reason);
     }
     const bool enough_rounds = std::all_of(runs.begin(), runs.end(), [&](const TimingRun &run) {
         return run.kept_rounds >= in.settings.min_rounds;
@@ -893,10 +998,11 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
     return timed;
 }
 
-std::optional<DeviceFacts> time_device(StageWork &work, const RunDirectory &run, const std::string &built_arch,
-                                       int device_index, bool may_keep) {
+std::optional<std::vector<DeviceFacts>> time_devices(StageWork &work, const RunDirectory &run,
+                                                     const std::string &built_arch, const DeviceList &devices,
+                                                     bool may_keep) {
     try {
-        return require_gpu("time", device_index);
+        return require_gpus("time", devices);
     } catch (const Error &e) {
         if (e.code() != ExitCode::missing_tool) throw;
         if (!may_keep) {
@@ -911,6 +1017,21 @@ std::optional<DeviceFacts> time_device(StageWork &work, const RunDirectory &run,
     }
 }
 
+void check_time_gpus(const std::vector<DeviceFacts> &gpus, std::size_t repeats) {
+    if (gpus.size() < 2) return;
+    if (repeats > 1)
+        fail(ExitCode::usage, "time on " + std::to_string(gpus.size()) +
+                                  " GPUs runs one process per GPU, the GPU in the place of a repeat; --repeat " +
+                                  std::to_string(repeats) + " (or [time] repeats) with several GPUs is not built: "
+                                  "give --repeat 1 or one GPU");
+    for (const DeviceFacts &gpu : gpus)
+        if (gpu.name != gpus.front().name)
+            fail(ExitCode::usage, "time --devices: GPU " + std::to_string(gpus.front().index) + " is " +
+                                      gpus.front().name + " and GPU " + std::to_string(gpu.index) + " is " + gpu.name +
+                                      "; a verdict per GPU model is not built, so time each model with its own "
+                                      "--devices");
+}
+
 StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter) {
     const RunDirectory &run = context.run();
     const auto resolved = std::make_shared<const ResolvedTimeInputs>(
@@ -922,15 +1043,18 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
         return verify_time_outputs(c, resolved->expected_sha256, resolved->kernels.arch);
     };
     work.summarize = print_time;
-    const std::optional<DeviceFacts> device = time_device(work, run, resolved->kernels.arch, request.device_index,
-                                                          !request.force && !request.pin && !request.ncu);
-    if (!device) return work;
-    require_kernels_for_device("time", resolved->kernels, *device);
+    const std::optional<std::vector<DeviceFacts>> gpus = time_devices(
+        work, run, resolved->kernels.arch, request.devices, !request.force && !request.pin && !request.ncu);
+    if (!gpus) return work;
+    for (const DeviceFacts &gpu : *gpus) require_kernels_for_device("time", resolved->kernels, gpu);
     const Experiment &experiment = resolved->experiment;
+    const std::size_t repeats = request.repeats.value_or(static_cast<std::size_t>(experiment.repeats));
+    check_time_gpus(*gpus, repeats);
+    const DeviceFacts &device = gpus->front();
     const auto inputs = std::make_shared<const TimeStageInputs>(TimeStageInputs{
-        run, resolved->workload, request.workload_file, resolved->kernels, *device, resolved->settings,
-        request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), resolved->expected_sha256, request.pin,
-        request.ncu, experiment.ncu_metrics, experiment.ncu_seq_len, request.device_index, time_accuracy(experiment)});
+        run, resolved->workload, request.workload_file, resolved->kernels, device, resolved->settings, repeats,
+        resolved->expected_sha256, request.pin, request.ncu, experiment.ncu_metrics, experiment.ncu_seq_len,
+        device.index, time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}});
     work.add_inputs = [inputs](Fingerprint &f) { add_time_inputs(f, *inputs); };
     work.run = [inputs, &reporter] { return time_workload(*inputs, reporter).result; };
     return work;

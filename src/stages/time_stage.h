@@ -145,6 +145,9 @@ struct TimeStageInputs {
     std::int64_t ncu_seq_len = 0;
     int device_index = 0;
     TimeAccuracy accuracy;
+    // --devices with several GPUs: one process on each, all at once, each GPU taking the place of a
+    // repeat (repeats is then 1). Empty otherwise.
+    std::vector<DeviceFacts> gpus;
     // The stem of the reports under run.reports(): "time" for the run's workload, "time-SHAPE" for one
     // shape of a set (stages/time_set.h), whose own reports/time.json combines them.
     std::string report_name = "time";
@@ -208,7 +211,8 @@ std::string verify_time_outputs(const Checkpoint &checkpoint, const std::optiona
                                 const std::string &arch);
 
 // The budget and order seed of repeat `index` (0-based) of `repeats`: the stage's budget split evenly,
-// and a seed of its own per repeat so the repeats do not share one sequence of orders.
+// and a seed of its own per repeat so the repeats do not share one sequence of orders. Several GPUs
+// sample at once, so each GPU's process has the whole budget: repeat_settings(settings, 1, gpu's place).
 TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index);
 
 // The stage's body for one workload: measurements, output checks, figures (TimeFigures),
@@ -230,15 +234,22 @@ struct TimeRequest {
     bool pin = false;
     bool ncu = false;
     bool force = false;
-    int device_index = 0;
+    DeviceList devices = DeviceList::one(0);  // --devices, or --device as a list of one
 };
 
 // The GPU the time stage times on, for one workload or a set. Without a usable GPU here: with
 // `may_keep` (not under --force, --pin or --ncu), nullopt, and `work` keeps a passed checkpoint made on
 // a GPU host and copied here while its outputs verify, else stops for want of a GPU (stop_if_no_gpu:
 // recorded in the run, the error saying how to go on); without `may_keep`, that stop at once.
-std::optional<DeviceFacts> time_device(StageWork &work, const RunDirectory &run, const std::string &built_arch,
-                                       int device_index, bool may_keep);
+// With several GPUs in `devices`, all of them, the first first.
+std::optional<std::vector<DeviceFacts>> time_devices(StageWork &work, const RunDirectory &run,
+                                                     const std::string &built_arch, const DeviceList &devices,
+                                                     bool may_keep);
+
+// Several GPUs for one workload: Error(usage) when `repeats` > 1 (the GPU is the repeat: one process
+// per GPU) or when the GPUs are not all one model (a verdict per GPU is not built; time each model
+// with its own --devices).
+void check_time_gpus(const std::vector<DeviceFacts> &gpus, std::size_t repeats);
 
 // The time stage for run_stage, on one workload.
 StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter);

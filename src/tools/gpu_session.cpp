@@ -9,6 +9,7 @@
 #include "support/process_runner.h"
 #include "formats/tensor_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -122,6 +123,37 @@ void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &bui
 DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, const std::string &built_arch) {
     stop_if_no_gpu(stage, run, built_arch);
     return require_gpu(stage_name(stage), device_index);
+}
+
+std::vector<DeviceFacts> require_gpus(const std::string &stage, const DeviceList &devices) {
+    const GpuProbe probe = probe_gpu();
+    if (!probe.available)
+        fail(ExitCode::missing_tool, stage + " needs an NVIDIA GPU, and none is usable here: " + probe.reason);
+    std::vector<int> indices;
+    try {
+        indices = visible_devices(devices, probe.device_count);
+    } catch (const Error &e) {
+        fail(e.code(), stage + ": " + e.what());
+    }
+    // The first last, so that it is the one left current.
+    std::vector<DeviceFacts> facts(indices.size());
+    for (std::size_t i = indices.size(); i-- > 0;) facts[i] = select_device(indices[i]);
+    return facts;
+}
+
+std::vector<DeviceFacts> require_gpus(Stage stage, const DeviceList &devices, const RunDirectory &run,
+                                      const std::string &built_arch) {
+    stop_if_no_gpu(stage, run, built_arch);
+    return require_gpus(stage_name(stage), devices);
+}
+
+std::string gpu_names(const std::vector<DeviceFacts> &devices) {
+    std::vector<std::string> names;
+    for (const DeviceFacts &device : devices)
+        if (std::find(names.begin(), names.end(), device.name) == names.end()) names.push_back(device.name);
+    std::string text;
+    for (const std::string &name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
 }
 
 std::string arch_mismatch(const std::string &stage, const std::string &built_arch, const DeviceFacts &device,

@@ -18,6 +18,7 @@
 #include "model/arch_limits.h"
 #include "model/attention_problem.h"
 #include "formats/checkpoint_store.h"
+#include "model/device_sharding.h"
 #include "model/experiment_manifest.h"
 #include "gpu/gpu_runtime.h"
 #include "model/input_generator.h"
@@ -68,6 +69,15 @@ DeviceFacts require_gpu(const std::string &stage, int device_index);
 // says how to go on (no_gpu_next_step), and the stop is recorded in the run (record_stop) for status,
 // report and compare.
 DeviceFacts require_gpu(Stage stage, int device_index, const RunDirectory &run, const std::string &built_arch);
+// The GPUs of `devices` (--devices, or --device as a list of one), each selected once so that its facts
+// are read; Error(missing_tool) without a GPU, or naming a GPU the list names that is not visible and
+// how many are. The calling thread's current GPU is the first's afterwards.
+std::vector<DeviceFacts> require_gpus(const std::string &stage, const DeviceList &devices);
+// The same for a stage of `run`: without any GPU, stop_if_no_gpu's stop first.
+std::vector<DeviceFacts> require_gpus(Stage stage, const DeviceList &devices, const RunDirectory &run,
+                                      const std::string &built_arch);
+// The GPU models of `devices`, each once, comma-separated: a stage's tools.gpu.
+std::string gpu_names(const std::vector<DeviceFacts> &devices);
 // When no GPU is usable here: records the stop in `run` and throws require_gpu's error with the next
 // step; otherwise returns.
 void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &built_arch);

@@ -68,21 +68,27 @@ std::string env_or(const char *name, const std::string &fallback) {
 struct SlurmPlanFile {
     std::string job;
     std::vector<SlurmTaskPlan> tasks;
+    std::string devices;  // --devices of the GPU stages, as typed; "" for their default
 };
 
-toml::table plan_to_toml(const std::string &job, const std::vector<SlurmTaskPlan> &tasks) {
+toml::table plan_to_toml(const std::string &job, const std::vector<SlurmTaskPlan> &tasks,
+                         const std::optional<DeviceList> &devices) {
     toml::array rows;
     for (const SlurmTaskPlan &t : tasks)
         rows.push_back(toml::table{{"task", t.task},         {"arch", t.arch},         {"arch_feature", t.arch_feature},
                                    {"gpu_kind", t.gpu_kind}, {"repeat", t.repeat},     {"constraint", t.constraint},
                                    {"run", t.run}});
-    return toml::table{{"job", job}, {"task", rows}};
+    toml::table plan{{"job", job}, {"task", rows}};
+    if (devices) plan.insert("devices", devices->text());
+    return plan;
 }
 
 SlurmPlanFile read_plan(const fs::path &file) {
     const toml::table table = parse_toml_file(file);
     SlurmPlanFile plan;
     plan.job = figure_fields::string_of(table, "job");
+    plan.devices = figure_fields::string_of(table, "devices");
+    if (!plan.devices.empty()) parse_device_list(plan.devices);  // a hand-edited list is refused here
     if (const toml::array *rows = table["task"].as_array())
         for (const toml::node &node : *rows)
             if (const toml::table *row = node.as_table()) {
@@ -246,7 +252,7 @@ SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &ex
         submission.job = submit_held_array((submission.dir / "task.sh").string(),
                                            static_cast<int>(submission.tasks.size()), sbatch_options);
         try {
-            write_file_atomically(plan, toml_text(plan_to_toml(submission.job, submission.tasks)));
+            write_file_atomically(plan, toml_text(plan_to_toml(submission.job, submission.tasks, request.devices)));
             for (const SlurmTaskPlan &t : submission.tasks) set_task_constraint(submission.job, t.task, t.constraint);
             release_job(submission.job);
         } catch (...) {
@@ -330,7 +336,9 @@ int run_slurm_task(const fs::path &plan_file) {
         record();
         ProcessResult outcome;
         try {
-            outcome = run_process({current_executable().string(), stage, "--run", copy.string()});
+            std::vector<std::string> argv{current_executable().string(), stage, "--run", copy.string()};
+            if (!plan.devices.empty() && stage != "gate") argv.insert(argv.end(), {"--devices", plan.devices});
+            outcome = run_process(argv);
         } catch (const Error &e) {
             result.stages.back().message = e.what();
             record();

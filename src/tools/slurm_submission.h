@@ -12,6 +12,8 @@
 // (the arch-limits row, e.g. sm_90 for sm_90a) and, with --constraint, the GPU kind's feature.
 #pragma once
 
+#include "model/device_sharding.h"
+
 #include "figures/cluster_verdicts.h"
 #include "model/arch_limits.h"
 #include "model/experiment_manifest.h"
@@ -20,6 +22,7 @@
 #include "tools/slurm_jobs.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +60,7 @@ struct SlurmRequest {
     int repeats = 1;
     std::string partition;  // empty: the cluster's default
     int time_limit_minutes = 0;  // 0: the partition's
+    std::optional<DeviceList> devices;  // --devices for each task's GPU stages; unset: their default GPU
 };
 
 struct SlurmSubmission {

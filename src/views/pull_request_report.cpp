@@ -78,6 +78,8 @@ std::vector<Row> time_rows(const StageState &state) {
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median, c.name)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
+    if (shows_gpu_table(f.gpus))
+        for (const std::string &gpu : gpu_table_lines(f.gpus)) rows.push_back({"time", "GPU", "", gpu});
     for (const auto &reason : time->reasons) rows.push_back({"time", "reason", "", reason});
     return rows;
 }

@@ -22,6 +22,15 @@ std::string stage_summary(Stage stage, const toml::table &figures) {
     }
 }
 
+// The per-GPU table of a GPU stage's figures, when it shows one (several GPUs, or one lost).
+std::vector<std::string> stage_gpus(Stage stage, const toml::table &figures) {
+    std::vector<GpuFigures> gpus;
+    if (stage == Stage::sanitize) gpus = SanitizeFigures::from_toml(figures).gpus;
+    if (stage == Stage::parity) gpus = ParityFigures::from_toml(figures).gpus;
+    if (stage == Stage::time) gpus = TimeFigures::from_toml(figures).gpus;
+    return shows_gpu_table(gpus) ? gpu_table_lines(gpus) : std::vector<std::string>{};
+}
+
 bool entry_failed(const toml::table &entry) {
     if (entry.contains("log") && entry.contains("command") && !entry.contains("path")) return true;  // a compile
     if (entry["exit_code"].value_or<std::int64_t>(0) != 0) return true;
@@ -67,6 +76,7 @@ RunOverview overview_run(const RunDirectory &run, const std::string &run_option)
             line.status = to_string(c->status);
             line.finished_utc = c->finished_utc;
             line.summary = stage_summary(state.stage, c->figures);
+            line.gpus = stage_gpus(state.stage, c->figures);
             line.fresh = state.fresh ? "yes" : "no";
             if (c->status != StageStatus::passed && !c->reasons.empty()) line.first_reason = c->reasons.front();
             if (c->status == StageStatus::failed) line.log = failure_log(*c);

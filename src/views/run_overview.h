@@ -24,6 +24,7 @@ struct StageOverview {
     std::string first_reason;  // a failed or skipped stage's first reason
     std::string log;           // a failed stage's log, run-relative; empty when none is recorded
     std::string stale_reason;  // why it is not fresh; empty when fresh
+    std::vector<std::string> gpus;  // its per-GPU table (gpu_table_lines) when it shows one
 };
 
 struct RunOverview {
