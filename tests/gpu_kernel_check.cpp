@@ -80,6 +80,10 @@ namespace fs = std::filesystem;
 namespace s2tp {
 namespace {
 
+// The width of the adapter column of the launcher tables: the longest adapter name
+// (sageattention-sm89-accum-f32-fuse-v-scale-fuse-v-mean-per-thread) and a space.
+constexpr int kAdapterColumn = 65;
+
 constexpr int kExitPass = 0;
 constexpr int kExitCheckFailed = 1;
 constexpr int kExitSkip = 77;  // meson's "skipped"
@@ -450,7 +454,7 @@ void time_launchers(const Options &options, const std::vector<const KernelAbi *>
         std::vector<double> sorted = times[i];
         std::sort(sorted.begin(), sorted.end());
         const double p50 = sorted[sorted.size() / 2];
-        std::cout << "  " << std::left << std::setw(56) << adapters[i]->name() << " p50 " << fixed(p50, 3) << " ms  "
+        std::cout << "  " << std::left << std::setw(kAdapterColumn) << adapters[i]->name() << " p50 " << fixed(p50, 3) << " ms  "
                   << fixed(flops / p50 / 1e9, 1) << " TOPS  min " << fixed(sorted.front(), 3) << " ms\n";
         rows.push_back(toml::table{{"abi", adapters[i]->name()}, {"p50_ms", p50}, {"min_ms", sorted.front()}});
     }
@@ -608,11 +612,11 @@ int run_launchers(const Options &options) {
     }
     std::cout << "\nlaunchers, each with the Q/K granularity of its adapter; the sm90 path's quantizer on its own:\n";
     for (const KernelAbi *abi : adapters)
-        std::cout << "  " << std::left << std::setw(56) << abi->name() << identical[abi->name()] << " of "
+        std::cout << "  " << std::left << std::setw(kAdapterColumn) << abi->name() << identical[abi->name()] << " of "
                   << cases.size() << " cases byte-identical (quantized inputs, o, lse)\n";
     for (const char *granularity : {"per_warp", "per_thread"}) {
         const std::string label = std::string("sm90 quantizer ") + granularity;
-        std::cout << "  " << std::left << std::setw(56) << label << identical[label] << " of " << cases.size()
+        std::cout << "  " << std::left << std::setw(kAdapterColumn) << label << identical[label] << " of " << cases.size()
                   << " cases byte-identical (q_int8, q_scale, k_int8, k_scale, v_fp8, v_scale)\n";
     }
     toml::table result{{"mode", "launchers"}, {"device", device.summary()}, {"passed", failed == 0},
