@@ -361,10 +361,6 @@ TEST_F(Build, CacheServesAnArchSwitchBackAndASecondExperimentsBaseline) {
                                                         "candidate:kernels/quantize.cu"}));
     EXPECT_EQ(build_checkpoint(dir_ / "second").artifacts["baseline:kernels/attention_entry.cu"]["sha256"].value_or(std::string()),
               build_checkpoint(dir_ / "first").artifacts["baseline:kernels/attention_entry.cu"]["sha256"].value_or(std::string()));
-
-    // Off: every compile runs, and the build says why.
-    ProcessResult off = run_sage2tp({"build", "--run", "second", "--force"}, dir_, {{"SAGE2TP_CACHE", "off"}});
-    EXPECT_EQ(off.exit_code, 0) << off.err;
-    EXPECT_NE(off.out.find("cache: off (SAGE2TP_CACHE=off)"), std::string::npos) << off.out;
-    EXPECT_TRUE(cached("second").empty());
+    // With the cache off, every compile runs and the build says why: test_cli_reliability, whose tests run
+    // with SAGE2TP_CACHE=off, checks that on its small kernel (four more compiles of these kernels here).
 }

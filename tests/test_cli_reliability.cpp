@@ -327,8 +327,14 @@ TEST_F(Reliability, CarriedRunGoesStraightToTheFirstGpuStage) {
     ASSERT_EQ(run_sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}, dir_, this_host).exit_code, 0);
     ProcessResult r = run_sage2tp({"build", "--run", "run"}, dir_, this_host);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    const std::string found_here =
-        checkpoint(dir_ / "run", "02-build.toml")->figures["torch_headers"]["found_by"].value_or(std::string());
+    // This suite runs with the compile cache off: every compile runs, and the build says why.
+    EXPECT_NE(r.out.find("cache: off (SAGE2TP_CACHE=off)"), std::string::npos) << r.out;
+    const std::optional<Checkpoint> built_here = checkpoint(dir_ / "run", "02-build.toml");
+    ASSERT_TRUE(built_here);
+    for (const auto &[key, artifact] : built_here->artifacts)
+        EXPECT_FALSE(artifact.is_table() && (*artifact.as_table())["from_cache"].value_or(false))
+            << key.str() << " came from the cache";
+    const std::string found_here = built_here->figures["torch_headers"]["found_by"].value_or(std::string());
     EXPECT_NE(found_here.find("this-torch-bin"), std::string::npos) << found_here;
 
     const auto other_host = host_with_torch(dir_, "other-torch");
