@@ -17,6 +17,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace s2tp {
 namespace {
@@ -317,6 +318,61 @@ TEST_F(CompareTest, ASetRunHasARowPerShapeAndTheCombinedRow) {
     EXPECT_NE(svg.find(">1.0423 (90% CI 1.0350 .. 1.0500)</text>"), std::string::npos) << svg;
 }
 
+// A time checkpoint of GPUs of several models (one verdict per GPU) and one of two H200s combined.
+toml::table several_model_time() {
+    TimeFigures f;
+    f.workload = "wan21-14b-block24";
+    f.arch = "sm_90a";
+    f.device_name = "NVIDIA H200";
+    f.candidate_or_add("temporal-pair");
+    for (const auto &[index, name, p50, median] :
+         {std::tuple{0, "NVIDIA H200", 24.5, 0.9410}, std::tuple{1, "NVIDIA H100 80GB HBM3", 31.25, 1.0210}}) {
+        GpuTimeResult g;
+        g.index = index;
+        g.name = name;
+        g.uuid = "GPU-" + std::to_string(index);
+        g.baseline = arm(p50 + 1.5);
+        g.aa = ratio(1.0001, 0.9995, 1.0007);
+        g.candidates.push_back({"temporal-pair", arm(p50), ratio(median, median - 0.002, median + 0.002)});
+        f.gpu_results.push_back(g);
+        GpuFigures table = GpuFigures::of(DeviceFacts{index, name});
+        table.checks = 1;
+        table.ran = 1;
+        f.gpus.push_back(table);
+    }
+    return f.to_toml();
+}
+
+TEST_F(CompareTest, GpusOfSeveralModelsGiveARowPerGpuAndThePerGpuTable) {
+    ChainedRun run(runs_ / "tp-gpus");
+    run.write_chain_to(Stage::parity);
+    run.write(Stage::time, StageStatus::passed, several_model_time());
+    const ComparedRun compared = compare_run(runs_ / "tp-gpus");
+    ASSERT_EQ(compared.candidates.size(), 2u);
+    EXPECT_EQ(compared.candidates[0].gpu, "GPU 0 NVIDIA H200");
+    EXPECT_EQ(compared.candidates[1].gpu, "GPU 1 NVIDIA H100 80GB HBM3");
+    ASSERT_TRUE(compared.candidates[1].ratio);
+    EXPECT_DOUBLE_EQ(compared.candidates[1].ratio->median, 1.0210);
+    EXPECT_DOUBLE_EQ(*compared.candidates[1].gpu_baseline_p50_ms, 32.75);
+    ASSERT_EQ(compared.gpu_lines.size(), 2u);
+
+    const std::string text = comparison_table({compared}, "text");
+    bool h100_row = false;
+    for (const std::string &line : lines_of(text))
+        h100_row = h100_row || (line.find("GPU 1 NVIDIA H100 80GB HBM3") != std::string::npos &&
+                                line.find("1.0210") != std::string::npos && line.find("32.750") != std::string::npos);
+    EXPECT_TRUE(h100_row) << text;
+    EXPECT_NE(text.find("tp-gpus: time per GPU:"), std::string::npos) << text;
+    EXPECT_NE(comparison_table({compared}, "csv").find("GPU 1 NVIDIA H100 80GB HBM3"), std::string::npos);
+    const toml::table json = comparison_json({compared});
+    const toml::table &entry = *json["runs"][0].as_table();
+    EXPECT_EQ(entry["candidates"][1]["gpu"].value_or(std::string()), "GPU 1 NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(entry["gpus"].as_array()->size(), 2u);
+    EXPECT_NE(comparison_svg({compared}).find("1 candidate"), std::string::npos) << "two GPUs' rows, one candidate";
+    // One GPU model: the rows stay one per candidate, and the table of GPUs follows.
+    EXPECT_TRUE(compare_run(runs_ / "tp-two").gpu_lines.empty());
+}
+
 TEST_F(CompareTest, RunsAreSelectedByDirectoryOrRunId) {
     RunSelection selection;
     selection.runs_root = runs_;
@@ -393,6 +449,17 @@ TEST_F(CompareCli, PrintsTheTableAloneAndWritesAnSvgOnlyWhenAsked) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("\"command\" : \"compare\""), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("### sage2tp compare: 1 run"), std::string::npos) << r.err;
+}
+
+TEST_F(CompareCli, ShowsTheRowsOfEachGpuOfSeveralModels) {
+    ChainedRun run(runs_ / "tp-gpus");
+    run.write_chain_to(Stage::parity);
+    run.write(Stage::time, StageStatus::passed, several_model_time());
+    const ProcessResult r = sage2tp({"compare", "tp-two", "tp-gpus"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, comparison_table({compare_run(runs_ / "tp-two"), compare_run(runs_ / "tp-gpus")}, "text"));
+    EXPECT_NE(r.out.find("GPU 1 NVIDIA H100 80GB HBM3"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1.0210"), std::string::npos) << r.out;
 }
 
 // report's own JSON and the global --json are one object, the same one.

@@ -123,8 +123,8 @@ TEST(ShardedChecks, PassOnlyWhenEveryGpuRanAllItsChecksAndNoneWasLost) {
 }
 
 TEST(GpuTimings, SameModelCombinesWithTheGpuAsTheGroup) {
-    const GpuTimings t = combine_gpu_timings({{0, "NVIDIA H200", "GPU-a", "0000:19:00.0", synthetic_run(1.30), ""},
-                                              {1, "NVIDIA H200", "GPU-b", "0000:3b:00.0", synthetic_run(1.40), ""}},
+    const GpuTimings t = combine_gpu_timings({{0, "NVIDIA H200", "GPU-a", "0000:19:00.0", {synthetic_run(1.30)}, ""},
+                                              {1, "NVIDIA H200", "GPU-b", "0000:3b:00.0", {synthetic_run(1.40)}, ""}},
                                              bootstrap());
     ASSERT_TRUE(t.combined);
     const RepeatedRatio &candidate = t.combined->ratios.at(first_candidate_arm);
@@ -139,25 +139,51 @@ TEST(GpuTimings, SameModelCombinesWithTheGpuAsTheGroup) {
 }
 
 TEST(GpuTimings, MixedModelsGiveOneVerdictPerGpuAndALostGpuIsKeptOut) {
-    const GpuTimings mixed = combine_gpu_timings({{0, "NVIDIA H200", "GPU-a", "", synthetic_run(1.30), ""},
-                                                  {1, "NVIDIA H100 80GB HBM3", "GPU-b", "", synthetic_run(1.10), ""}},
+    const GpuTimings mixed = combine_gpu_timings({{0, "NVIDIA H200", "GPU-a", "", {synthetic_run(1.30)}, ""},
+                                                  {1, "NVIDIA H100 80GB HBM3", "GPU-b", "", {synthetic_run(1.10)}, ""}},
                                                  bootstrap());
     EXPECT_FALSE(mixed.combined);
     ASSERT_EQ(mixed.per_gpu.size(), 2u);
     EXPECT_NEAR(mixed.per_gpu[1].second.ratios.at(first_candidate_arm).interval.median, 1.10, 0.01);
 
-    const GpuTimings lost = combine_gpu_timings({{0, "NVIDIA H200", "GPU-a", "", synthetic_run(1.30), ""},
-                                                 {1, "NVIDIA H200", "GPU-b", "", std::nullopt, "cudaErrorLaunchFailure"},
-                                                 {2, "NVIDIA H200", "GPU-c", "", synthetic_run(1.32), ""}},
+    const GpuTimings lost = combine_gpu_timings({{0, "NVIDIA H200", "GPU-a", "", {synthetic_run(1.30)}, ""},
+                                                 {1, "NVIDIA H200", "GPU-b", "", {}, "cudaErrorLaunchFailure"},
+                                                 {2, "NVIDIA H200", "GPU-c", "", {synthetic_run(1.32)}, ""}},
                                                 bootstrap());
     EXPECT_EQ(lost.lost, (std::vector<int>{1}));
     ASSERT_TRUE(lost.combined) << "the two GPUs that finished still combine";
     EXPECT_EQ(lost.combined->ratios.at(first_candidate_arm).repeat_medians.size(), 2u);
     // One GPU left: its own verdict, nothing combined.
-    EXPECT_FALSE(combine_gpu_timings({{0, "NVIDIA H200", "", "", synthetic_run(1.3), ""},
-                                      {1, "NVIDIA H200", "", "", std::nullopt, "lost"}},
+    EXPECT_FALSE(combine_gpu_timings({{0, "NVIDIA H200", "", "", {synthetic_run(1.3)}, ""},
+                                      {1, "NVIDIA H200", "", "", {}, "lost"}},
                                      bootstrap())
                      .combined);
+}
+
+TEST(GpuTimings, RepeatsOnEachGpuAreGroupsAndNeverPooledAcrossModels) {
+    // Two H200s with two repeats each: four processes, four groups of one interval.
+    const GpuTimings same = combine_gpu_timings(
+        {{0, "NVIDIA H200", "GPU-a", "", {synthetic_run(1.30), synthetic_run(1.31)}, ""},
+         {1, "NVIDIA H200", "GPU-b", "", {synthetic_run(1.40), synthetic_run(1.41)}, ""}},
+        bootstrap());
+    ASSERT_TRUE(same.combined);
+    EXPECT_EQ(same.combined->ratios.at(first_candidate_arm).repeat_medians.size(), 4u);
+    ASSERT_EQ(same.per_gpu.size(), 2u);
+    EXPECT_EQ(same.per_gpu[1].second.ratios.at(first_candidate_arm).repeat_medians.size(), 2u);
+    EXPECT_NEAR(same.per_gpu[1].second.ratios.at(first_candidate_arm).interval.median, 1.405, 0.01);
+
+    // An H100 lost before it measured still makes the run one of two models: no verdict of the H200s
+    // stands for it.
+    const GpuTimings lost_model = combine_gpu_timings({{0, "NVIDIA H200", "", "", {synthetic_run(1.30)}, ""},
+                                                       {1, "NVIDIA H200", "", "", {synthetic_run(1.31)}, ""},
+                                                       {2, "NVIDIA H100 80GB HBM3", "", "", {}, "cudaErrorNoDevice"}},
+                                                      bootstrap());
+    EXPECT_FALSE(lost_model.combined);
+    EXPECT_EQ(lost_model.per_gpu.size(), 2u);
+    EXPECT_EQ(lost_model.lost, (std::vector<int>{2}));
+    EXPECT_TRUE(several_gpu_models({"NVIDIA H200", "NVIDIA H100 80GB HBM3"}));
+    EXPECT_FALSE(several_gpu_models({"NVIDIA H200", "NVIDIA H200"}));
+    EXPECT_FALSE(several_gpu_models({}));
 }
 
 }  // namespace s2tp::unit_device_sharding

@@ -3,6 +3,7 @@
 #include "stages/gate_evidence.h"
 #include "scratch_directory.h"
 #include "figures/gate_figures.h"
+#include "figures/time_figures.h"
 
 #include "formats/checkpoint_store.h"
 #include "pipeline/stage_pipeline.h"
@@ -419,6 +420,45 @@ TEST_F(GateEvidenceTest, CandidateWithoutFiguresIsNotChecked) {
     const GateResult result = evaluate_gate(evidence("unknown"), GateThresholds{});
     for (const char *name : {"parity", "sanitizer", "output-sha", "candidate-p50", "shared-memory", "spills"})
         EXPECT_NE(condition(result, name).status, GateStatus::pass) << name;
+    EXPECT_FALSE(result.passed);
+}
+
+// GPUs of several models: the time checkpoint's gpu_results, written by TimeFigures' own field table,
+// give one speed verdict per GPU; the slower GPU fails the gate and is named.
+TEST_F(GateEvidenceTest, GpusOfSeveralModelsAreJudgedEachOnItsOwn) {
+    TimeFigures f = TimeFigures::from_toml(plan_[Stage::time].figures);
+    f.baseline.reset();
+    CandidateTimeFigures &combined = f.candidate_or_add("candidate");
+    combined.timing.reset();
+    combined.ratio.reset();
+    const auto gpu_result = [](std::int64_t index, const std::string &name, double p50, double ci_high) {
+        GpuTimeResult g;
+        g.index = index;
+        g.name = name;
+        g.uuid = "GPU-" + std::to_string(index);
+        ArmTimeFigures timing;
+        timing.p50 = p50;
+        timing.n = 120;
+        RatioFigures ratio;
+        ratio.median = ci_high - 0.002;
+        ratio.ci_low = ci_high - 0.004;
+        ratio.ci_high = ci_high;
+        g.candidates.push_back({"candidate", timing, ratio});
+        return g;
+    };
+    f.gpu_results = {gpu_result(0, "NVIDIA H200", 140.0, 0.96), gpu_result(1, "NVIDIA H100 80GB HBM3", 190.0, 1.01)};
+    plan_[Stage::time].figures = f.to_toml();
+    write_all();
+
+    const GateEvidence e = evidence();
+    ASSERT_EQ(e.gpu_timings.size(), 2u);
+    EXPECT_EQ(e.gpu_timings[1].gpu, "GPU 1 NVIDIA H100 80GB HBM3");
+    ASSERT_TRUE(e.gpu_timings[1].candidate_vs_baseline);
+    EXPECT_DOUBLE_EQ(e.gpu_timings[1].candidate_vs_baseline->hi, 1.01);
+    EXPECT_EQ(e.gpu_timings[1].candidate_vs_baseline->n, 120u);
+    const GateResult result = evaluate();
+    EXPECT_EQ(condition(result, "relative-speed GPU 0 NVIDIA H200").status, GateStatus::pass);
+    EXPECT_EQ(condition(result, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::fail);
     EXPECT_FALSE(result.passed);
 }
 

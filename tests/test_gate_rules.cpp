@@ -476,6 +476,53 @@ GateThresholds set_bounds(double geomean, double worst) {
     return t;
 }
 
+// ---- GPUs of several models: a verdict per GPU
+GateEvidence several_models_evidence(double h100_ratio_hi) {
+    GateEvidence e = good_evidence();
+    RatioInterval h200 = *e.candidate_vs_baseline;
+    RatioInterval h100 = h200;
+    h100.median = h100_ratio_hi - 0.002;
+    h100.lo = h100_ratio_hi - 0.004;
+    h100.hi = h100_ratio_hi;
+    e.gpu_timings = {{"GPU 0 NVIDIA H200", 140.0, h200}, {"GPU 1 NVIDIA H100 80GB HBM3", 190.0, h100}};
+    return e;
+}
+
+TEST(GateSeveralGpuModels, EveryGpuHasItsOwnSpeedConditionsAndAllMustPass) {
+    const GateResult both = evaluate_gate(several_models_evidence(0.99), default_thresholds());
+    EXPECT_TRUE(both.passed);
+    EXPECT_EQ(condition(both, "relative-speed GPU 0 NVIDIA H200").status, GateStatus::pass);
+    EXPECT_EQ(condition(both, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::pass);
+    EXPECT_EQ(condition(both, "candidate-p50 GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::pass);
+    for (const GateCondition &c : both.conditions) EXPECT_NE(c.name, "relative-speed") << "no verdict across GPUs";
+
+    // The H100's interval reaches 1: that GPU fails, and with it the run, which names it.
+    const GateResult one_slow = evaluate_gate(several_models_evidence(1.001), default_thresholds());
+    EXPECT_FALSE(one_slow.passed);
+    EXPECT_EQ(condition(one_slow, "relative-speed GPU 0 NVIDIA H200").status, GateStatus::pass);
+    EXPECT_EQ(condition(one_slow, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::fail);
+    EXPECT_NE(format_gate_report(one_slow).find("failed: relative-speed GPU 1 NVIDIA H100 80GB HBM3"), std::string::npos)
+        << format_gate_report(one_slow);
+}
+
+TEST(GateSeveralGpuModels, AGpuWithoutARatioBlocks) {
+    GateEvidence e = several_models_evidence(0.99);
+    e.gpu_timings[1].candidate_vs_baseline.reset();
+    e.gpu_timings[1].candidate_p50_ms.reset();
+    const GateResult result = evaluate_gate(e, default_thresholds());
+    EXPECT_EQ(condition(result, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::not_checked);
+    EXPECT_FALSE(result.passed);
+}
+
+TEST(GateSeveralGpuModels, TheP50BoundHoldsOnEachGpu) {
+    GateThresholds t;
+    t.max_candidate_p50_ms = 150;
+    const GateResult result = evaluate_gate(several_models_evidence(0.99), t);
+    EXPECT_EQ(condition(result, "candidate-p50 GPU 0 NVIDIA H200").status, GateStatus::pass);
+    EXPECT_EQ(condition(result, "candidate-p50 GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::fail);
+    EXPECT_FALSE(result.passed);
+}
+
 }  // namespace
 
 TEST(GateSet, EveryShapeGetsItsOwnRealOutputAndSpeedConditions) {

@@ -2,6 +2,7 @@
 // run by another process (a real flock held by a forked child), and finding the run from inside it.
 #include "figures/gate_figures.h"
 #include "figures/set_time_figures.h"
+#include "figures/time_figures.h"
 #include "lock_holder.h"
 #include "scratch_run.h"
 #include "pipeline/run_directory.h"
@@ -247,6 +248,37 @@ s2tp::SetTimeFigures two_shape_set_figures() {
     c.worst = f.shapes[1].figures.candidates[0].ratio;
     f.candidates.push_back(c);
     return f;
+}
+
+// status and report under a time stage on GPUs of several models: each GPU's own verdict row.
+TEST_F(RunOverviewTest, StatusAndReportShowEachGpusVerdictOnGpusOfSeveralModels) {
+    TimeFigures f;
+    f.workload = "w";
+    f.candidate_or_add("candidate");
+    GpuTimeResult h100;
+    h100.index = 1;
+    h100.name = "NVIDIA H100 80GB HBM3";
+    RatioFigures ratio;
+    ratio.median = 1.0210;
+    ratio.ci_low = 1.0190;
+    ratio.ci_high = 1.0230;
+    h100.candidates.push_back({"candidate", std::nullopt, ratio});
+    f.gpu_results.push_back(h100);
+    Checkpoint time = scratch.chained(Stage::time, StageStatus::passed);
+    time.figures = f.to_toml();
+    time.previous_digest = write_chain_to_parity();
+    scratch.write(Stage::time, time);
+
+    const RunOverview o = overview_run(RunDirectory(root), "");
+    const StageOverview &line = o.stages[static_cast<std::size_t>(Stage::time)];
+    ASSERT_EQ(line.gpus.size(), 1u);
+    EXPECT_NE(line.gpus[0].find("GPU 1 NVIDIA H100 80GB HBM3: candidate/baseline 1.0210"), std::string::npos)
+        << line.gpus[0];
+    Checkpoint gate = scratch.chained(Stage::gate, StageStatus::passed);
+    gate.figures = GateFigures::of({}, GateThresholds{}).to_toml();
+    scratch.write(Stage::gate, gate);
+    const std::string report = pull_request_report(RunDirectory(root), "text");
+    EXPECT_NE(report.find("GPU 1 NVIDIA H100 80GB HBM3: candidate/baseline 1.0210"), std::string::npos) << report;
 }
 
 }  // namespace

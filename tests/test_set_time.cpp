@@ -4,6 +4,7 @@
 #include "build_config.h"
 #include "figures/set_time_figures.h"
 #include "stages/time_set.h"
+#include "support/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -188,6 +189,22 @@ TEST(TimeSetPlan, TheGpuSuitesSmallSetLoads) {
     EXPECT_EQ(set.weights(), (std::vector<double>{3.0, 1.0}));
     const std::vector<ShapePlan> plans = plan_shapes(set, 4, 20.0);
     EXPECT_GT(plans[1].budget_seconds, 2.0);
+}
+
+// Several GPUs over a set: one model is timed shape by shape on every GPU; two models are refused,
+// naming both, before anything is timed.
+TEST(SetTimeGpus, ASetOnGpusOfSeveralModelsIsRefusedNamingThem) {
+    DeviceFacts h200a{0, "NVIDIA H200"}, h200b{1, "NVIDIA H200"}, h100{2, "NVIDIA H100 80GB HBM3"};
+    EXPECT_NO_THROW(check_set_gpus({h200a, h200b}, "wan21-14b"));
+    EXPECT_NO_THROW(check_set_gpus({h200a}, "wan21-14b"));
+    try {
+        check_set_gpus({h200a, h200b, h100}, "wan21-14b");
+        FAIL() << "two models over a set must be refused";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("GPU 0 is NVIDIA H200 and GPU 2 is NVIDIA H100 80GB HBM3"), std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace

@@ -99,6 +99,16 @@ TimeFigures full_figures() {
     ncu.runs["zeta"] = NcuRunFigures{1, std::string("logs/ncu-zeta.log"), std::nullopt, 6.5};
     f.ncu = ncu;
     f.summary = "wan21-14b-block24: zeta/baseline 1.3442";
+    GpuTimeResult gpu;
+    gpu.index = 1;
+    gpu.name = "NVIDIA H100 80GB HBM3";
+    gpu.uuid = "GPU-5d0c";
+    gpu.pci_bus_id = "0000:3b:00.0";
+    gpu.baseline = arm(61.0);
+    gpu.aa = ratio(1.0002);
+    gpu.candidates.push_back({"zeta", arm(80.2), ratio(1.3150)});
+    gpu.lost = "cudaErrorDevicesUnavailable";
+    f.gpu_results.push_back(gpu);
     return f;
 }
 
@@ -131,6 +141,31 @@ TEST(TimeFigures, EveryFigureSurvivesTheRoundTripThroughTomlText) {
     EXPECT_EQ(read.ncu->runs.at("zeta").exit_code, std::optional<std::int64_t>(1));
     EXPECT_FALSE(read.ncu->runs.at("zeta").report);
     EXPECT_EQ(read.repeats, std::optional<std::int64_t>(3));
+    ASSERT_EQ(read.gpu_results.size(), 1u);
+    EXPECT_EQ(read.gpu_results[0].index, std::optional<std::int64_t>(1));
+    EXPECT_EQ(read.gpu_results[0].uuid, "GPU-5d0c");
+    EXPECT_EQ(read.gpu_results[0].lost, "cudaErrorDevicesUnavailable");
+    ASSERT_TRUE(read.gpu_results[0].candidate("zeta") && read.gpu_results[0].candidate("zeta")->ratio);
+    EXPECT_DOUBLE_EQ(*read.gpu_results[0].candidate("zeta")->ratio->median, 1.3150);
+    EXPECT_EQ(read.gpu_results[0].candidate("alpha"), nullptr);
+}
+
+TEST(TimeFigures, EachGpuOfSeveralModelsHasAVerdictRowNamingIt) {
+    TimeFigures f = full_figures();
+    GpuTimeResult lost;
+    lost.index = 2;
+    lost.name = "NVIDIA RTX 4090";
+    lost.lost = "cudaErrorNoDevice";
+    f.gpu_results.push_back(lost);
+    const std::vector<std::string> lines = gpu_result_lines(f);
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_NE(lines[0].find("GPU 1 NVIDIA H100 80GB HBM3 (GPU-5d0c): zeta/baseline 1.3150 (95% CI 1.3130 .. 1.3180)"),
+              std::string::npos)
+        << lines[0];
+    EXPECT_NE(lines[0].find("n = 40"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[1].find("GPU 2 NVIDIA RTX 4090: LOST, no verdict: cudaErrorNoDevice"), std::string::npos) << lines[1];
+    EXPECT_NE(time_figures_text(f, "").find("a verdict per GPU"), std::string::npos);
+    EXPECT_TRUE(gpu_result_lines(TimeFigures{}).empty());
 }
 
 TEST(TimeFigures, TheCandidatesAreKeyedByName) {

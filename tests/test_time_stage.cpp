@@ -3,10 +3,12 @@
 // timing, too few rounds; and the measurement file a --repeat child hands its parent.
 #include "stages/time_stage.h"
 
+#include "scratch_directory.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <sstream>
 
 namespace s2tp::unit_time_stage {
@@ -167,6 +169,141 @@ TEST(TimeRepeats, AMalformedChildFileIsAnInternalError) {
                                                        "[[rounds]]\norder = [0]\ntime_ms = [1.0]\nsm_clock_mhz = [1.0]\n"),
                                            "f"),
                  Error);
+}
+
+// ---- Several GPUs: the processes' dealing and the orchestration, with the children's measurements
+// made by the test (the real child is `sage2tp time --repeat-child` on a GPU) ----
+
+DeviceFacts gpu(int index, const std::string &name) {
+    DeviceFacts d;
+    d.index = index;
+    d.name = name;
+    d.uuid = "GPU-" + std::to_string(index);
+    d.pci_bus_id = "0000:0" + std::to_string(index) + ":00.0";
+    return d;
+}
+
+TimingSettings several_gpu_settings() {
+    TimingSettings settings;
+    settings.budget_seconds = 60;
+    settings.order_seed = 100;
+    settings.min_rounds = 20;
+    settings.target_half_width = 0.0005;
+    settings.bootstrap.resamples = 200;
+    return settings;
+}
+
+TimeStageInputs several_gpu_inputs(const RunDirectory &run, std::vector<DeviceFacts> gpus, std::size_t repeats) {
+    BuiltKernels kernels;
+    kernels.baseline.variant = "baseline";
+    kernels.candidates = {{"wide-v", {}, nullptr}};
+    kernels.arch = "sm_90a";
+    const DeviceFacts first = gpus.front();
+    return TimeStageInputs{run,   WorkloadSpec{}, std::nullopt, kernels, first, several_gpu_settings(), repeats,
+                           std::nullopt, false, false, {}, 0, first.index, TimeAccuracy{}, std::move(gpus), "time"};
+}
+
+// One process's measurement: matching outputs and 40 kept rounds whose candidate/baseline ratio is `ratio`.
+ArmMeasurement measured_at(double ratio) {
+    ArmMeasurement m;
+    m.first = m.last = {{"aa", 0}, {"aa", 0}, {"aa", 0}};
+    for (std::size_t i = 0; i < 40; ++i) {
+        const double wobble = 1.0 + (i % 2 ? 0.001 : -0.001) * static_cast<double>(i % 5);
+        InterleavedRound round;
+        round.order = {0, 1, 2};
+        round.samples = {{1.0 * wobble, 1980}, {1.0 * wobble, 1980}, {ratio * wobble, 1980}};
+        m.timing.rounds.push_back(round);
+    }
+    m.timing.kept_rounds = 40;
+    m.timing.stopped_by = StopReason::budget;
+    return m;
+}
+
+// 2 GPUs and 3 repeats are 6 processes: the GPUs' processes of one repeat side by side, each GPU's
+// repeats sharing the whole budget, each process its own order seed.
+TEST(TimeSeveralGpus, EachRepeatIsOneProcessPerGpuWithItsOwnSeed) {
+    const RunDirectory run("/runs/r");
+    const TimeStageInputs inputs = several_gpu_inputs(run, {gpu(2, "NVIDIA H200"), gpu(5, "NVIDIA H200")}, 3);
+    std::vector<int> devices;
+    for (std::size_t p = 0; p < 6; ++p) {
+        const RepeatChildRequest request = RepeatChildRequest::of_repeat(inputs, p, "/m.toml");
+        devices.push_back(request.device_index);
+        EXPECT_DOUBLE_EQ(request.budget_seconds, 20.0) << p;
+        EXPECT_EQ(request.order_seed, 100u + p);
+    }
+    EXPECT_EQ(devices, (std::vector<int>{2, 5, 2, 5, 2, 5}));
+}
+
+TEST(TimeSeveralGpus, GpusOfSeveralModelsGiveAVerdictEachAndNoRatioAcrossThem) {
+    ScratchDirectory dir("several-models");
+    const RunDirectory run(dir.path());
+    const TimeStageInputs inputs =
+        several_gpu_inputs(run, {gpu(0, "NVIDIA H200"), gpu(1, "NVIDIA H100 80GB HBM3")}, 2);
+    const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), [](std::size_t p) {
+        return measured_at(p % 2 == 0 ? 0.90 : 1.05);
+    });
+    EXPECT_EQ(timed.result.status, StageStatus::passed) << (timed.result.reasons.empty() ? "" : timed.result.reasons[0]);
+    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    ASSERT_EQ(f.gpu_results.size(), 2u);
+    const GpuCandidateTiming *h200 = f.gpu_results[0].candidate("wide-v");
+    const GpuCandidateTiming *h100 = f.gpu_results[1].candidate("wide-v");
+    ASSERT_TRUE(h200 && h200->ratio && h100 && h100->ratio);
+    EXPECT_NEAR(*h200->ratio->median, 0.90, 0.005);
+    EXPECT_NEAR(*h100->ratio->median, 1.05, 0.005);
+    EXPECT_EQ(h100->ratio->repeat_medians.size(), 2u) << "a GPU's repeats are its groups";
+    EXPECT_EQ(f.gpu_results[1].name, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(f.gpu_results[1].uuid, "GPU-1");
+    // Nothing combined across the two models.
+    const CandidateTimeFigures *combined = f.candidate("wide-v");
+    ASSERT_TRUE(combined);
+    EXPECT_FALSE(combined->ratio);
+    EXPECT_FALSE(f.baseline);
+    EXPECT_NE(f.summary->find("GPU 1 NVIDIA H100 80GB HBM3"), std::string::npos) << *f.summary;
+}
+
+TEST(TimeSeveralGpus, OneModelCombinesEveryProcessAndALostGpuIsNeverAPass) {
+    ScratchDirectory dir("lost-gpu");
+    const RunDirectory run(dir.path());
+    const TimeStageInputs inputs = several_gpu_inputs(run, {gpu(0, "NVIDIA H200"), gpu(1, "NVIDIA H200")}, 3);
+    std::atomic<int> children{0};
+    const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), [&](std::size_t p) {
+        ++children;
+        // GPU 1 goes away in the second repeat, as a child that exits 3 with the device's error.
+        if (p == 3) fail(ExitCode::missing_tool, "time: GPU 1 repeat 2 exited with 3: cudaErrorDevicesUnavailable");
+        return measured_at(0.95);
+    });
+    EXPECT_EQ(children.load(), 5) << "a lost GPU runs no later repeat";
+    EXPECT_EQ(timed.result.status, StageStatus::failed);
+    bool named = false;
+    for (const std::string &reason : timed.result.reasons) named = named || reason.find("GPU 1 NVIDIA H200") != std::string::npos;
+    EXPECT_TRUE(named);
+    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    ASSERT_EQ(f.gpus.size(), 2u);
+    EXPECT_EQ(f.gpus[0].ran, 3);
+    EXPECT_EQ(f.gpus[1].ran, 1);
+    EXPECT_EQ(f.gpus[1].checks, 3);
+    EXPECT_NE(f.gpus[1].lost.find("cudaErrorDevicesUnavailable"), std::string::npos);
+    EXPECT_TRUE(f.gpu_results.empty());
+    // The other GPU's measurements are kept: 4 processes as the combined interval's groups.
+    const CandidateTimeFigures *c = f.candidate("wide-v");
+    ASSERT_TRUE(c && c->ratio);
+    EXPECT_EQ(c->ratio->repeat_medians.size(), 4u);
+    EXPECT_EQ(timed.runs.size(), 4u);
+}
+
+TEST(TimeSeveralGpus, EveryGpuLostIsExitThree) {
+    ScratchDirectory dir("all-lost");
+    const RunDirectory run(dir.path());
+    const TimeStageInputs inputs = several_gpu_inputs(run, {gpu(0, "NVIDIA H200"), gpu(1, "NVIDIA H100")}, 1);
+    try {
+        time_workload(inputs, Reporter(false, 0), [](std::size_t) -> ArmMeasurement {
+            fail(ExitCode::missing_tool, "no CUDA device (cudaErrorNoDevice)");
+        });
+        FAIL() << "every GPU lost must not give a result";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::missing_tool);
+        EXPECT_NE(std::string(e.what()).find("every GPU was lost"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

@@ -126,6 +126,34 @@ CandidateTimeFigures CandidateTimeFigures::from_toml(const std::string &name, co
     return named_value_of<CandidateTimeFigures>(t, name);
 }
 
+const std::vector<Field<GpuCandidateTiming>> &GpuCandidateTiming::fields() {
+    using G = GpuCandidateTiming;
+    static const std::vector<Field<G>> table{field("name", &G::name, "candidate"),
+                                             field("timing", &G::timing, "arm"),
+                                             field("ratio", &G::ratio, "candidate/baseline")};
+    return table;
+}
+
+const GpuCandidateTiming *GpuTimeResult::candidate(const std::string &wanted) const {
+    for (const GpuCandidateTiming &c : candidates)
+        if (c.name == wanted) return &c;
+    return nullptr;
+}
+
+std::string GpuTimeResult::label() const {
+    return "GPU " + (index ? std::to_string(*index) : std::string(missing_figure)) + " " + name;
+}
+
+const std::vector<Field<GpuTimeResult>> &GpuTimeResult::fields() {
+    using G = GpuTimeResult;
+    static const std::vector<Field<G>> table{
+        field("index", &G::index, "GPU"),           field("name", &G::name, "GPU"),
+        field("uuid", &G::uuid, "GPU"),             field("pci_bus_id", &G::pci_bus_id, "GPU"),
+        field("baseline", &G::baseline, "arm"),     field("aa", &G::aa, "control/baseline"),
+        field("candidates", &G::candidates, "one per candidate"), field("lost", &G::lost, "error")};
+    return table;
+}
+
 const std::vector<Field<NcuRunFigures>> &NcuRunFigures::fields() {
     using N = NcuRunFigures;
     static const std::vector<Field<N>> table{field("exit_code", &N::exit_code, "status"),
@@ -169,6 +197,7 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("device", &T::device, "GPU"),
         field("device_name", &T::device_name, "GPU"),
         field("gpus", &T::gpus, "one per GPU"),
+        field("gpu_results", &T::gpu_results, "one per GPU, GPUs of several models"),
         field("arch", &T::arch, "arch"),
         field("sha256.baseline", &T::baseline_sha256, "digest"),
         field("sha256.expected", &T::expected_sha256, "digest"),
@@ -230,6 +259,9 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
             if (c.ncu) text += "\n  Nsight Compute, one launch each, " + c.name + ":\n" + c.ncu->table_text();
         return text;
     };
+    const std::vector<std::string> per_gpu = gpu_result_lines(f);
+    if (!per_gpu.empty()) out << "\n  GPUs of several models, a verdict per GPU:";
+    for (const std::string &line : per_gpu) out << "\n    " << line;
     const bool timed = f.baseline.has_value() || std::any_of(f.candidates.begin(), f.candidates.end(),
                                                              [](const CandidateTimeFigures &c) { return c.ratio; });
     if (!timed) return out.str() + ncu_text();
@@ -264,6 +296,26 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
         }
     if (!plot.empty()) out << "\n  plot: " << plot;
     return out.str() + ncu_text();
+}
+
+std::vector<std::string> gpu_result_lines(const TimeFigures &f) {
+    std::vector<std::string> lines;
+    for (const GpuTimeResult &g : f.gpu_results) {
+        const std::string who = g.label() + (g.uuid.empty() ? "" : " (" + g.uuid + ")");
+        if (g.candidates.empty()) {
+            lines.push_back(who + ": " + (g.lost.empty() ? "no interval (too few rounds)" : "LOST, no verdict: " + g.lost));
+            continue;
+        }
+        const std::string aa = g.aa ? ", A/A " + fixed_or_missing(g.aa->median, 4) : std::string();
+        for (const GpuCandidateTiming &c : g.candidates)
+            lines.push_back(who + ": " + c.name + "/baseline " +
+                            (c.ratio ? interval_text(*c.ratio, false) : std::string(missing_figure)) + ", p50 " +
+                            fixed_or_missing(g.baseline ? g.baseline->p50 : std::nullopt, 3) + " -> " +
+                            fixed_or_missing(c.timing ? c.timing->p50 : std::nullopt, 3) + " ms, n = " +
+                            count_or_missing(c.timing ? c.timing->n : std::nullopt) + aa +
+                            (g.lost.empty() ? "" : "; then LOST: " + g.lost));
+    }
+    return lines;
 }
 
 void print_time(const Checkpoint &checkpoint, const Reporter &reporter) {

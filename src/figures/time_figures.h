@@ -90,6 +90,32 @@ struct CandidateTimeFigures {
     static CandidateTimeFigures from_toml(const std::string &name, const toml::table &table);
 };
 
+// One candidate's figures on one GPU alone (GpuTimeResult).
+struct GpuCandidateTiming {
+    std::string name;  // the manifest's [[candidate]] name
+    std::optional<ArmTimeFigures> timing;
+    std::optional<RatioFigures> ratio;  // candidate/baseline, within this GPU's processes only
+
+    static const std::vector<Field<GpuCandidateTiming>> &fields();
+};
+
+// One GPU's own result when the GPUs of one time stage are of several models (figures.gpu_results):
+// who the GPU is, and its baseline, A/A control and candidates over its own processes (its repeats the
+// bootstrap's groups). Each is a verdict of its own: no ratio and no interval is formed across GPUs.
+struct GpuTimeResult {
+    std::optional<std::int64_t> index;  // within CUDA_VISIBLE_DEVICES
+    std::string name, uuid, pci_bus_id;
+    std::optional<ArmTimeFigures> baseline;
+    std::optional<RatioFigures> aa;  // control/baseline on this GPU
+    std::vector<GpuCandidateTiming> candidates;  // in the manifest's order
+    std::string lost;  // the device error that lost it; "" while it was not
+
+    const GpuCandidateTiming *candidate(const std::string &name) const;
+    // "GPU 1 NVIDIA H100 80GB HBM3": how the stage's reasons and the gate's conditions name it.
+    std::string label() const;
+    static const std::vector<Field<GpuTimeResult>> &fields();
+};
+
 // One ncu profile (time --ncu) of one variant.
 struct NcuRunFigures {
     std::optional<std::int64_t> exit_code;
@@ -112,8 +138,11 @@ struct NcuFigures {
 
 struct TimeFigures {
     std::optional<std::string> workload, shape, device, device_name, arch;
-    // --devices with several GPUs: each GPU, one process each; the ratios' repeat_medians are theirs, in order.
+    // --devices with several GPUs: each GPU and its processes (one per repeat); on one model the ratios'
+    // repeat_medians are the processes', repeat by repeat, the GPUs in order within each.
     std::vector<GpuFigures> gpus;
+    // GPUs of several models: one result per GPU, and no combined baseline, candidate timing or ratio.
+    std::vector<GpuTimeResult> gpu_results;
 
     // Output digests: the baseline's, the pin it was checked against (absent when none is), whether
     // every output passed its checks before timing and held during it, and the pin --pin replaced.
@@ -155,6 +184,11 @@ struct TimeFigures {
 std::string interval_text(const RatioFigures &ratio, bool with_half_width);
 
 std::string time_figures_text(const TimeFigures &figures, const std::string &plot);
+
+// The per-GPU verdict rows of GPUs of several models, one per GPU and candidate ("GPU 1 NVIDIA H100 ...
+// (GPU-...): candidate/baseline 0.9312 (95% CI ...), n = 120, A/A 1.0002"), or the error that lost it;
+// empty when the stage's GPUs combined. time, status, report and compare print them.
+std::vector<std::string> gpu_result_lines(const TimeFigures &figures);
 
 // The stage framework's summarize hook for the time checkpoint.
 void print_time(const Checkpoint &checkpoint, const Reporter &reporter);

@@ -145,21 +145,24 @@ ShardedVerdict judge_sharded_checks(const std::vector<GpuCheckOutcome> &gpus) {
     return verdict;
 }
 
+bool several_gpu_models(const std::vector<std::string> &models) {
+    return std::any_of(models.begin(), models.end(), [&](const std::string &m) { return m != models.front(); });
+}
+
 GpuTimings combine_gpu_timings(const std::vector<GpuTimingRun> &gpus, const BootstrapOptions &bootstrap) {
     GpuTimings timings;
     std::vector<TimingRun> finished;
     std::vector<std::string> models;
+    std::size_t gpus_finished = 0;
     for (const GpuTimingRun &g : gpus) {
-        if (!g.run) {
-            timings.lost.push_back(g.device);
-            continue;
-        }
-        timings.per_gpu.emplace_back(g.device, timing_stats({*g.run}, bootstrap));
-        finished.push_back(*g.run);
         models.push_back(g.name);
+        if (!g.lost.empty()) timings.lost.push_back(g.device);
+        if (g.runs.empty()) continue;
+        timings.per_gpu.emplace_back(g.device, timing_stats(g.runs, bootstrap));
+        finished.insert(finished.end(), g.runs.begin(), g.runs.end());
+        ++gpus_finished;
     }
-    const bool one_model = std::all_of(models.begin(), models.end(), [&](const std::string &m) { return m == models.front(); });
-    if (finished.size() >= 2 && one_model) timings.combined = timing_stats(finished, bootstrap);
+    if (gpus_finished >= 2 && !several_gpu_models(models)) timings.combined = timing_stats(finished, bootstrap);
     return timings;
 }
 

@@ -4,10 +4,11 @@
 //
 //  * A check runs on exactly one GPU; the checks are dealt round-robin in their order, so every GPU
 //    gets a share that differs by at most one and a check's GPU does not depend on timing.
-//  * time runs one interleaved process per GPU. A ratio is only ever formed within one process, so
-//    never across two GPUs. When every GPU that finished is the same model, their runs combine as the
-//    repeats of one measurement, the GPU as the group of the two-level bootstrap; otherwise each GPU
-//    gets a verdict of its own.
+//  * time runs one interleaved process per GPU (per GPU and repeat with --repeat). A ratio is only
+//    ever formed within one process, so never across two GPUs. When every GPU named is the same model,
+//    the runs of those that finished combine as the repeats of one measurement, each process (a GPU, or
+//    one repeat on a GPU) a group of the two-level bootstrap; otherwise each GPU gets a verdict of its
+//    own, its repeats the groups.
 //  * A GPU lost mid-run (a device error) is reported as lost, never as a pass; the others' results stay.
 //
 // Usage:
@@ -96,22 +97,26 @@ struct ShardedVerdict {
 };
 ShardedVerdict judge_sharded_checks(const std::vector<GpuCheckOutcome> &gpus);
 
-// One GPU's time process: who it ran on and its run, or why it has none.
+// One GPU's time processes: who it ran on and its runs (one per repeat), or why it has none.
 struct GpuTimingRun {
     int device = 0;
     std::string name;  // the model, e.g. "NVIDIA H200"
     std::string uuid, pci_bus_id;
-    std::optional<TimingRun> run;
-    std::string lost;  // set when run is unset: the device error
+    std::vector<TimingRun> runs;  // empty when lost before any measured
+    std::string lost;             // the device error that lost it, "" when it was not
 };
 
+// Whether `gpus` are of more than one model: then each gets a verdict of its own.
+bool several_gpu_models(const std::vector<std::string> &models);
+
 struct GpuTimings {
-    // Set when at least two GPUs finished and all that finished are one model: their runs as the
-    // repeats of one measurement, each GPU one group of the two-level bootstrap.
+    // Set when at least two GPUs finished and every GPU named, lost ones too, is one model: the runs of
+    // those that finished as the repeats of one measurement, each run one group of the two-level
+    // bootstrap.
     std::optional<TimingStats> combined;
-    // Every GPU that finished, its own statistics: its verdict when `combined` is unset.
+    // Every GPU that finished, its own statistics over its runs: its verdict when `combined` is unset.
     std::vector<std::pair<int, TimingStats>> per_gpu;
-    std::vector<int> lost;  // devices with no run
+    std::vector<int> lost;  // devices lost (with or without runs before)
 };
 GpuTimings combine_gpu_timings(const std::vector<GpuTimingRun> &gpus, const BootstrapOptions &bootstrap);
 

@@ -325,6 +325,34 @@ GateEvidence shape_evidence(const GateEvidence &e, const GateEvidence::ShapeTimi
     return one;
 }
 
+// The conditions decided on the speed: on GPUs of several models, once per GPU.
+bool per_gpu(ConditionRule rule) { return rule == check_candidate_p50 || rule == check_relative_speed; }
+
+// The evidence as the one-GPU rules see one GPU of several models.
+GateEvidence gpu_evidence(const GateEvidence &e, const GateEvidence::GpuTiming &g) {
+    GateEvidence one = e;
+    one.candidate_p50_ms = g.candidate_p50_ms;
+    one.candidate_vs_baseline = g.candidate_vs_baseline;
+    one.gpu_timings.clear();
+    return one;
+}
+
+// `rule`'s condition on `e`, named with `suffix` (" SHAPE" over a set), or one per GPU of several models.
+void add_condition(ConditionRule rule, const GateEvidence &e, const GateThresholds &t, const std::string &suffix,
+                   std::vector<GateCondition> &conditions) {
+    if (!per_gpu(rule) || e.gpu_timings.empty()) {
+        GateCondition c = rule(e, t);
+        c.name += suffix;
+        conditions.push_back(std::move(c));
+        return;
+    }
+    for (const GateEvidence::GpuTiming &g : e.gpu_timings) {
+        GateCondition c = rule(gpu_evidence(e, g), t);
+        c.name += suffix + " " + g.gpu;
+        conditions.push_back(std::move(c));
+    }
+}
+
 }  // namespace
 
 const char *gate_status_text(GateStatus status) {
@@ -351,15 +379,12 @@ GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thr
     GateResult result;
     for (ConditionRule rule : condition_rules) {
         if (per_shape(rule) && !evidence.workload_set.empty()) {
-            for (const GateEvidence::ShapeTiming &shape : evidence.set_shapes) {
-                GateCondition c = rule(shape_evidence(evidence, shape), thresholds);
-                c.name += " " + shape.shape;
-                result.conditions.push_back(std::move(c));
-            }
+            for (const GateEvidence::ShapeTiming &shape : evidence.set_shapes)
+                add_condition(rule, shape_evidence(evidence, shape), thresholds, " " + shape.shape, result.conditions);
             continue;
         }
         if (!shown(rule, evidence, thresholds)) continue;
-        result.conditions.push_back(rule(evidence, thresholds));
+        add_condition(rule, evidence, thresholds, "", result.conditions);
         if (rule == check_parity)
             for (GateCondition &c : accuracy_conditions(evidence)) result.conditions.push_back(std::move(c));
     }

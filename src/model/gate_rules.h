@@ -15,7 +15,13 @@
 // combined geometric-mean ratio's interval entirely below max_geomean_ratio_upper) and worst-shape-speed
 // (every shape's interval entirely below max_worst_ratio_upper, the worst shape's shown). Each is
 // required when its bound is set and off otherwise; a bound set for a run whose time stage timed one
-// workload is NOT CHECKED and blocks: what was asked for was not measured. The sanitizer is required only with
+// workload is NOT CHECKED and blocks: what was asked for was not measured.
+//
+// On GPUs of several models (time --devices, the GPUs differing in model): candidate-p50 and
+// relative-speed are decided for every GPU, each a condition of its own named "CONDITION GPU N NAME"
+// by the same rule as for one GPU: the run passes only when
+// every GPU passes, and a GPU lost before it measured has no ratio, so its conditions are NOT CHECKED
+// and block. The sanitizer is required only with
 // require_sanitizer; otherwise a skipped sanitizer shows NOT CHECKED and does not block.
 #pragma once
 
@@ -75,6 +81,15 @@ struct GateEvidence {
 
     std::optional<double> candidate_p50_ms;
     std::optional<RatioInterval> candidate_vs_baseline;
+
+    // GPUs of several models: each GPU's candidate p50 and ratio (the two fields above for that GPU
+    // alone), each its own verdict; empty when the time stage's GPUs combined or it timed on one.
+    struct GpuTiming {
+        std::string gpu;  // "GPU 1 NVIDIA H100 80GB HBM3"
+        std::optional<double> candidate_p50_ms;
+        std::optional<RatioInterval> candidate_vs_baseline;
+    };
+    std::vector<GpuTiming> gpu_timings;
 
     // A workload set's timing: each shape's real output and speed (the fields above, as for one
     // workload), and the candidate's figures over the set. workload_set is empty for one workload.

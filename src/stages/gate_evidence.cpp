@@ -72,7 +72,34 @@ void read_parity(const ParityFigures &figures, const std::string &candidate, Gat
         evidence.baseline_accuracy.push_back({c.shape, c.passed.value_or(false), c.conditions});
 }
 
+// A ratio's interval, its n the candidate's kept rounds: one ratio per kept round, and every kept round
+// holds one candidate sample.
+std::optional<RatioInterval> ratio_interval(const std::optional<RatioFigures> &ratio,
+                                            const std::optional<ArmTimeFigures> &timing) {
+    if (!ratio) return std::nullopt;
+    std::optional<RatioInterval> interval = ratio->interval();
+    if (interval) interval->n = static_cast<std::size_t>(timing ? timing->n.value_or(0) : 0);
+    return interval;
+}
+
+// GPUs of several models: each GPU's candidate figures, a verdict of its own. A GPU that recorded
+// none (lost before it measured, or too few rounds) is there without them.
+std::vector<GateEvidence::GpuTiming> gpu_timings(const TimeFigures &figures, const std::string &name) {
+    std::vector<GateEvidence::GpuTiming> gpus;
+    for (const GpuTimeResult &g : figures.gpu_results) {
+        GateEvidence::GpuTiming timing;
+        timing.gpu = g.label();
+        if (const GpuCandidateTiming *c = g.candidate(name)) {
+            if (c->timing) timing.candidate_p50_ms = c->timing->p50;
+            timing.candidate_vs_baseline = ratio_interval(c->ratio, c->timing);
+        }
+        gpus.push_back(std::move(timing));
+    }
+    return gpus;
+}
+
 void read_time(const TimeFigures &figures, const std::string &name, GateEvidence &evidence) {
+    evidence.gpu_timings = gpu_timings(figures, name);
     evidence.expected_real_output_sha256 = figures.expected_sha256.value_or(figures.baseline_sha256.value_or(""));
     const CandidateTimeFigures *candidate = figures.candidate(name);
     if (!candidate) return;
@@ -80,12 +107,7 @@ void read_time(const TimeFigures &figures, const std::string &name, GateEvidence
     evidence.real_output_accuracy = candidate->accuracy_conditions;
     evidence.real_output_sha256 = candidate->sha256.value_or("");
     if (candidate->timing) evidence.candidate_p50_ms = candidate->timing->p50;
-    if (!candidate->ratio) return;
-    std::optional<RatioInterval> interval = candidate->ratio->interval();
-    if (!interval) return;
-    // One ratio per kept round, and every kept round holds one candidate sample.
-    interval->n = static_cast<std::size_t>(candidate->timing ? candidate->timing->n.value_or(0) : 0);
-    evidence.candidate_vs_baseline = interval;
+    evidence.candidate_vs_baseline = ratio_interval(candidate->ratio, candidate->timing);
 }
 
 // A set's time figures: each shape read as one workload's, then the candidate's figures over the set.

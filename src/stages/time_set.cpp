@@ -44,7 +44,7 @@ TimeStageInputs shape_inputs(const TimeSetInputs &in, const SetWorkload &shape, 
                            0,
                            in.device_index,
                            in.accuracy,
-                           {},
+                           in.gpus,
                            shape_report_name(shape)};
 }
 
@@ -157,7 +157,7 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
     }
 
     StageResult result;
-    result.tools.insert("gpu", in.device.name);
+    result.tools.insert("gpu", in.gpus.size() > 1 ? gpu_names(in.gpus) : in.device.name);
     result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
     SetTimeFigures f;
     f.workload_set = set.name;
@@ -238,6 +238,16 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
     return result;
 }
 
+void check_set_gpus(const std::vector<DeviceFacts> &gpus, const std::string &set) {
+    for (const DeviceFacts &gpu : gpus)
+        if (gpu.name != gpus.front().name)
+            fail(ExitCode::usage, "time over the workload set '" + set + "' on several GPUs needs one model: GPU " +
+                                      std::to_string(gpus.front().index) + " is " + gpus.front().name + " and GPU " +
+                                      std::to_string(gpu.index) + " is " + gpu.name +
+                                      "; its combined interval would pool ratios of both, so time the set once per "
+                                      "model (--devices naming that model's GPUs)");
+}
+
 StageWork time_set_stage_work(StageContext &context, const TimeSetRequest &request, const Reporter &reporter) {
     const RunDirectory &run = context.run();
     const auto resolved = std::make_shared<const ResolvedTimeInputs>(
@@ -253,19 +263,16 @@ StageWork time_set_stage_work(StageContext &context, const TimeSetRequest &reque
     const std::optional<std::vector<DeviceFacts>> gpus =
         time_devices(work, run, resolved->kernels.arch, request.devices, !request.force);
     if (!gpus) return work;
-    if (gpus->size() > 1)
-        fail(ExitCode::usage, "time over the workload set '" + set->name + "' runs on one GPU; --devices with " +
-                                  std::to_string(gpus->size()) + " GPUs is not built for a set: time one shape of "
-                                  "it with --workload FILE --devices, or give one GPU");
+    check_set_gpus(*gpus, set->name);
     const std::optional<DeviceFacts> device = gpus->front();
-    require_kernels_for_device("time", resolved->kernels, *device);
+    for (const DeviceFacts &gpu : *gpus) require_kernels_for_device("time", resolved->kernels, gpu);
     const Experiment &experiment = resolved->experiment;
     // The inputs refer to the set, kernels and device they are made from, which live as long as the work.
     const auto held_device = std::make_shared<const DeviceFacts>(*device);
     const auto inputs = std::make_shared<const TimeSetInputs>(TimeSetInputs{
         run, *set, resolved->kernels, *held_device, resolved->settings,
         request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), device->index,
-        time_accuracy(experiment)});
+        time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}});
     work.add_inputs = [inputs, resolved, set, held_device](Fingerprint &f) { add_time_set_inputs(f, *inputs); };
     work.run = [inputs, resolved, set, held_device, &reporter] { return time_workload_set(*inputs, reporter); };
     return work;

@@ -19,6 +19,11 @@
 //  * Memory: every shape's peak is checked against the GPU's free memory before anything is timed; a
 //    shape that does not fit refuses the stage (exit 2) with its numbers.
 //  * A shape whose outputs fail their checks is not timed; the others still are, and the stage fails.
+//  * Several GPUs (--devices) of one model: every shape is timed on every GPU, as time times one
+//    workload there (one process per GPU and repeat, all GPUs at once, each process a group of the
+//    shape's interval), one shape after another; the budget split is the same, each GPU sampling for
+//    the whole of a shape's share. GPUs of several models are refused (exit 2): the combined interval
+//    would pool ratios of different GPUs; time the set once per model.
 //  * Each shape's workload is written to logs/time-SHAPE-workload.toml: its --repeat children read it,
 //    and `time --workload` takes it to time or profile that shape alone.
 //
@@ -46,7 +51,11 @@ struct TimeSetInputs {
     std::size_t repeats = 1;  // processes per shape
     int device_index = 0;
     TimeAccuracy accuracy;
+    std::vector<DeviceFacts> gpus;  // several GPUs of one model: every shape on each; empty for one
 };
+
+// Several GPUs for a set: Error(usage) naming two of them when they are not all one model.
+void check_set_gpus(const std::vector<DeviceFacts> &gpus, const std::string &set);
 
 // What one shape costs and the sampling it is planned, before anything is timed: the budget each shape
 // would get if every one before it spent its whole share (it gets more when one stops early).
@@ -80,7 +89,7 @@ struct TimeSetRequest {
     TimeOverrides overrides;
     std::optional<std::size_t> repeats;  // unset: the manifest's [time] repeats
     bool force = false;
-    DeviceList devices = DeviceList::one(0);  // one GPU: several are refused for a set
+    DeviceList devices = DeviceList::one(0);  // several GPUs: of one model (check_set_gpus)
 };
 
 // The time stage over the set for run_stage. Without a GPU, a passed set checkpoint made on a GPU host

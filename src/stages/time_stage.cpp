@@ -403,15 +403,23 @@ namespace {
 
 bool on_several_gpus(const TimeStageInputs &in) { return in.gpus.size() > 1; }
 
-// The measuring processes: one per GPU on several GPUs, else one per repeat.
-std::size_t process_count(const TimeStageInputs &in) { return on_several_gpus(in) ? in.gpus.size() : in.repeats; }
+std::size_t gpu_count(const TimeStageInputs &in) { return on_several_gpus(in) ? in.gpus.size() : 1; }
 
+// The measuring processes: one per repeat on each GPU. Process `index` is repeat index / gpu_count on
+// the GPU in place index % gpu_count: the GPUs' processes of one repeat run at once, the repeats one
+// after another.
+std::size_t process_count(const TimeStageInputs &in) { return gpu_count(in) * in.repeats; }
+std::size_t process_gpu(const TimeStageInputs &in, std::size_t index) { return index % gpu_count(in); }
+std::size_t process_repeat(const TimeStageInputs &in, std::size_t index) { return index / gpu_count(in); }
+
+// Each GPU samples at once with the others, so each has the whole budget, split over its repeats;
+// every process has an order seed of its own.
 TimingSettings process_settings(const TimeStageInputs &in, std::size_t index) {
-    return repeat_settings(in.settings, on_several_gpus(in) ? 1 : in.repeats, index);
+    return repeat_settings(in.settings, in.repeats, index);
 }
 
 int process_device(const TimeStageInputs &in, std::size_t index) {
-    return on_several_gpus(in) ? in.gpus.at(index).index : in.device_index;
+    return on_several_gpus(in) ? in.gpus.at(process_gpu(in, index)).index : in.device_index;
 }
 
 }  // namespace
@@ -505,6 +513,7 @@ void add_time_inputs(Fingerprint &f, const TimeStageInputs &in) {
     f.add("repeats", static_cast<std::int64_t>(in.repeats));
     for (const BuiltAttention &candidate : in.kernels.candidates) f.add("candidate", candidate.variant);
     f.add("device_name", in.device.name).add("device_uuid", in.device.uuid);
+    for (const DeviceFacts &gpu : in.gpus) f.add("gpu_uuid", gpu.uuid);
     if (in.accuracy.reference_rows > 0) add_accuracy_inputs(f, in.accuracy.rules, in.accuracy.reference_rows);
     f.add("ncu", std::int64_t{in.ncu});
     if (in.ncu) {
@@ -533,12 +542,21 @@ TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repea
 
 namespace {
 
-// Starts repeat `index` as a fresh sage2tp process and reads back what it measured.
-// "repeat 3", "GPU 1", or "" for a single measurement: how reasons and logs name process `index`.
+// "repeat 3", "GPU 1", "GPU 1 repeat 3", or "" for a single measurement: how reasons name process `index`.
 std::string repeat_where(const TimeStageInputs &in, std::size_t index) {
-    if (on_several_gpus(in)) return "GPU " + std::to_string(process_device(in, index));
-    return in.repeats == 1 ? "" : "repeat " + std::to_string(index + 1);
+    const std::string repeat = in.repeats == 1 ? "" : "repeat " + std::to_string(process_repeat(in, index) + 1);
+    if (!on_several_gpus(in)) return repeat;
+    return "GPU " + std::to_string(process_device(in, index)) + (repeat.empty() ? "" : " " + repeat);
 }
+
+// The stem of process `index`'s log and measurement file: time-repeat-3, time-gpu1, time-gpu1-repeat-3.
+std::string process_stem(const TimeStageInputs &in, std::size_t index) {
+    const std::string repeat = "repeat-" + std::to_string(process_repeat(in, index) + 1);
+    if (!on_several_gpus(in)) return "time-" + repeat;
+    return "time-gpu" + std::to_string(process_device(in, index)) + (in.repeats == 1 ? "" : "-" + repeat);
+}
+
+// Starts process `index` as a fresh sage2tp process and reads back what it measured.
 
 // `reporting`, when given, is held while it reports: processes on several GPUs run at once.
 ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, const Reporter &reporter,
@@ -549,8 +567,7 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
         reporter.progress(line);
     };
     const TimingSettings s = process_settings(in, index);
-    const std::string stem = on_several_gpus(in) ? "time-gpu" + std::to_string(process_device(in, index))
-                                                 : "time-repeat-" + std::to_string(index + 1);
+    const std::string stem = process_stem(in, index);
     const fs::path file = in.run.reports() / (stem + ".toml");
     const fs::path log = in.run.logs() / (stem + ".log");
     fs::create_directories(in.run.reports());
@@ -560,9 +577,10 @@ ArmMeasurement measure_in_child(const TimeStageInputs &in, std::size_t index, co
     std::vector<std::string> argv{current_executable().string(), "time"};
     for (std::string &word : RepeatChildRequest::of_repeat(in, index, file).to_argv()) argv.push_back(std::move(word));
     const std::string where = repeat_where(in, index);
-    report("time: " + where + (on_several_gpus(in) ? " of " + std::to_string(in.gpus.size()) + " at once"
-                                                              : " of " + std::to_string(in.repeats)) +
-                      " in a fresh process, " + sampling_budget_text(s.budget_seconds));
+    const std::string of_repeats = in.repeats == 1 ? "" : " of " + std::to_string(in.repeats);
+    report("time: " + where + (on_several_gpus(in) ? of_repeats + ", " + std::to_string(in.gpus.size()) + " GPUs at once"
+                                                   : of_repeats) +
+           " in a fresh process, " + sampling_budget_text(s.budget_seconds));
     // Sampling stops at the repeat's budget; the rest is the repeat's start (inputs, modules, checks),
     // which even a host-generated block-24 workload finishes in well under the margin.
     ProcessOptions options;
@@ -688,49 +706,63 @@ void round_figures(TimeFigures &f, const TimeStageInputs &in, const ArmMeasureme
 
 // The measurements: in this process for one, in fresh processes for several. A repeat whose first
 // outputs fail the checks did not time anything, and the later ones are not started. On several GPUs
-// every GPU's process runs at once; one whose output holds a device error loses its GPU (`lost`,
-// per GPU, the error), and the other GPUs' measurements are kept.
+// the GPUs' processes of one repeat run at once, the repeats one after another; a process whose output
+// holds a device error loses its GPU (`lost`, per GPU, the error), which then runs no later repeat,
+// and the other GPUs' measurements are kept.
 struct Measurements {
     std::vector<ArmMeasurement> measured;
     std::vector<std::size_t> process;  // each measurement's process index (repeat_where)
-    std::vector<std::string> lost;     // per process on several GPUs: the device error, "" when measured
+    std::vector<std::string> lost;     // per GPU on several GPUs: the device error, "" when not lost
 };
 
-Measurements measure_repeats(const TimeStageInputs &in, const Reporter &reporter) {
+// One repeat on every GPU not yet lost, all at once, into `m`; false when no GPU is left.
+bool measure_repeat_on_gpus(const TimeStageInputs &in, std::size_t repeat, Measurements &m, const ChildMeasure &child) {
+    const std::size_t gpus = in.gpus.size();
+    std::vector<std::optional<ArmMeasurement>> slots(gpus);
+    std::vector<std::exception_ptr> failures(gpus);
+    std::vector<std::thread> threads;
+    for (std::size_t g = 0; g < gpus; ++g) {
+        if (!m.lost[g].empty()) continue;
+        threads.emplace_back([&, g] {
+            try {
+                slots[g] = child(repeat * gpus + g);
+            } catch (const Error &e) {
+                if (e.code() == ExitCode::missing_tool) m.lost[g] = e.what();
+                else failures[g] = std::current_exception();
+            } catch (...) {
+                failures[g] = std::current_exception();
+            }
+        });
+    }
+    for (std::thread &t : threads) t.join();
+    for (const std::exception_ptr &failure : failures)
+        if (failure) std::rethrow_exception(failure);
+    for (std::size_t g = 0; g < gpus; ++g)
+        if (slots[g]) {
+            m.measured.push_back(std::move(*slots[g]));
+            m.process.push_back(repeat * gpus + g);
+        }
+    return std::any_of(m.lost.begin(), m.lost.end(), [](const std::string &l) { return l.empty(); });
+}
+
+bool first_outputs_failed(const ArmMeasurement &m) { return m.timing.rounds.empty(); }
+
+Measurements measure_repeats(const TimeStageInputs &in, const Reporter &reporter, const ChildMeasure &child) {
     Measurements m;
     if (on_several_gpus(in)) {
-        std::vector<std::optional<ArmMeasurement>> slots(in.gpus.size());
         m.lost.resize(in.gpus.size());
-        std::vector<std::exception_ptr> failures(in.gpus.size());
-        std::mutex reporting;
-        std::vector<std::thread> threads;
-        for (std::size_t g = 0; g < in.gpus.size(); ++g)
-            threads.emplace_back([&, g] {
-                try {
-                    slots[g] = measure_in_child(in, g, reporter, &reporting);
-                } catch (const Error &e) {
-                    if (e.code() == ExitCode::missing_tool) m.lost[g] = e.what();
-                    else failures[g] = std::current_exception();
-                } catch (...) {
-                    failures[g] = std::current_exception();
-                }
-            });
-        for (std::thread &t : threads) t.join();
-        for (const std::exception_ptr &failure : failures)
-            if (failure) std::rethrow_exception(failure);
-        for (std::size_t g = 0; g < slots.size(); ++g)
-            if (slots[g]) {
-                m.measured.push_back(std::move(*slots[g]));
-                m.process.push_back(g);
-            }
+        for (std::size_t r = 0; r < in.repeats; ++r)
+            if (!measure_repeat_on_gpus(in, r, m, child) ||
+                std::any_of(m.measured.begin(), m.measured.end(), first_outputs_failed))
+                break;
         if (m.measured.empty()) fail(ExitCode::missing_tool, "time: every GPU was lost: " + m.lost.front());
         return m;
     }
     const MeasureRequest here{in.workload, in.kernels, in.device, in.settings, in.expected_sha256, in.pin, in.accuracy};
     for (std::size_t r = 0; r < in.repeats; ++r) {
-        m.measured.push_back(in.repeats == 1 ? measure_arms(here, reporter) : measure_in_child(in, r, reporter));
+        m.measured.push_back(in.repeats == 1 ? measure_arms(here, reporter) : child(r));
         m.process.push_back(r);
-        if (m.measured.back().timing.rounds.empty()) break;
+        if (first_outputs_failed(m.measured.back())) break;
     }
     return m;
 }
@@ -758,20 +790,71 @@ std::vector<GpuFigures> time_gpu_figures(const TimeStageInputs &in, const Measur
     std::vector<GpuFigures> gpus;
     for (std::size_t g = 0; g < in.gpus.size(); ++g) {
         GpuFigures figures = GpuFigures::of(in.gpus[g]);
-        figures.checks = 1;
+        figures.checks = static_cast<std::int64_t>(in.repeats);
+        figures.ran = 0;
         figures.lost = m.lost.at(g);
+        std::vector<double> clocks;
         for (std::size_t r = 0; r < m.measured.size(); ++r) {
-            if (m.process[r] != g) continue;
-            figures.ran = 1;
-            std::vector<double> clocks;
+            if (process_gpu(in, m.process[r]) != g) continue;
+            ++*figures.ran;
             for (const InterleavedRound &round : m.measured[r].timing.rounds)
                 if (!round.throttled)
                     for (const LaunchSample &sample : round.samples) clocks.push_back(sample.sm_clock_mhz);
-            if (!clocks.empty()) figures.sample_clock_mhz = median(clocks);
         }
+        if (!clocks.empty()) figures.sample_clock_mhz = median(clocks);
         gpus.push_back(std::move(figures));
     }
     return gpus;
+}
+
+std::vector<std::string> gpu_models(const std::vector<DeviceFacts> &gpus) {
+    std::vector<std::string> models;
+    for (const DeviceFacts &gpu : gpus) models.push_back(gpu.name);
+    return models;
+}
+
+// Defined below: the figures of the timed rounds, and what the A/A band rests on.
+void timed_figures(TimeFigures &f, const TimingStats &stats, const std::vector<std::string> &arms,
+                   const AttentionProblem &problem);
+std::string aa_band_basis_text(const std::string &arch);
+
+// figures.gpu_results for GPUs of several models: each GPU's statistics over its own processes
+// (model/device_sharding.h's fold), and a reason for each GPU whose A/A control is too noisy. A GPU
+// with a process of too few rounds has no interval (its reason is already given).
+std::vector<GpuTimeResult> gpu_time_results(const TimeStageInputs &in, const std::vector<std::string> &arms,
+                                            const Measurements &m, std::vector<std::string> &reasons) {
+    std::vector<GpuTimingRun> gpus;
+    std::vector<bool> enough_rounds(in.gpus.size(), true);
+    for (std::size_t g = 0; g < in.gpus.size(); ++g)
+        gpus.push_back({in.gpus[g].index, in.gpus[g].name, in.gpus[g].uuid, in.gpus[g].pci_bus_id, {}, m.lost.at(g)});
+    for (std::size_t r = 0; r < m.measured.size(); ++r) {
+        const std::size_t g = process_gpu(in, m.process[r]);
+        gpus[g].runs.push_back(m.measured[r].timing);
+        if (m.measured[r].timing.kept_rounds < in.settings.min_rounds) enough_rounds[g] = false;
+    }
+    const GpuTimings timings = combine_gpu_timings(gpus, in.settings.bootstrap);
+    std::vector<GpuTimeResult> results;
+    for (std::size_t g = 0; g < in.gpus.size(); ++g) {
+        GpuTimeResult result;
+        result.index = in.gpus[g].index;
+        result.name = in.gpus[g].name;
+        result.uuid = in.gpus[g].uuid;
+        result.pci_bus_id = in.gpus[g].pci_bus_id;
+        result.lost = m.lost.at(g);
+        for (const auto &[device, stats] : timings.per_gpu) {
+            if (device != in.gpus[g].index || !enough_rounds[g]) continue;
+            TimeFigures own;
+            timed_figures(own, stats, arms, in.workload.problem);
+            result.baseline = own.baseline;
+            result.aa = own.aa;
+            for (const CandidateTimeFigures &c : own.candidates) result.candidates.push_back({c.name, c.timing, c.ratio});
+            if (auto noisy = too_noisy_reason(stats.control_vs_baseline(),
+                                              aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50)))
+                reasons.push_back(result.label() + ": " + *noisy + "; " + aa_band_basis_text(in.kernels.arch));
+        }
+        results.push_back(std::move(result));
+    }
+    return results;
 }
 
 // --pin: the baseline's digest into the run's pins, once the timed launches showed its bytes stable.
@@ -911,7 +994,7 @@ void add_ncu_profiles(const TimeStageInputs &in, TimeFigures &f, StageResult &re
 
 }  // namespace
 
-TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter) {
+TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter, const ChildMeasure &child) {
     const std::vector<std::string> arms = arm_names(candidate_names(in.kernels));
     check_arm_count(arms.size());
     if (in.repeats < 1) fail(ExitCode::internal, "time: repeats must be at least 1");
@@ -925,7 +1008,11 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
         reporter.progress("time: the workload pins no output SHA-256 for " + in.kernels.arch +
                           " ([workload.expected_sha256]); each candidate's output is compared with the baseline's "
                           "instead ('sage2tp time --pin' pins the baseline's)");
-    const Measurements measured = measure_repeats(in, reporter);
+    std::mutex reporting;  // processes on several GPUs run, and report, at once
+    const ChildMeasure fresh_process = [&](std::size_t process) {
+        return measure_in_child(in, process, reporter, on_several_gpus(in) ? &reporting : nullptr);
+    };
+    const Measurements measured = measure_repeats(in, reporter, child ? child : fresh_process);
     const std::vector<ArmMeasurement> &measurements = measured.measured;
     if (on_several_gpus(in)) f.gpus = time_gpu_figures(in, measured);
     const ArmMeasurement &reference = measurements.front();
@@ -978,7 +1065,13 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter)
     const bool enough_rounds = std::all_of(runs.begin(), runs.end(), [&](const TimingRun &run) {
         return run.kept_rounds >= in.settings.min_rounds;
     });
-    if (enough_rounds) {
+    if (on_several_gpus(in) && several_gpu_models(gpu_models(in.gpus))) {
+        // No ratio across GPUs of different models: a verdict per GPU, and no combined figures or plot.
+        f.gpu_results = gpu_time_results(in, arms, measured, result.reasons);
+        std::string per_gpu;
+        for (const std::string &line : gpu_result_lines(f)) per_gpu += (per_gpu.empty() ? " " : "; ") + line;
+        f.summary = in.workload.name + ":" + per_gpu;
+    } else if (enough_rounds) {
         const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
         timed_figures(f, stats, arms, in.workload.problem);
         const std::optional<std::string> noisy =
@@ -1017,21 +1110,6 @@ std::optional<std::vector<DeviceFacts>> time_devices(StageWork &work, const RunD
     }
 }
 
-void check_time_gpus(const std::vector<DeviceFacts> &gpus, std::size_t repeats) {
-    if (gpus.size() < 2) return;
-    if (repeats > 1)
-        fail(ExitCode::usage, "time on " + std::to_string(gpus.size()) +
-                                  " GPUs runs one process per GPU, the GPU in the place of a repeat; --repeat " +
-                                  std::to_string(repeats) + " (or [time] repeats) with several GPUs is not built: "
-                                  "give --repeat 1 or one GPU");
-    for (const DeviceFacts &gpu : gpus)
-        if (gpu.name != gpus.front().name)
-            fail(ExitCode::usage, "time --devices: GPU " + std::to_string(gpus.front().index) + " is " +
-                                      gpus.front().name + " and GPU " + std::to_string(gpu.index) + " is " + gpu.name +
-                                      "; a verdict per GPU model is not built, so time each model with its own "
-                                      "--devices");
-}
-
 StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter) {
     const RunDirectory &run = context.run();
     const auto resolved = std::make_shared<const ResolvedTimeInputs>(
@@ -1049,7 +1127,6 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
     for (const DeviceFacts &gpu : *gpus) require_kernels_for_device("time", resolved->kernels, gpu);
     const Experiment &experiment = resolved->experiment;
     const std::size_t repeats = request.repeats.value_or(static_cast<std::size_t>(experiment.repeats));
-    check_time_gpus(*gpus, repeats);
     const DeviceFacts &device = gpus->front();
     const auto inputs = std::make_shared<const TimeStageInputs>(TimeStageInputs{
         run, resolved->workload, request.workload_file, resolved->kernels, device, resolved->settings, repeats,

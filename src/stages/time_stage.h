@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -145,8 +146,9 @@ struct TimeStageInputs {
     std::int64_t ncu_seq_len = 0;
     int device_index = 0;
     TimeAccuracy accuracy;
-    // --devices with several GPUs: one process on each, all at once, each GPU taking the place of a
-    // repeat (repeats is then 1). Empty otherwise.
+    // --devices with several GPUs: each repeat is one process on each GPU, all at once, the repeats one
+    // after another (sage2tp-time(1), SEVERAL GPUS). One model: every process a group of the combined
+    // interval; several models: a verdict per GPU (figures.gpu_results). Empty otherwise.
     std::vector<DeviceFacts> gpus;
     // The stem of the reports under run.reports(): "time" for the run's workload, "time-SHAPE" for one
     // shape of a set (stages/time_set.h), whose own reports/time.json combines them.
@@ -212,18 +214,23 @@ std::string verify_time_outputs(const Checkpoint &checkpoint, const std::optiona
 
 // The budget and order seed of repeat `index` (0-based) of `repeats`: the stage's budget split evenly,
 // and a seed of its own per repeat so the repeats do not share one sequence of orders. Several GPUs
-// sample at once, so each GPU's process has the whole budget: repeat_settings(settings, 1, gpu's place).
+// sample at once, so each GPU's processes share the whole budget as one GPU's repeats do; `index` is
+// the process's (repeat * GPUs + the GPU's place), so every process has a seed of its own.
 TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index);
 
 // The stage's body for one workload: measurements, output checks, figures (TimeFigures),
 // reports/REPORT_NAME.json and .svg, the pin, ncu; with the measurements its figures came from (empty
 // when the first outputs failed their checks), which a set's combined interval resamples
 // (stages/time_set.h). Writes under run.reports() and, with pin, the run's pins file.
+// `child` measures process `index` (RepeatChildRequest::of_repeat's) when the measurement is not made in
+// this process (repeats, several GPUs), and throws Error(missing_tool) when its GPU failed; by default
+// it runs `sage2tp time --repeat-child` (tests hand it their own measurements).
 struct TimedWorkload {
     StageResult result;
-    std::vector<TimingRun> runs;  // one per repeat
+    std::vector<TimingRun> runs;  // one per process: repeat, or GPU and repeat
 };
-TimedWorkload time_workload(const TimeStageInputs &inputs, const Reporter &reporter);
+using ChildMeasure = std::function<ArmMeasurement(std::size_t index)>;
+TimedWorkload time_workload(const TimeStageInputs &inputs, const Reporter &reporter, const ChildMeasure &child = {});
 
 // What `sage2tp time` was asked for one workload; subcommands/time.cpp checks each value a user typed
 // against its range.
@@ -245,11 +252,6 @@ struct TimeRequest {
 std::optional<std::vector<DeviceFacts>> time_devices(StageWork &work, const RunDirectory &run,
                                                      const std::string &built_arch, const DeviceList &devices,
                                                      bool may_keep);
-
-// Several GPUs for one workload: Error(usage) when `repeats` > 1 (the GPU is the repeat: one process
-// per GPU) or when the GPUs are not all one model (a verdict per GPU is not built; time each model
-// with its own --devices).
-void check_time_gpus(const std::vector<DeviceFacts> &gpus, std::size_t repeats);
 
 // The time stage for run_stage, on one workload.
 StageWork time_stage_work(StageContext &context, const TimeRequest &request, const Reporter &reporter);

@@ -80,6 +80,7 @@ std::vector<Row> time_rows(const StageState &state) {
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
     if (shows_gpu_table(f.gpus))
         for (const std::string &gpu : gpu_table_lines(f.gpus)) rows.push_back({"time", "GPU", "", gpu});
+    for (const std::string &verdict : gpu_result_lines(f)) rows.push_back({"time", "GPU verdict", "", verdict});
     for (const auto &reason : time->reasons) rows.push_back({"time", "reason", "", reason});
     return rows;
 }

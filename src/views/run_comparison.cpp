@@ -36,10 +36,15 @@ std::optional<RatioInterval> interval_of(const std::optional<RatioFigures> &rati
     return ratio ? ratio->interval() : std::nullopt;
 }
 
-ComparedCandidate &candidate_named(ComparedRun &run, const std::string &name, const std::string &shape = "") {
+ComparedCandidate &candidate_named(ComparedRun &run, const std::string &name, const std::string &shape = "",
+                                   const std::string &gpu = "") {
     for (ComparedCandidate &c : run.candidates)
-        if (c.name == name && c.shape == shape) return c;
-    run.candidates.push_back(ComparedCandidate{name, std::nullopt, std::nullopt, "", shape});
+        if (c.name == name && c.shape == shape && c.gpu == gpu) return c;
+    ComparedCandidate added;
+    added.name = name;
+    added.shape = shape;
+    added.gpu = gpu;
+    run.candidates.push_back(std::move(added));
     return run.candidates.back();
 }
 
@@ -77,6 +82,22 @@ void read_time_figures(const toml::table &figures, ComparedRun &run) {
     if (f.baseline) run.baseline_p50_ms = f.baseline->p50;
     run.aa = interval_of(f.aa);
     if (f.target_half_width) run.aa_tolerance = aa_tolerance(*f.target_half_width, run.baseline_p50_ms.value_or(0.0));
+    if (shows_gpu_table(f.gpus)) run.gpu_lines = gpu_table_lines(f.gpus);
+    if (const toml::array *gpus = figures["gpus"].as_array()) run.gpus = *gpus;
+    if (!f.gpu_results.empty()) {
+        // GPUs of several models: a row per candidate and GPU, never one across them.
+        for (const CandidateTimeFigures &c : f.candidates)
+            for (const GpuTimeResult &g : f.gpu_results) {
+                ComparedCandidate &row = candidate_named(run, c.name, "", g.label());
+                if (g.baseline) row.gpu_baseline_p50_ms = g.baseline->p50;
+                row.gpu_aa = interval_of(g.aa);
+                if (const GpuCandidateTiming *own = g.candidate(c.name)) {
+                    if (own->timing) row.p50_ms = own->timing->p50;
+                    row.ratio = interval_of(own->ratio);
+                }
+            }
+        return;
+    }
     for (const CandidateTimeFigures &c : f.candidates) {
         ComparedCandidate &candidate = candidate_named(run, c.name);
         if (c.timing) candidate.p50_ms = c.timing->p50;
@@ -112,6 +133,17 @@ std::string interval_cell(const std::optional<RatioInterval> &ci) {
 std::string workload_cell(const ComparedRun &run, const ComparedCandidate *c) {
     const std::string set_shape = c && !c->shape.empty() ? " " + c->shape : "";
     return run.workload ? *run.workload + set_shape : missing_figure;
+}
+
+// The gpu, baseline p50 and A/A columns: the row's GPU's own on GPUs of several models, else the run's.
+std::string gpu_cell(const ComparedRun &run, const ComparedCandidate *c) {
+    return c && !c->gpu.empty() ? c->gpu : run.gpu.value_or("");
+}
+std::optional<double> baseline_p50_of(const ComparedRun &run, const ComparedCandidate *c) {
+    return c && !c->gpu.empty() ? c->gpu_baseline_p50_ms : run.baseline_p50_ms;
+}
+std::optional<RatioInterval> aa_of(const ComparedRun &run, const ComparedCandidate *c) {
+    return c && !c->gpu.empty() ? c->gpu_aa : run.aa;
 }
 
 std::string clock_text(const ComparedRun &run) {
@@ -162,9 +194,10 @@ std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const 
 TextTable comparison_rows(const std::vector<ComparedRun> &runs) {
     TextTable table{table_columns(), {}};
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
-        table.rows.push_back({run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch), or_dash(run.gpu),
-                        clock_text(run), fixed_or_missing(run.baseline_p50_ms, 3), c ? fixed_or_missing(c->p50_ms, 3) : "-",
-                        c ? interval_cell(c->ratio) : "-", interval_cell(run.aa), run.time.state,
+        table.rows.push_back({run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch),
+                        or_dash(gpu_cell(run, c)), clock_text(run), fixed_or_missing(baseline_p50_of(run, c), 3),
+                        c ? fixed_or_missing(c->p50_ms, 3) : "-", c ? interval_cell(c->ratio) : "-",
+                        interval_cell(aa_of(run, c)), run.time.state,
                         gate_cell(run, c, run.gate.state)});
     });
     return table;
@@ -179,6 +212,8 @@ std::vector<std::string> table_notes(const std::vector<ComparedRun> &runs) {
             notes.push_back(run.id + ": gate " + run.gate_summary);
         else if (!run.gate.note.empty())
             notes.push_back(run.id + ": gate " + state_text(run.gate));
+        if (!run.gpu_lines.empty()) notes.push_back(run.id + ": time per GPU:");
+        for (const std::string &line : run.gpu_lines) notes.push_back(run.id + ":   " + line);
     }
     return notes;
 }
@@ -211,13 +246,13 @@ std::string csv_table(const std::vector<ComparedRun> &runs) {
                                      c ? c->name : "",
                                      run.workload ? workload_cell(run, c) : "",
                                      run.arch.value_or(""),
-                                     run.gpu.value_or(""),
+                                     gpu_cell(run, c),
                                      number(run.sm_clock_min_mhz),
                                      number(run.sm_clock_median_mhz),
                                      number(run.sm_clock_max_mhz),
-                                     number(run.baseline_p50_ms),
+                                     number(baseline_p50_of(run, c)),
                                      c ? number(c->p50_ms) : ""};
-        for (const std::optional<RatioInterval> &ci : {c ? c->ratio : std::nullopt, run.aa})
+        for (const std::optional<RatioInterval> &ci : {c ? c->ratio : std::nullopt, aa_of(run, c)})
             for (std::string &cell : interval(ci)) row.push_back(std::move(cell));
         row.push_back(state_text(run.time));
         row.push_back(gate_cell(run, c, state_text(run.gate)));
@@ -333,12 +368,16 @@ toml::table comparison_json(const std::vector<ComparedRun> &runs) {
         for (const ComparedCandidate &c : run.candidates) {
             toml::table candidate{{"name", c.name}};
             if (!c.shape.empty()) candidate.insert("shape", c.shape);
+            if (!c.gpu.empty()) candidate.insert("gpu", c.gpu);
+            if (c.gpu_baseline_p50_ms) candidate.insert("baseline_p50_ms", *c.gpu_baseline_p50_ms);
+            if (c.gpu_aa) candidate.insert("aa", interval_table(*c.gpu_aa));
             if (c.p50_ms) candidate.insert("p50_ms", *c.p50_ms);
             if (c.ratio) candidate.insert("ratio", interval_table(*c.ratio));
             if (!c.verdict.empty()) candidate.insert("verdict", c.verdict);
             candidates.push_back(candidate);
         }
         entry.insert("candidates", candidates);
+        if (!run.gpus.empty()) entry.insert("gpus", run.gpus);
         if (run.cluster) entry.insert("cluster", cluster_json(*run.cluster));
         entries.push_back(entry);
     }
@@ -355,15 +394,19 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
     }
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
         const std::string gate = "gate " + gate_cell(run, c, run.gate.state);
-        IntervalRow row{c ? c->name : "-", run.id + (c && !c->shape.empty() ? " " + c->shape : ""),
+        IntervalRow row{c ? c->name : "-",
+                        run.id + (c && !c->shape.empty() ? " " + c->shape : "") + (c && !c->gpu.empty() ? " " + c->gpu : ""),
                         c ? c->ratio : std::nullopt, ""};
+        const std::optional<RatioInterval> aa = aa_of(run, c);
         if (row.interval)
-            row.note = (run.aa ? "A/A " + fixed(run.aa->median, 4) + (run.aa->reaches(1.0, run.aa_tolerance) ? " ok" : " excludes 1")
-                               : std::string("A/A -")) +
+            row.note = (aa ? "A/A " + fixed(aa->median, 4) + (aa->reaches(1.0, run.aa_tolerance) ? " ok" : " excludes 1")
+                           : std::string("A/A -")) +
                        ", " + gate;
         else
             row.note = "no interval: time " + run.time.state + ", " + gate;
-        if (c && (c->shape.empty() || c->shape == combined_row)) ++candidates;  // a set's shape rows are one candidate's
+        // A set's shape rows, and the GPUs' rows of several models, are one candidate's.
+        if (c && (c->shape.empty() || c->shape == combined_row) && (c->gpu.empty() || c->gpu == run.candidates.front().gpu))
+            ++candidates;
         plot.rows.push_back(row);
     });
     const auto joined = [](const std::set<std::string> &names) {

@@ -43,6 +43,11 @@ struct ComparedCandidate {
     std::string verdict;                    // PASS | FAIL, the gate's for this candidate; "" when it gave none
     // Over a workload set: the shape this row is of, or "geomean" for the combined row; "" for one workload.
     std::string shape;
+    // On GPUs of several models (figures.gpu_results): the GPU this row is of ("GPU 1 NVIDIA H100 80GB
+    // HBM3"), with that GPU's own baseline p50 and A/A control; "" for a run whose GPUs combined.
+    std::string gpu;
+    std::optional<double> gpu_baseline_p50_ms;
+    std::optional<RatioInterval> gpu_aa;
 };
 
 struct ComparedRun {
@@ -61,6 +66,10 @@ struct ComparedRun {
     // The run's Slurm verdicts (reports/cluster.toml, sage2tp-slurm(1)), shown after the table in text
     // and markdown and under "cluster" in JSON.
     std::optional<ClusterVerdicts> cluster;
+    // The time stage's per-GPU table (gpu_table_lines) when it ran on several GPUs or lost its one,
+    // shown after the table in text and markdown and under "gpus" in JSON.
+    std::vector<std::string> gpu_lines;
+    toml::array gpus;  // figures.gpus as the checkpoint holds them
 };
 
 // The run directories that the words name, in order: a word that is an existing directory is that run
@@ -75,9 +84,10 @@ std::vector<std::filesystem::path> select_compared_runs(const std::vector<std::s
 // Reads the run's checkpoints once (inspect_run) and keeps what compare shows.
 ComparedRun compare_run(const std::filesystem::path &root);
 
-// One row per candidate of each run (one row with candidate "-" for a run whose checkpoints name none),
+// One row per candidate of each run (one row with candidate "-" for a run whose checkpoints name none;
+// on GPUs of several models, one per candidate and GPU, the gpu column naming it),
 // then in text and markdown the notes: each checkpoint's reason where it has one (failed, skipped, stale,
-// untrusted), the gate's overall line where it did not pass. format: text | markdown | csv, else
+// untrusted), the gate's overall line where it did not pass, and each run's per-GPU table. format: text | markdown | csv, else
 // Error(usage).
 std::string comparison_table(const std::vector<ComparedRun> &runs, const std::string &format);
 

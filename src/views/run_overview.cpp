@@ -22,13 +22,21 @@ std::string stage_summary(Stage stage, const toml::table &figures) {
     }
 }
 
-// The per-GPU table of a GPU stage's figures, when it shows one (several GPUs, or one lost).
+// The per-GPU table of a GPU stage's figures, when it shows one (several GPUs, or one lost), and on
+// GPUs of several models time's verdict per GPU after it.
 std::vector<std::string> stage_gpus(Stage stage, const toml::table &figures) {
     std::vector<GpuFigures> gpus;
+    std::vector<std::string> verdicts;
     if (stage == Stage::sanitize) gpus = SanitizeFigures::from_toml(figures).gpus;
     if (stage == Stage::parity) gpus = ParityFigures::from_toml(figures).gpus;
-    if (stage == Stage::time) gpus = TimeFigures::from_toml(figures).gpus;
-    return shows_gpu_table(gpus) ? gpu_table_lines(gpus) : std::vector<std::string>{};
+    if (stage == Stage::time) {
+        const TimeFigures time = TimeFigures::from_toml(figures);
+        gpus = time.gpus;
+        verdicts = gpu_result_lines(time);
+    }
+    std::vector<std::string> lines = shows_gpu_table(gpus) ? gpu_table_lines(gpus) : std::vector<std::string>{};
+    lines.insert(lines.end(), verdicts.begin(), verdicts.end());
+    return lines;
 }
 
 bool entry_failed(const toml::table &entry) {
