@@ -115,16 +115,10 @@ public:
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
-        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
-        // The torch tensors the host function is given, contiguous: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D],
-        // k and the fp16 v [B,Nk,Hk,D] or [B,Hk,Nk,D].
-        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
-        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
+        // The torch tensors the host function is given, the fp16 v in k's layout.
+        const auto [q, k, seq, head] = torch_strides(s);
         const auto &v = k;
         const auto &o = q;
-        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
         require_input(buffers.v_f16, "fp16 V", problem, "V f16");
         if (launcher_.fuse_v_mean) require_input(buffers.v_mean, "V mean", problem, "smooth_v");
 

@@ -122,20 +122,11 @@ public:
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
-        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
         const std::int64_t padded_kv = (s.len_kv + kCtaK - 1) / kCtaK * kCtaK;
-        // The torch tensors the host function is given, contiguous: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D],
-        // k [B,Nk,Hk,D] or [B,Hk,Nk,D], v [B,D,Hk,Npad] or [B,Hk,D,Npad].
-        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
-        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
-        const auto v = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv});
+        // The torch tensors the host function is given, and which stride is which, as it reads them.
+        const auto [q, k, seq, head] = torch_strides(s);
+        const auto [v, v_head, v_dim] = transposed_v_strides(s, padded_kv);
         const auto &o = q;
-        // Which stride is which, per layout, exactly as the host function reads them.
-        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
-        const int v_head = nhd ? 2 : 1, v_dim = nhd ? 1 : 2;
 
         AttentionLaunch launch;
         KernelArguments &a = launch.arguments;

@@ -92,17 +92,10 @@ public:
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
-        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
         const std::int64_t padded_kv = v_fp8_shape(s, quantization(s.head_dim).v_pad_tokens)[3];
-        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
-        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
-        const auto v = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv});
+        const auto [q, k, seq, head] = torch_strides(s);
+        const auto [v, v_head, v_dim] = transposed_v_strides(s, padded_kv);
         const auto &o = q;
-        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
-        const int v_head = nhd ? 2 : 1, v_dim = nhd ? 1 : 2;
         const std::uint64_t d = static_cast<std::uint64_t>(s.head_dim);
         const auto bytes = [](std::int64_t stride) { return static_cast<std::uint64_t>(stride); };  // int8 elements
         const std::string context = std::string(launcher_.abi_name) + ", " + problem.describe();

@@ -8,8 +8,29 @@
 
 namespace s2tp {
 
+namespace {
+
+// Element strides of a contiguous 4-D tensor, as torch's Tensor::stride() gives them.
 std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes) {
     return {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
+}
+
+}  // namespace
+
+TorchStrides torch_strides(const AttentionShape &s) {
+    const bool nhd = s.layout == Layout::nhd;
+    return {contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
+                                   : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim}),
+            contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
+                                   : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim}),
+            nhd ? 1 : 2, nhd ? 2 : 1};
+}
+
+TransposedVStrides transposed_v_strides(const AttentionShape &s, std::int64_t padded_kv) {
+    const bool nhd = s.layout == Layout::nhd;
+    return {contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
+                                   : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv}),
+            nhd ? 2 : 1, nhd ? 1 : 2};
 }
 
 TemplateArgument unsigned_argument(std::int64_t value) { return {std::to_string(value) + "u", std::to_string(value)}; }

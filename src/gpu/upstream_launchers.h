@@ -1,11 +1,11 @@
 // What the adapters of upstream SageAttention's launchers (abi_sageattention_sm89.cpp,
 // abi_sageattention_sm90.cpp, abi_sageattention_sm80.cpp) share: the strides torch gives their
-// contiguous tensors, a template argument in its demangled and its source spelling, reading what an
-// entry's demangled name says about the problem it serves, and the choice of the one entry of a cubin
-// that serves a problem, with the message that lists the candidates when none or several do.
-// UpstreamLauncherAbi puts these together: a family of launchers gives each of its adapters what tells
-// that launcher apart (an UpstreamLauncher: names, kernel template, template arguments, parameters) and
-// keeps only its packing, quantization and launch geometry.
+// contiguous tensors in either layout, a template argument in its demangled and its source spelling,
+// reading what an entry's demangled name says about the problem it serves, and the choice of the one
+// entry of a cubin that serves a problem, with the message that lists the candidates when none or
+// several do. UpstreamLauncherAbi puts these together: a family of launchers gives each of its adapters
+// what tells that launcher apart (an UpstreamLauncher: names, kernel template, template arguments,
+// parameters) and keeps only its packing, quantization and launch geometry.
 #pragma once
 
 #include "gpu/kernel_abi.h"
@@ -24,8 +24,22 @@
 
 namespace s2tp {
 
-// Element strides of a contiguous 4-D tensor, as torch's Tensor::stride() gives them.
-std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes);
+// The strides of the contiguous q, k and o tensors a host function is given for the problem's layout
+// (upstream's tensor_layout 0 for NHD, 1 for HND), and which axis is which, as the host function reads
+// them: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D], k [B,Nk,Hk,D] or [B,Hk,Nk,D].
+struct TorchStrides {
+    std::array<std::int64_t, 4> q, k;  // o's are q's
+    int seq, head;                     // the token and head axes
+};
+TorchStrides torch_strides(const AttentionShape &shape);
+
+// The strides of the e4m3 v, [B,D,Hk,Npad] or [B,Hk,D,Npad] (tokens innermost, padded to `padded_kv`),
+// and its head and head-dim axes.
+struct TransposedVStrides {
+    std::array<std::int64_t, 4> v;
+    int head, dim;
+};
+TransposedVStrides transposed_v_strides(const AttentionShape &shape, std::int64_t padded_kv);
 
 // One template argument of a launcher's kernel, spelled twice: as the demangler prints it in a cubin
 // entry's name, which is what selects the entry, and as upstream's launcher writes it, which is what the
