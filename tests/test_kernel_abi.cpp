@@ -389,9 +389,11 @@ TEST(SageAttentionSm89, DescribesTheEightEntriesOfTheResourceTable) {
 TEST(SageAttentionSm89, TheResourceTableRowsOfARealReport) {
     // What build does with a variant's ptxas report: every entry the adapter describes, by short name.
     std::map<std::string, KernelResources> rows;
-    for (const auto &[key, resources] : upstream_report())
-        if (const std::optional<AbiEntry> entry = upstream().describe_entry(key.name))
+    for (const auto &[key, resources] : upstream_report()) {
+        if (const std::optional<AbiEntry> entry = upstream().describe_entry(key.name)) {
             EXPECT_TRUE(rows.emplace(entry->short_name, resources).second) << entry->short_name;
+        }
+    }
     ASSERT_EQ(rows.size(), 8u);
     for (const auto &[name, resources] : rows) {
         EXPECT_EQ(resources.arch, "sm_90a") << name;
