@@ -101,7 +101,10 @@ inline ParityFigures parity() {
     f.baseline_checks = c.checks;
     f.reference_rows = 256;
     f.candidates["candidate"] = c;
-    f.candidates["other"] = CandidateParity{0, {}, {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}}};
+    CandidateParity other;
+    other.shapes_differing = 0;
+    other.outputs = {ParityOutput{"b1 h2 q64", 7, std::string(64, 'a')}};
+    f.candidates["other"] = other;
     f.device = "0: NVIDIA H200, sm_90";
     f.summary = "2 shapes x 2 seeds: candidate: 1 shapes differ, other: 0 shapes differ; ...";
     return f;

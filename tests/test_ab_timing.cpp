@@ -29,7 +29,9 @@ TEST(RoundOrder, SameSeedSameSequenceOtherSeedOtherSequence) {
             differs = differs || from_a != c.next();
         }
         // Two arms have only two orders, which both seeds alternate; a seed decides only which comes first.
-        if (arms > 2) EXPECT_TRUE(differs) << arms << " arms: seeds 42 and 43 gave the same 600 orders";
+        if (arms > 2) {
+            EXPECT_TRUE(differs) << arms << " arms: seeds 42 and 43 gave the same 600 orders";
+        }
     }
 }
 

@@ -194,8 +194,9 @@ TEST_F(Build, EmbeddedDefaultForEverySupportedArchThenTheCacheServesASwitchBackA
 // its `nvcc --version` until the second prepare is done, then runs the real nvcc.
 TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
     const fs::path built = dir_ / "default";
-    if (!fs::exists(built / "checkpoints/02-build.toml"))
+    if (!fs::exists(built / "checkpoints/02-build.toml")) {
         ASSERT_EQ(sage2tp({"prepare", "--run", "default", "-q"}).exit_code, 0);
+    }
     ASSERT_EQ(sage2tp({"build", "--run", "default", "--arch", "sm_90a"}).exit_code, 0);
     const std::optional<fs::path> real_nvcc = find_program("nvcc") ? find_program("nvcc") : find_program("/usr/local/cuda/bin/nvcc");
     ASSERT_TRUE(real_nvcc) << "no nvcc";
@@ -252,8 +253,9 @@ TEST_F(Build, RunStaysOnItsRunWhenAnotherShellPreparesANewOne) {
 // and status, run --json, report and compare all say where and why the run stopped (issue 26).
 TEST_F(Build, NoGpuStopGivesTheNextStepEverywhere) {
     const fs::path built = dir_ / "default";
-    if (!fs::exists(built / "checkpoints/02-build.toml"))
+    if (!fs::exists(built / "checkpoints/02-build.toml")) {
         ASSERT_EQ(sage2tp({"prepare", "--run", "default", "-q"}).exit_code, 0);
+    }
     ASSERT_EQ(sage2tp({"build", "--run", "default", "--arch", "sm_90a"}).exit_code, 0);
     const fs::path run = dir_ / "no-gpu";
     fs::remove_all(run);

@@ -288,7 +288,7 @@ TEST_F(Safety, HostileFilesInManifestAndCheckpointSlotsAreClearErrorsNeverAHang)
         fs::remove_all(slot);
         if (kind == "directory") fs::create_directories(slot);
         else ASSERT_EQ(::mkfifo(slot.c_str(), 0644), 0);
-        for (const std::vector<std::string> command :
+        for (const std::vector<std::string> &command :
              {std::vector<std::string>{"status", "--run", "run"}, {"compare", "run", "--svg", "c.svg"}, {"build", "--run", "run"}}) {
             std::vector<std::string> argv{sage2tp_binary()};
             argv.insert(argv.end(), command.begin(), command.end());

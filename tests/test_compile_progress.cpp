@@ -31,7 +31,7 @@ TEST(RunningCompiles, CountedWhenTheNamesDoNotFit) {
                              "quantize_per_thread.cu", "reference_attention.cu"})
         for (const char *variant : {"baseline", "candidate"}) many.push_back({file, variant, 5});
     EXPECT_EQ(running_compiles_text(many, 46), "10 compiles of 5 files 5 s");
-    for (const std::string &counts : {"  [12/16] 1m12s elapsed, ETA 40s: ", "  compiling 12/16 done, 1m12s elapsed, ETA 40s: "})
+    for (const char *counts : {"  [12/16] 1m12s elapsed, ETA 40s: ", "  compiling 12/16 done, 1m12s elapsed, ETA 40s: "})
         for (const std::vector<RunningCompile> &set : {four, many})
             EXPECT_LE(compile_progress_line(counts, set).size(), 79u) << counts;
 }

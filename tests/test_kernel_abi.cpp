@@ -389,9 +389,11 @@ TEST(SageAttentionSm89, DescribesTheEightEntriesOfTheResourceTable) {
 TEST(SageAttentionSm89, TheResourceTableRowsOfARealReport) {
     // What build does with a variant's ptxas report: every entry the adapter describes, by short name.
     std::map<std::string, KernelResources> rows;
-    for (const auto &[key, resources] : upstream_report())
-        if (const std::optional<AbiEntry> entry = upstream().describe_entry(key.name))
+    for (const auto &[key, resources] : upstream_report()) {
+        if (const std::optional<AbiEntry> entry = upstream().describe_entry(key.name)) {
             EXPECT_TRUE(rows.emplace(entry->short_name, resources).second) << entry->short_name;
+        }
+    }
     ASSERT_EQ(rows.size(), 8u);
     for (const auto &[name, resources] : rows) {
         EXPECT_EQ(resources.arch, "sm_90a") << name;
@@ -856,6 +858,93 @@ TEST(SageAttentionSm80Launchers, PackAsUpstreamsHostFunctions) {
     EXPECT_NE(internal_error_of("sageattention-sm80-accum-f16-fuse-v-mean").find("smooth_v"), std::string::npos);
     buffers.v_f16 = nullptr;
     EXPECT_NE(internal_error_of("sageattention-sm80-accum-f32").find("V f16"), std::string::npos);
+}
+
+// ---- every family: the selection's messages, letter for letter ----
+
+// The whole message when an adapter finds no entry, for one launcher of each family: the instance it
+// wanted, as upstream writes it, and where upstream launches it.
+TEST(UpstreamLaunchers, NoEntryNamesTheWantedInstanceAndTheLauncher) {
+    struct Case {
+        const char *abi;
+        AttentionProblem problem;
+        std::string message;
+    };
+    const AttentionProblem bf16_lse = problem(128, DType::bf16, false, true);
+    const AttentionProblem f16_causal = problem(64, DType::f16, true, false);
+    const std::vector<Case> cases = {
+        {"sageattention-sm89-accum-f32", bf16_lse,
+         "qk_int_sv_f8_attn_kernel<128, 64, 32, 64, 128, kInt8, kPerWarp, kPerWarp, float, false, nv_bfloat16, "
+         "kCudaCore, kNone, true, false, false, false, ...> (kernel ABI sageattention-sm89-accum-f32, the launcher of "
+         "csrc/qattn/sm89_qk_int8_sv_f8_accum_f32_attn.cu, for "},
+        {"sageattention-sm89-per-thread", f16_causal,
+         "qk_int_sv_f8_attn_kernel<128, 64, 32, 64, 64, kInt8, kPerThread, kPerThread, float, true, half, kCudaCore, "
+         "kCausal, false, true, false, true, ...> (kernel ABI sageattention-sm89-per-thread, the launcher of "
+         "csrc/qattn/sm89_qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf.cu, for "},
+        {"sageattention-sm90-accum-f32-fuse-v-scale-per-warp", bf16_lse,
+         "qk_int8_sv_f8_attn_kernel<64, 128, 128, 128, kPerWarp, kPerWarp, nv_bfloat16, kNone, true, true, ...> "
+         "(kernel ABI sageattention-sm90-accum-f32-fuse-v-scale-per-warp, the launcher "
+         "qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, for "},
+        {"sageattention-sm80-accum-f16-inst-buf", bf16_lse,
+         "qk_int_sv_f16_attn_kernel<128, 64, 16, 64, 128, kInt8, kPerThread, kPerThread, float, true, nv_bfloat16, "
+         "kTensorCore, kNone, true, false, ...> (kernel ABI sageattention-sm80-accum-f16-inst-buf, the launcher "
+         "qk_int8_sv_f16_accum_f16_attn_inst_buf of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu, for "},
+        {"sageattention-sm80-accum-f16-fuse-v-mean-per-warp", f16_causal,
+         "qk_int_sv_f16_attn_kernel<128, 64, 32, 64, 64, kInt8, kPerWarp, kPerWarp, half, false, half, kTensorCore, "
+         "kCausal, false, true, ...> (kernel ABI sageattention-sm80-accum-f16-fuse-v-mean-per-warp, the launcher "
+         "qk_int8_sv_f16_accum_f16_fuse_v_mean_attn of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu, for "},
+    };
+    for (const Case &c : cases) {
+        const std::string matching = "cubin 'x.cubin' has no entry matching " + c.message + c.problem.describe() + ")";
+        EXPECT_EQ(error_of([&] { kernel_abi(c.abi, "test").select_entry(c.problem, {}, "x.cubin"); }),
+                  matching + "; its entries: none");
+        // An entry of another launcher (sm89's fuse_v_mean file), listed demangled.
+        const std::vector<std::string> other = {launcher_entries(launcher_rows().back().file).front()};
+        EXPECT_EQ(error_of([&] { kernel_abi(c.abi, "test").select_entry(c.problem, other, "x.cubin"); }),
+                  matching + "; its entries:\n  " + *demangle(other.front()));
+    }
+}
+
+// Several entries serving one problem: both listed, for every family.
+TEST(UpstreamLaunchers, TwoMatchingEntriesAreListedForEveryFamily) {
+    const AttentionProblem p = problem(128, DType::f16, false, true);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> families = {
+        {"sageattention-sm89-accum-f32", launcher_entries("sm89_qk_int8_sv_f8_accum_f32_attn")},
+        {"sageattention-sm90-accum-f32", sm90_entries()},
+        {"sageattention-sm80-accum-f32", sm80_entries()},
+    };
+    for (const auto &[name, entries] : families) {
+        const KernelAbi &abi = kernel_abi(name, "test");
+        const std::string chosen = abi.select_entry(p, entries, "one.cubin");
+        const std::string message = error_of([&] { abi.select_entry(p, {chosen, chosen}, "twice.cubin"); });
+        EXPECT_EQ(message.rfind("cubin 'twice.cubin' has 2 entries matching ", 0), 0u) << message;
+        EXPECT_NE(message.find(" (kernel ABI " + name + ", the launcher "), std::string::npos) << message;
+        EXPECT_EQ(message.substr(message.find("); they are:")),
+                  "); they are:\n  " + *demangle(chosen) + "\n  " + *demangle(chosen));
+    }
+}
+
+// An entry with the launcher's template arguments but another parameter list (a patch changed the
+// kernel's signature, so pack() would not fit it) serves nothing, in every family.
+TEST(UpstreamLaunchers, AnEntryWithAnotherParameterListMatchesNothing) {
+    const AttentionProblem p = problem(64, DType::bf16, true, false);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> families = {
+        {"sageattention-sm89", upstream_entries()},
+        {"sageattention-sm90-accum-f32-fuse-v-scale", sm90_entries()},
+        {"sageattention-sm80-accum-f16", sm80_entries()},
+    };
+    for (const auto &[name, entries] : families) {
+        const KernelAbi &abi = kernel_abi(name, "test");
+        const std::string chosen = abi.select_entry(p, entries, "one.cubin");
+        ASSERT_EQ(chosen.back(), 'f') << chosen;  // the last parameter, sm_scale, is a float
+        const std::string with_double = chosen.substr(0, chosen.size() - 1) + "d";
+        ASSERT_TRUE(demangle(with_double)) << with_double;
+        EXPECT_FALSE(abi.describe_entry(with_double)) << name;
+        EXPECT_NE(error_of([&] { abi.select_entry(p, {with_double}, "patched.cubin"); })
+                      .find("has no entry matching"),
+                  std::string::npos)
+            << name;
+    }
 }
 
 }  // namespace

@@ -85,7 +85,9 @@ TEST(NcuMetrics, DefaultListIsWhatNcuPrints) {
     for (const std::string &metric : default_ncu_metrics()) {
         EXPECT_TRUE(probe.number(0, metric)) << metric;
         EXPECT_FALSE(ncu_metric_label(metric).empty()) << metric;
-        if (metric != "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") EXPECT_TRUE(recorded().number(0, metric)) << metric;
+        if (metric != "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") {
+            EXPECT_TRUE(recorded().number(0, metric)) << metric;
+        }
     }
     EXPECT_DOUBLE_EQ(*probe.number(0, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"), 43256867.0);  // "43,256,867"
     EXPECT_DOUBLE_EQ(*probe.number(0, "gpu__time_duration.sum"), 1.023296);
@@ -170,7 +172,7 @@ TEST(NcuProfile, MissingNcuIsAWarningNotAFailure) {
     {
         RunDirectory run(root / "run");
         const NcuRequest request{{{"baseline", "s2tp_attn_hd128_bf16_nomask"}, {"candidate", "s2tp_attn_hd128_bf16_nomask"}},
-                                 default_ncu_metrics(), 0, 0};
+                                 default_ncu_metrics(), 0, 0, std::nullopt};
         profiles = profile_with_ncu(run, request, Reporter(false, 0));
     }
     ::setenv("PATH", old_path.c_str(), 1);

@@ -158,8 +158,16 @@ WorkloadSet two_shape_set() {
     return set;
 }
 
+// A baseline and two candidates (4 arms with the control), each launched through sage2tp's own ABI.
+BuiltKernels own_abi_kernels() {
+    BuiltKernels kernels;
+    kernels.baseline.abi = &kernel_abi("sage2tp", "test");
+    kernels.candidates.resize(2, kernels.baseline);
+    return kernels;
+}
+
 TEST(TimeSetPlan, BudgetSharesFollowTheOperationsWithAFloorAndNeverExceedTheBudget) {
-    const std::vector<ShapePlan> plans = plan_shapes(two_shape_set(), 4, 60.0);
+    const std::vector<ShapePlan> plans = plan_shapes(two_shape_set(), own_abi_kernels(), 4, 60.0);
     ASSERT_EQ(plans.size(), 2u);
     const double total = plans[0].budget_seconds + plans[1].budget_seconds;
     EXPECT_LE(total, 60.0 + 1e-9);
@@ -172,7 +180,7 @@ TEST(TimeSetPlan, BudgetSharesFollowTheOperationsWithAFloorAndNeverExceedTheBudg
 }
 
 TEST(TimeSetPlan, AShapeThatDoesNotFitIsRefusedWithItsNumbers) {
-    const std::vector<ShapePlan> plans = plan_shapes(two_shape_set(), 4, 60.0);
+    const std::vector<ShapePlan> plans = plan_shapes(two_shape_set(), own_abi_kernels(), 4, 60.0);
     EXPECT_TRUE(shape_memory_refusals(plans, std::int64_t{100} << 30, std::int64_t{141} << 30).empty());
     const auto small = static_cast<std::int64_t>(plans[1].cost.peak_bytes + (plans[0].cost.peak_bytes - plans[1].cost.peak_bytes) / 2);
     const std::vector<std::string> refusals = shape_memory_refusals(plans, small, small);
@@ -187,7 +195,7 @@ TEST(TimeSetPlan, TheGpuSuitesSmallSetLoads) {
     ASSERT_EQ(set.workloads.size(), 2u);
     EXPECT_TRUE(set.weighted());
     EXPECT_EQ(set.weights(), (std::vector<double>{3.0, 1.0}));
-    const std::vector<ShapePlan> plans = plan_shapes(set, 4, 20.0);
+    const std::vector<ShapePlan> plans = plan_shapes(set, own_abi_kernels(), 4, 20.0);
     EXPECT_GT(plans[1].budget_seconds, 2.0);
 }
 

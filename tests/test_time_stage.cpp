@@ -121,7 +121,7 @@ TEST(TimeRepeats, AChildsRequestCarriesTheDerivedBudgetAndSeed) {
     settings.min_rounds = 20;
     settings.target_half_width = 0.0005;
     const TimeStageInputs inputs{run, WorkloadSpec{}, std::nullopt, BuiltKernels{}, DeviceFacts{}, settings, 100,
-                                 std::nullopt, false, false, {}, 0, 1};
+                                 std::nullopt, false, false, {}, 0, 1, {}, {}};
     const RepeatChildRequest request = RepeatChildRequest::of_repeat(inputs, 4, "/runs/r/reports/time-repeat-5.toml");
     EXPECT_DOUBLE_EQ(request.budget_seconds, 0.6);
     EXPECT_EQ(request.order_seed, 104u);

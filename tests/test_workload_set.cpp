@@ -2,6 +2,7 @@
 #include "scratch_directory.h"
 
 #include "build_config.h"
+#include "gpu/kernel_abi.h"
 #include "model/experiment_manifest.h"
 #include "model/shape_sets.h"
 #include "model/workload_cost.h"
@@ -241,7 +242,9 @@ TEST(BoundaryProblems, KeepEachTimedShapesTailsAndHeadLayoutSmall) {
 TEST(WorkloadCost, CountsEveryDeviceBufferOfTheTimeStage) {
     const WorkloadSet wan = load_workload_set(source_root / "data/workloads/sets/wan21-14b.toml");
     // 720p: 75,600 tokens x 40 heads x 128 = 387,072,000 elements per tensor.
-    const WorkloadCost c = workload_cost(wan.workloads[1].workload.problem, 4);
+    const AttentionProblem &problem = wan.workloads[1].workload.problem;
+    const QuantizationRecipe sm89 = kernel_abi("sageattention-sm89", "test").quantization(128);
+    const WorkloadCost c = workload_cost(problem, {sm89, sm89, sm89}, 4);  // arms that agree share one set
     const std::size_t elements = 387072000;
     EXPECT_EQ(c.input_bytes, 3 * 2 * elements);  // bf16 q, k, v
     EXPECT_EQ(c.output_bytes, 2 * elements);     // bf16 o, no LSE
@@ -259,6 +262,33 @@ TEST(WorkloadCost, CountsEveryDeviceBufferOfTheTimeStage) {
     EXPECT_NE(refused->find("4 + 1 outputs of 774.1 MB"), std::string::npos) << *refused;
     EXPECT_NE(refused->find("117.1 TOP per launch"), std::string::npos) << *refused;
     EXPECT_NE(refused->find("4.29 GB free of 8.59 GB"), std::string::npos) << *refused;
+}
+
+// The sm80 launchers read V as fp16 (2 bytes an element), the sm89 ones as e4m3 (1 byte, padded, with a
+// scale); each adapter's quantization says which, and the cost counts one set per distinct recipe.
+TEST(WorkloadCost, CountsVInTheDtypeItsAdapterQuantizesTo) {
+    const WorkloadSet wan = load_workload_set(source_root / "data/workloads/sets/wan21-14b.toml");
+    const AttentionProblem &problem = wan.workloads[1].workload.problem;  // 720p, bf16
+    const std::size_t elements = 387072000;
+    const QuantizationRecipe sm89 = kernel_abi("sageattention-sm89", "test").quantization(128);
+    const QuantizationRecipe sm80 = kernel_abi("sageattention-sm80-accum-f32", "test").quantization(128);
+    ASSERT_EQ(sm80.v_format, VFormat::f16);
+    const std::size_t fp8_set = quantized_input_bytes(problem, sm89), f16_set = quantized_input_bytes(problem, sm80);
+    // int8 q and k; e4m3 V padded to 75,648 keys (128 x 40 x 75,648) and its f32 scale [1, 40, 128]; per-warp
+    // f32 scales, q's [1, 40, 591 x 4] and k's [1, 40, 1182]; k's bf16 mean [1, 1, 40, 128].
+    EXPECT_EQ(fp8_set, 2 * elements + 387317760u + 40u * 128 * 4 + 40u * 2364 * 4 + 40u * 1182 * 4 + 40u * 128 * 2);
+    // int8 q and k; fp16 V in k's shape; per-thread scales, q's [1, 40, 591 x 4 x 8] and k's [1, 40, 1182 x 4].
+    EXPECT_EQ(f16_set, 2 * elements + 2 * elements + 40u * 18912 * 4 + 40u * 4728 * 4 + 40u * 128 * 2);
+    EXPECT_EQ(workload_cost(problem, {sm80, sm80}, 3).quantized_bytes, f16_set);
+    // Arms of both families read a set each.
+    const WorkloadCost both = workload_cost(problem, {sm89, sm89, sm80}, 3);
+    EXPECT_EQ(both.quantized_bytes, fp8_set + f16_set);
+    EXPECT_EQ(both.peak_bytes,
+              std::max(both.input_bytes + both.quantized_bytes, both.quantized_bytes + 4 * both.output_bytes));
+    // fuse_v_mean's V mean is sub_mean's, in the output dtype (bf16) over [B, Hk, D].
+    const QuantizationRecipe sm80_mean =
+        kernel_abi("sageattention-sm80-accum-f16-fuse-v-mean", "test").quantization(128);
+    EXPECT_EQ(quantized_input_bytes(problem, sm80_mean) - f16_set, 40u * 128 * 2);
 }
 
 TEST(WorkloadCost, EachShapeGetsAFloorAndTheRestByItsWork) {

@@ -27,17 +27,12 @@
 #include "gpu/kernel_abi.h"
 #include "gpu/upstream_launchers.h"
 
-#include "formats/demangled_name.h"
-#include "support/errors.h"
-
 #include <algorithm>
 #include <array>
 #include <vector>
 
 namespace s2tp {
 namespace {
-
-constexpr const char *kTemplate = "qk_int_sv_f16_attn_kernel";
 
 struct Sm80Launcher {
     const char *abi_name;  // the manifest's `abi`
@@ -68,39 +63,34 @@ constexpr Sm80Launcher kLaunchers[] = {
 };
 
 constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpK = 64;
-constexpr std::size_t kKnownTemplateArguments = 15;
-// Template argument positions that depend on the problem.
-constexpr std::size_t kHeadDim = 4, kOutputType = 10, kMaskMode = 12, kReturnLse = 13;
 
 // WARP_Q as the host function sets it: (HEAD_DIM == 64) ? 32 : 16 in the inst_buf launcher, else 32.
 std::uint32_t warp_q(const Sm80Launcher &launcher, std::int64_t head_dim) {
     return launcher.use_inst_buffer && head_dim == 128 ? 16 : 32;
 }
 
-std::vector<std::string> expected_arguments(const Sm80Launcher &launcher, const UpstreamInstance &instance) {
-    const std::int64_t head_dim = instance.head_dim;
-    const DType dtype = instance.dtype;
-    const bool causal = instance.causal, return_lse = instance.return_lse;
-    return {std::to_string(kCtaQ) + "u",
-            std::to_string(kCtaK) + "u",
-            std::to_string(warp_q(launcher, head_dim)) + "u",
-            std::to_string(kWarpK) + "u",
-            std::to_string(head_dim) + "u",
-            "(DataType)1",  // DataType::kInt8
-            granularity_template_argument(launcher.granularity),  // Q
-            granularity_template_argument(launcher.granularity),  // K
-            launcher.accumulates_in_f16 ? "__half" : "float",    // DTypeSVAccum
-            template_bool(launcher.use_inst_buffer),
-            dtype == DType::f16 ? "__half" : "__nv_bfloat16",
-            "(ComputeUnit)0",  // DenominatorAccumUnit: kTensorCore
-            causal ? "(MaskMode)1" : "(MaskMode)0",
-            template_bool(return_lse),
-            template_bool(launcher.fuse_v_mean)};
+// The template arguments an instance of the host function names, leading ones first (see the top of the file).
+std::vector<TemplateArgument> template_arguments(const Sm80Launcher &launcher, const UpstreamInstance &instance) {
+    return {unsigned_argument(kCtaQ),
+            unsigned_argument(kCtaK),
+            unsigned_argument(warp_q(launcher, instance.head_dim)),
+            unsigned_argument(kWarpK),
+            unsigned_argument(instance.head_dim),
+            {"(DataType)1", "kInt8"},                     // DTypeQK
+            granularity_argument(launcher.granularity),  // Q
+            granularity_argument(launcher.granularity),  // K
+            launcher.accumulates_in_f16 ? half_type_argument(DType::f16) : TemplateArgument{"float", "float"},
+            bool_argument(launcher.use_inst_buffer),
+            half_type_argument(instance.dtype),  // DTypeOut
+            {"(ComputeUnit)0", "kTensorCore"},   // DenominatorAccumUnit
+            mask_argument(instance.causal),
+            bool_argument(instance.return_lse),
+            bool_argument(launcher.fuse_v_mean)};
 }
 
 // The kernel's parameter list, in order: what pack() passes.
-std::vector<std::string> expected_parameters(DType dtype) {
-    const std::string out = std::string(dtype == DType::f16 ? "__half" : "__nv_bfloat16") + "*";
+std::vector<std::string> parameters(DType dtype) {
+    const std::string out = half_pointer_parameter(dtype);
     std::vector<std::string> p = {"signed char*", "signed char*", "__half*", out, "float*",  // Q K V O Lse
                                   "float*",       "float*",       out};                     // Q, K scales, V_mean
     p.insert(p.end(), 15, "unsigned int");  // qo_len, kv_len, num_kv_groups, 12 strides
@@ -108,25 +98,15 @@ std::vector<std::string> expected_parameters(DType dtype) {
     return p;
 }
 
-constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
-
-std::string wanted_instance(const Sm80Launcher &launcher, const AttentionProblem &problem) {
-    const char *granularity = granularity_enumerator(launcher.granularity);
-    return std::string(kTemplate) + "<128, 64, " + std::to_string(warp_q(launcher, problem.shape.head_dim)) +
-           ", 64, " + std::to_string(problem.shape.head_dim) + ", kInt8, " + granularity + ", " + granularity +
-           ", " + (launcher.accumulates_in_f16 ? "half" : "float") + ", " + template_bool(launcher.use_inst_buffer) +
-           ", " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", kTensorCore, " +
-           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
-           template_bool(launcher.fuse_v_mean) + ", ...>";
-}
-
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
 
 class SageAttentionSm80Abi : public UpstreamLauncherAbi {
 public:
-    explicit SageAttentionSm80Abi(const Sm80Launcher &launcher) : launcher_(launcher) {}
-    std::string name() const override { return launcher_.abi_name; }
-    std::string launcher_file() const override { return launcher_.file; }
+    explicit SageAttentionSm80Abi(const Sm80Launcher &launcher)
+        : UpstreamLauncherAbi(launcher_of_row(launcher,
+                                              host_function_launcher(launcher.file, "qk_int_sv_f16_cuda_sm80.cu"),
+                                              "qk_int_sv_f16_attn_kernel", template_arguments, parameters)),
+          launcher_(launcher) {}
 
     QuantizationRecipe quantization(std::int64_t head_dim) const override {
         return sm80_recipe(launcher_.granularity, warp_q(launcher_, head_dim), launcher_.fuse_v_mean);
@@ -135,22 +115,12 @@ public:
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
-        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
-        // The torch tensors the host function is given, contiguous: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D],
-        // k and the fp16 v [B,Nk,Hk,D] or [B,Hk,Nk,D].
-        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
-        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
+        // The torch tensors the host function is given, the fp16 v in k's layout.
+        const auto [q, k, seq, head] = torch_strides(s);
         const auto &v = k;
         const auto &o = q;
-        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
-        if (!buffers.v_f16)
-            fail(ExitCode::internal, std::string(launcher_.abi_name) + ": no fp16 V for " + problem.describe() +
-                                         " (its inputs must be quantized with V f16)");
-        if (launcher_.fuse_v_mean && !buffers.v_mean)
-            fail(ExitCode::internal, std::string(launcher_.abi_name) + ": no V mean for " + problem.describe() +
-                                         " (its inputs must be quantized with smooth_v)");
+        require_input(buffers.v_f16, "fp16 V", problem, "V f16");
+        if (launcher_.fuse_v_mean) require_input(buffers.v_mean, "V mean", problem, "smooth_v");
 
         AttentionLaunch launch;
         KernelArguments &a = launch.arguments;
@@ -179,18 +149,6 @@ public:
     }
 
 protected:
-    std::optional<UpstreamInstance> read_instance(const std::string &mangled) const override {
-        return read_upstream_instance(
-            mangled, kKernel, [&](const UpstreamInstance &i) { return expected_arguments(launcher_, i); },
-            expected_parameters);
-    }
-    std::string describe_wanted(const AttentionProblem &problem) const override {
-        return wanted_instance(launcher_, problem);
-    }
-    std::string describe_launcher() const override {
-        const std::string host_function = launcher_.file + std::string("sm80_").size();
-        return "the launcher " + host_function + " of csrc/qattn/qk_int_sv_f16_cuda_sm80.cu";
-    }
     std::uint32_t threads_per_block(std::int64_t head_dim) const override { return 32 * threads_y(head_dim); }
     // max(smem_Q + smem_K in int8 + smem_V in half, smem_O in half), as the host function computes it.
     std::size_t smem_bytes(std::int64_t head_dim) const override {

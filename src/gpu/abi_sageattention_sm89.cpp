@@ -25,17 +25,12 @@
 #include "gpu/kernel_abi.h"
 #include "gpu/upstream_launchers.h"
 
-#include "formats/demangled_name.h"
-#include "support/errors.h"
-
 #include <algorithm>
 #include <array>
 #include <vector>
 
 namespace s2tp {
 namespace {
-
-constexpr const char *kTemplate = "qk_int_sv_f8_attn_kernel";
 
 // One launcher file: what it fixes, as its `auto kernel_func = qk_int_sv_f8_attn_kernel<...>` line spells it.
 struct Sm89Launcher {
@@ -74,62 +69,47 @@ constexpr Sm89Launcher kLaunchers[] = {
 };
 
 constexpr std::uint32_t kCtaQ = 128, kCtaK = 64, kWarpQ = 32, kWarpK = 64;
-constexpr std::size_t kKnownTemplateArguments = 17;
-// Template argument positions that depend on the problem.
-constexpr std::size_t kHeadDim = 4, kOutputType = 10, kMaskMode = 12, kReturnLse = 13;
 
-// The demangler's spelling of the template arguments the launcher fixes or the problem decides.
-// (half and nv_bfloat16 are typedefs of __half and __nv_bfloat16; enum values print as casts.)
-std::vector<std::string> expected_arguments(const Sm89Launcher &launcher, const UpstreamInstance &instance) {
-    return {std::to_string(kCtaQ) + "u",
-            std::to_string(kCtaK) + "u",
-            std::to_string(kWarpQ) + "u",
-            std::to_string(kWarpK) + "u",
-            std::to_string(instance.head_dim) + "u",
-            "(DataType)1",          // DataType::kInt8
-            granularity_template_argument(launcher.granularity),  // Q
-            granularity_template_argument(launcher.granularity),  // K
-            "float",                // DTypeSVAccum
-            template_bool(launcher.use_inst_buffer),
-            instance.dtype == DType::f16 ? "__half" : "__nv_bfloat16",
-            "(ComputeUnit)1",  // DenominatorAccumUnit: kCudaCore
-            instance.causal ? "(MaskMode)1" : "(MaskMode)0",
-            template_bool(instance.return_lse),
-            template_bool(launcher.fuse_v_scale),
-            template_bool(launcher.fuse_v_mean),
-            template_bool(launcher.use_pv_fp16_accu)};
+// The template arguments an instance of the launcher names, leading ones first (see the top of the file).
+std::vector<TemplateArgument> template_arguments(const Sm89Launcher &launcher, const UpstreamInstance &instance) {
+    return {unsigned_argument(kCtaQ),
+            unsigned_argument(kCtaK),
+            unsigned_argument(kWarpQ),
+            unsigned_argument(kWarpK),
+            unsigned_argument(instance.head_dim),
+            {"(DataType)1", "kInt8"},                     // DTypeQK
+            granularity_argument(launcher.granularity),  // Q
+            granularity_argument(launcher.granularity),  // K
+            {"float", "float"},                          // DTypeSVAccum
+            bool_argument(launcher.use_inst_buffer),
+            half_type_argument(instance.dtype),  // DTypeOut
+            {"(ComputeUnit)1", "kCudaCore"},     // DenominatorAccumUnit
+            mask_argument(instance.causal),
+            bool_argument(instance.return_lse),
+            bool_argument(launcher.fuse_v_scale),
+            bool_argument(launcher.fuse_v_mean),
+            bool_argument(launcher.use_pv_fp16_accu)};
 }
 
 // The kernel's parameter list, in order: what pack() passes.
-std::vector<std::string> expected_parameters(DType dtype) {
-    const std::string out = std::string(dtype == DType::f16 ? "__half" : "__nv_bfloat16") + "*";
-    std::vector<std::string> p = {"signed char*", "signed char*", "signed char*", out,     "float*",
-                                  "float*",       "float*",       "float*",       "float*"};  // Q K V O Lse, scales, V_mean
+std::vector<std::string> parameters(DType dtype) {
+    std::vector<std::string> p = {"signed char*", "signed char*", "signed char*", half_pointer_parameter(dtype),
+                                  "float*",       "float*",       "float*",       "float*",
+                                  "float*"};  // Q K V O Lse, scales, V_mean
     p.insert(p.end(), 15, "unsigned int");  // qo_len, kv_len, num_kv_groups, 12 strides
     p.push_back("float");                   // sm_scale
     return p;
-}
-
-constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
-
-std::string wanted_instance(const Sm89Launcher &launcher, const AttentionProblem &problem) {
-    return std::string(kTemplate) + "<128, 64, 32, 64, " + std::to_string(problem.shape.head_dim) +
-           ", kInt8, " + granularity_enumerator(launcher.granularity) + ", " +
-           granularity_enumerator(launcher.granularity) + ", float, " + template_bool(launcher.use_inst_buffer) + ", " +
-           (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", kCudaCore, " +
-           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
-           template_bool(launcher.fuse_v_scale) + ", " + template_bool(launcher.fuse_v_mean) + ", " +
-           template_bool(launcher.use_pv_fp16_accu) + ", ...>";
 }
 
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
 
 class SageAttentionSm89Abi : public UpstreamLauncherAbi {
 public:
-    explicit SageAttentionSm89Abi(const Sm89Launcher &launcher) : launcher_(launcher) {}
-    std::string name() const override { return launcher_.abi_name; }
-
-    std::string launcher_file() const override { return launcher_.file; }
+    explicit SageAttentionSm89Abi(const Sm89Launcher &launcher)
+        : UpstreamLauncherAbi(launcher_of_row(launcher,
+                                              std::string("the launcher of csrc/qattn/") + launcher.file + ".cu",
+                                              "qk_int_sv_f8_attn_kernel", template_arguments, parameters)),
+          launcher_(launcher) {}
 
     QuantizationRecipe quantization(std::int64_t) const override {
         QuantizationRecipe recipe;
@@ -142,20 +122,11 @@ public:
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
-        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
         const std::int64_t padded_kv = (s.len_kv + kCtaK - 1) / kCtaK * kCtaK;
-        // The torch tensors the host function is given, contiguous: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D],
-        // k [B,Nk,Hk,D] or [B,Hk,Nk,D], v [B,D,Hk,Npad] or [B,Hk,D,Npad].
-        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
-        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
-        const auto v = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv});
+        // The torch tensors the host function is given, and which stride is which, as it reads them.
+        const auto [q, k, seq, head] = torch_strides(s);
+        const auto [v, v_head, v_dim] = transposed_v_strides(s, padded_kv);
         const auto &o = q;
-        // Which stride is which, per layout, exactly as the host function reads them.
-        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
-        const int v_head = nhd ? 2 : 1, v_dim = nhd ? 1 : 2;
 
         AttentionLaunch launch;
         KernelArguments &a = launch.arguments;
@@ -168,9 +139,7 @@ public:
         a.add(buffers.k_scale);  // K_scale
         // V_scale and V_mean: the launcher passes nullptr for what it does not fuse.
         a.add(launcher_.fuse_v_scale ? buffers.v_scale : nullptr);
-        if (launcher_.fuse_v_mean && !buffers.v_mean)
-            fail(ExitCode::internal, std::string(launcher_.abi_name) + ": no V mean for " + problem.describe() +
-                                         " (its inputs must be quantized with smooth_v)");
+        if (launcher_.fuse_v_mean) require_input(buffers.v_mean, "V mean", problem, "smooth_v");
         a.add(launcher_.fuse_v_mean ? buffers.v_mean : nullptr);
         a.add(u32(s.len_q));                         // qo_len
         a.add(u32(s.len_kv));                        // kv_len
@@ -189,17 +158,6 @@ public:
     }
 
 protected:
-    std::optional<UpstreamInstance> read_instance(const std::string &mangled) const override {
-        return read_upstream_instance(
-            mangled, kKernel, [&](const UpstreamInstance &i) { return expected_arguments(launcher_, i); },
-            expected_parameters);
-    }
-    std::string describe_wanted(const AttentionProblem &problem) const override {
-        return wanted_instance(launcher_, problem);
-    }
-    std::string describe_launcher() const override {
-        return std::string("the launcher of csrc/qattn/") + launcher_.file + ".cu";
-    }
     std::uint32_t threads_per_block(std::int64_t) const override { return 32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK); }
     // max(smem_Q + smem_K + smem_V in int8, smem_O in half), as the launcher computes it.
     std::size_t smem_bytes(std::int64_t head_dim) const override {

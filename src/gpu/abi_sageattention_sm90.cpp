@@ -22,17 +22,12 @@
 #include "gpu/kernel_abi.h"
 #include "gpu/upstream_launchers.h"
 
-#include "formats/demangled_name.h"
-#include "support/errors.h"
-
 #include <algorithm>
 #include <array>
 #include <vector>
 
 namespace s2tp {
 namespace {
-
-constexpr const char *kTemplate = "qk_int8_sv_f8_attn_kernel";
 
 struct Sm90Launcher {
     const char *abi_name;  // the manifest's `abi`
@@ -52,45 +47,28 @@ constexpr Sm90Launcher kLaunchers[] = {
 };
 
 constexpr std::uint32_t kCtaQ = 64, kCtaK = 128, kThreads = 128;
-constexpr std::size_t kKnownTemplateArguments = 10;
-// Template argument positions that depend on the problem.
-constexpr std::size_t kHeadDim = 3, kOutputType = 6, kMaskMode = 7, kReturnLse = 8;
-
-std::vector<std::string> expected_arguments(const Sm90Launcher &launcher, const UpstreamInstance &instance) {
-    const std::int64_t head_dim = instance.head_dim;
-    const DType dtype = instance.dtype;
-    const bool causal = instance.causal, return_lse = instance.return_lse;
-    return {std::to_string(kCtaQ) + "u",
-            std::to_string(kCtaK) + "u",
-            std::to_string(kThreads) + "u",
-            std::to_string(head_dim) + "u",
-            granularity_template_argument(launcher.granularity),  // Q
-            granularity_template_argument(launcher.granularity),  // K
-            dtype == DType::f16 ? "__half" : "__nv_bfloat16",
-            causal ? "(MaskMode)1" : "(MaskMode)0",
-            template_bool(return_lse),
-            template_bool(launcher.fuse_v_scale)};
+// The template arguments an instance of the host function names, leading ones first (see the top of the file).
+std::vector<TemplateArgument> template_arguments(const Sm90Launcher &launcher, const UpstreamInstance &instance) {
+    return {unsigned_argument(kCtaQ),
+            unsigned_argument(kCtaK),
+            unsigned_argument(kThreads),
+            unsigned_argument(instance.head_dim),
+            granularity_argument(launcher.granularity),  // Q
+            granularity_argument(launcher.granularity),  // K
+            half_type_argument(instance.dtype),          // DTypeOut
+            mask_argument(instance.causal),
+            bool_argument(instance.return_lse),
+            bool_argument(launcher.fuse_v_scale)};
 }
 
 // The kernel's parameter list, in order: what pack() passes.
-std::vector<std::string> expected_parameters(DType dtype) {
-    const std::string out = std::string(dtype == DType::f16 ? "__half" : "__nv_bfloat16") + "*";
-    std::vector<std::string> p = {"CUtensorMap_st", "CUtensorMap_st", "CUtensorMap_st",  // Q, K, V
-                                  "float*",         "float*",         "float*",          // Q, K, V scales
-                                  out,              "float*"};                           // O, Lse
+std::vector<std::string> parameters(DType dtype) {
+    std::vector<std::string> p = {"CUtensorMap_st",              "CUtensorMap_st", "CUtensorMap_st",  // Q, K, V
+                                  "float*",                      "float*",         "float*",          // Q, K, V scales
+                                  half_pointer_parameter(dtype), "float*"};                           // O, Lse
     p.insert(p.end(), 6, "unsigned int");  // 3 strides of O, qo_len, kv_len, num_kv_groups
     p.push_back("float");                  // sm_scale
     return p;
-}
-
-constexpr UpstreamTemplate kKernel{kTemplate, kKnownTemplateArguments, kHeadDim, kOutputType, kMaskMode, kReturnLse};
-
-std::string wanted_instance(const Sm90Launcher &launcher, const AttentionProblem &problem) {
-    const char *granularity = granularity_enumerator(launcher.granularity);
-    return std::string(kTemplate) + "<64, 128, 128, " + std::to_string(problem.shape.head_dim) + ", " + granularity +
-           ", " + granularity + ", " + (problem.dtype == DType::f16 ? "half" : "nv_bfloat16") + ", " +
-           (problem.causal ? "kCausal" : "kNone") + ", " + template_bool(problem.with_lse) + ", " +
-           template_bool(launcher.fuse_v_scale) + ", ...>";
 }
 
 std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
@@ -103,26 +81,21 @@ TensorMapSwizzle swizzle_for(std::int64_t row_bytes) {
 
 class SageAttentionSm90Abi : public UpstreamLauncherAbi {
 public:
-    explicit SageAttentionSm90Abi(const Sm90Launcher &launcher) : launcher_(launcher) {}
-    std::string name() const override { return launcher_.abi_name; }
-    std::string launcher_file() const override { return launcher_.file; }
+    explicit SageAttentionSm90Abi(const Sm90Launcher &launcher)
+        : UpstreamLauncherAbi(launcher_of_row(launcher,
+                                              host_function_launcher(launcher.file, "qk_int_sv_f8_cuda_sm90.cu"),
+                                              "qk_int8_sv_f8_attn_kernel", template_arguments, parameters)),
+          launcher_(launcher) {}
     QuantizationRecipe quantization(std::int64_t) const override { return sm90_recipe(launcher_.granularity); }
     std::string required_arch() const override { return "sm_90a"; }  // wgmma exists only there
 
     AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
         problem.validate();
         const AttentionShape &s = problem.shape;
-        const bool nhd = s.layout == Layout::nhd;  // upstream's tensor_layout 0; HND is 1
         const std::int64_t padded_kv = v_fp8_shape(s, quantization(s.head_dim).v_pad_tokens)[3];
-        const auto q = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim});
-        const auto k = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim});
-        const auto v = contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
-                                              : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv});
+        const auto [q, k, seq, head] = torch_strides(s);
+        const auto [v, v_head, v_dim] = transposed_v_strides(s, padded_kv);
         const auto &o = q;
-        const int seq = nhd ? 1 : 2, head = nhd ? 2 : 1;
-        const int v_head = nhd ? 2 : 1, v_dim = nhd ? 1 : 2;
         const std::uint64_t d = static_cast<std::uint64_t>(s.head_dim);
         const auto bytes = [](std::int64_t stride) { return static_cast<std::uint64_t>(stride); };  // int8 elements
         const std::string context = std::string(launcher_.abi_name) + ", " + problem.describe();
@@ -158,18 +131,6 @@ public:
     }
 
 protected:
-    std::optional<UpstreamInstance> read_instance(const std::string &mangled) const override {
-        return read_upstream_instance(
-            mangled, kKernel, [&](const UpstreamInstance &i) { return expected_arguments(launcher_, i); },
-            expected_parameters);
-    }
-    std::string describe_wanted(const AttentionProblem &problem) const override {
-        return wanted_instance(launcher_, problem);
-    }
-    std::string describe_launcher() const override {
-        const std::string host_function = launcher_.file + std::string("sm90_").size();
-        return "the launcher " + host_function + " of csrc/qattn/qk_int_sv_f8_cuda_sm90.cu";
-    }
     std::uint32_t threads_per_block(std::int64_t) const override { return kThreads; }
     // smem_Q + smem_K + smem_V in int8, as the host function computes it.
     std::size_t smem_bytes(std::int64_t head_dim) const override {

@@ -117,7 +117,6 @@ AttentionStrides attention_strides(const AttentionShape &shape, std::int64_t v_p
 }
 
 Shape lse_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_q, shape.len_q}; }
-Shape v_mean_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_kv, shape.head_dim}; }
 
 // ---- Quantized inputs ----
 

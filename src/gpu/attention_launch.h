@@ -45,7 +45,6 @@ struct AttentionStrides {
 AttentionStrides attention_strides(const AttentionShape &shape, std::int64_t v_pad_tokens = 64);
 
 Shape lse_shape(const AttentionShape &shape);  // [B, Hq, Nq]
-Shape v_mean_shape(const AttentionShape &shape);  // [B, Hk, D], in v_mean_dtype (host_quantizer.h)
 
 // The quantized tensors the attention kernel reads, plus the K mean that K was quantized with and,
 // under smooth_v, the V mean ([B, Hk, D] in v_mean_dtype; empty otherwise); `recipe` says their scale

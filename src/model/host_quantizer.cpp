@@ -218,6 +218,8 @@ Shape v_fp8_shape(const AttentionShape &shape, std::int64_t v_pad_tokens) {
 
 Shape v_scale_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_kv, shape.head_dim}; }
 
+Shape v_mean_shape(const AttentionShape &shape) { return {shape.batch, shape.heads_kv, shape.head_dim}; }
+
 std::int64_t q_scale_index(const QkQuantization &qk, std::int64_t token) {
     const std::int64_t warp = token / qk.q_warp;
     if (qk.granularity == QkGranularity::per_warp) return warp;

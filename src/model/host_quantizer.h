@@ -105,6 +105,7 @@ Shape k_mean_shape(const AttentionShape &shape);
 Shape k_scale_shape(const AttentionShape &shape, const QkQuantization &qk = {});
 Shape v_fp8_shape(const AttentionShape &shape, std::int64_t v_pad_tokens = 64);
 Shape v_scale_shape(const AttentionShape &shape);
+Shape v_mean_shape(const AttentionShape &shape);  // [B, Hk, D], in v_mean_dtype
 
 // Which of its (batch, head)'s scales (q_scale_shape()[2] or k_scale_shape()[2] of them) a token's row
 // was quantized with: per warp its warp's (Q) or block's (K); per thread its thread group's.

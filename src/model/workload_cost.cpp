@@ -23,19 +23,32 @@ std::size_t bytes(DType dtype, const Shape &shape) {
 }
 }  // namespace
 
-WorkloadCost workload_cost(const AttentionProblem &problem, std::size_t arms) {
+WorkloadCost workload_cost(const AttentionProblem &problem, const std::vector<QuantizationRecipe> &recipes,
+                           std::size_t arms) {
     const AttentionShape &s = problem.shape;
     WorkloadCost c;
     c.arms = arms;
     c.input_bytes = bytes(problem.dtype, s.q_shape()) + 2 * bytes(problem.dtype, s.kv_shape());
-    c.quantized_bytes = bytes(DType::i8, s.q_shape()) + bytes(DType::f32, q_scale_shape(s)) +
-                        bytes(DType::i8, s.kv_shape()) + bytes(DType::f32, k_scale_shape(s)) +
-                        bytes(problem.dtype, k_mean_shape(s)) + bytes(DType::e4m3, v_fp8_shape(s)) +
-                        bytes(DType::f32, v_scale_shape(s));
+    std::vector<QuantizationRecipe> distinct;
+    for (const QuantizationRecipe &recipe : recipes)
+        if (std::find(distinct.begin(), distinct.end(), recipe) == distinct.end()) distinct.push_back(recipe);
+    for (const QuantizationRecipe &recipe : distinct) c.quantized_bytes += quantized_input_bytes(problem, recipe);
     c.output_bytes = bytes(problem.dtype, s.q_shape()) + (problem.with_lse ? bytes(DType::f32, {s.batch, s.heads_q, s.len_q}) : 0);  // the LSE is [B, Hq, Nq]
     c.peak_bytes = std::max(c.input_bytes + c.quantized_bytes, c.quantized_bytes + (arms + 1) * c.output_bytes);
     c.operations = attention_operations(problem);
     return c;
+}
+
+std::size_t quantized_input_bytes(const AttentionProblem &problem, const QuantizationRecipe &recipe) {
+    const AttentionShape &s = problem.shape;
+    const std::size_t q_and_k = bytes(DType::i8, s.q_shape()) + bytes(DType::f32, q_scale_shape(s, recipe.qk)) +
+                                bytes(DType::i8, s.kv_shape()) + bytes(DType::f32, k_scale_shape(s, recipe.qk)) +
+                                bytes(problem.dtype, k_mean_shape(s));
+    const std::size_t v = recipe.v_format == VFormat::f16
+                              ? bytes(DType::f16, s.kv_shape())
+                              : bytes(DType::e4m3, v_fp8_shape(s, recipe.v_pad_tokens)) + bytes(DType::f32, v_scale_shape(s));
+    const std::size_t v_mean = recipe.smooth_v ? bytes(v_mean_dtype(recipe, problem.dtype), v_mean_shape(s)) : 0;
+    return q_and_k + v + v_mean;
 }
 
 std::string cost_text(const WorkloadCost &cost) {

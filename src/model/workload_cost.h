@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/attention_problem.h"
+#include "model/host_quantizer.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +20,7 @@ double attention_operations(const AttentionProblem &problem);
 
 struct WorkloadCost {
     std::size_t input_bytes = 0;      // q, k and v in their dtype, made on the GPU and freed once quantized
-    std::size_t quantized_bytes = 0;  // int8 q and k, padded fp8 v, their scales and k's mean
+    std::size_t quantized_bytes = 0;  // quantized_input_bytes of every distinct recipe the arms read
     std::size_t output_bytes = 0;     // one arm's output (o, and the LSE when it has one)
     std::size_t arms = 0;
     // The most the time stage holds at once: the inputs with their quantized copies while quantizing,
@@ -28,7 +29,15 @@ struct WorkloadCost {
     std::size_t peak_bytes = 0;
     double operations = 0;            // of one launch
 };
-WorkloadCost workload_cost(const AttentionProblem &problem, std::size_t arms);
+// `recipes`: each arm's kernel's quantization (KernelAbi::quantization); the arms that agree read one set
+// of quantized inputs, as the time stage quantizes once per distinct recipe.
+WorkloadCost workload_cost(const AttentionProblem &problem, const std::vector<QuantizationRecipe> &recipes,
+                           std::size_t arms);
+
+// The device bytes of one set of the problem's inputs quantized by `recipe`, as the quantizer allocates
+// them: int8 q and k with their scales and k's mean; V as padded e4m3 with its scale, or as fp16 (the
+// sm80 launchers' V, 2 bytes an element); V's mean under smooth_v.
+std::size_t quantized_input_bytes(const AttentionProblem &problem, const QuantizationRecipe &recipe);
 
 // "peak 5.03 GB of device memory (inputs 2.32 GB, quantized 1.16 GB, 4 + 1 outputs of 774.1 MB),
 // 117.1 TOP per launch"

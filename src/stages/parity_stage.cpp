@@ -109,7 +109,9 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
         auto compare = [&](const ParityModules &modules, std::size_t index, std::int64_t seed) {
             const AttentionProblem &problem = plan->all_problems[index];
             const bool accuracy_only = index >= plan->problems.size();
-            ParityComparison c{problem.describe(), seed};
+            ParityComparison c;
+            c.shape = problem.describe();
+            c.seed = seed;
             // The long accuracy shapes are generated on the GPU, bit for bit as on the host.
             DeviceInputs unquantized;
             if (accuracy_only) {

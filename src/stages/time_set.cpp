@@ -88,13 +88,15 @@ std::string set_plot_svg(const SetTimeFigures &f, const std::string &device) {
 
 }  // namespace
 
-std::vector<ShapePlan> plan_shapes(const WorkloadSet &set, std::size_t arms, double budget_seconds) {
+std::vector<ShapePlan> plan_shapes(const WorkloadSet &set, const BuiltKernels &kernels, std::size_t arms,
+                                   double budget_seconds) {
     std::vector<ShapePlan> plans;
     double remaining = budget_seconds;
     for (std::size_t i = 0; i < set.workloads.size(); ++i) {
         const AttentionProblem &problem = set.workloads[i].workload.problem;
         const double share = next_shape_budget(remaining, operations_from(set, i));
-        plans.push_back({set.workloads[i].workload.name, workload_cost(problem, arms), share});
+        const WorkloadCost cost = workload_cost(problem, kernels.quantizations(problem.shape.head_dim), arms);
+        plans.push_back({set.workloads[i].workload.name, cost, share});
         remaining -= share;
     }
     return plans;
@@ -143,7 +145,7 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
     const std::size_t count = set.workloads.size();
 
     // The plan first, and nothing timed when a shape cannot fit.
-    const std::vector<ShapePlan> plans = plan_shapes(set, arms, in.settings.budget_seconds);
+    const std::vector<ShapePlan> plans = plan_shapes(set, in.kernels, arms, in.settings.budget_seconds);
     reporter.progress("time: workload set " + set.name + ", " + std::to_string(count) + " shapes, " +
                       std::to_string(arms) + " arms, " + sampling_budget_text(in.settings.budget_seconds) + " in all" +
                       (in.repeats > 1 ? ", " + std::to_string(in.repeats) + " processes per shape" : std::string()));

@@ -64,7 +64,9 @@ struct ShapePlan {
     WorkloadCost cost;
     double budget_seconds = 0;
 };
-std::vector<ShapePlan> plan_shapes(const WorkloadSet &set, std::size_t arms, double budget_seconds);
+// `kernels`: whose adapters say how each shape's inputs are quantized for its `arms` arms.
+std::vector<ShapePlan> plan_shapes(const WorkloadSet &set, const BuiltKernels &kernels, std::size_t arms,
+                                   double budget_seconds);
 // "[2/4] hunyuan-544p: peak 5.03 GB of device memory (...), up to 14 s of sampling"
 std::string shape_plan_line(const ShapePlan &plan, std::size_t index, std::size_t count);
 // One refusal per shape whose peak does not fit `free_bytes` (memory_refusal's text).

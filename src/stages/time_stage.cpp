@@ -295,7 +295,7 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     check_arm_count(arms.size());
 
     // What the shape costs, before anything is allocated: one that cannot fit is refused with the numbers.
-    const WorkloadCost cost = workload_cost(problem, arms.size());
+    const WorkloadCost cost = workload_cost(problem, kernels.quantizations(problem.shape.head_dim), arms.size());
     const DeviceMemory memory = device_memory();
     reporter.progress("time: " + request.workload.name + ": " + cost_text(cost) + ", " +
                       sampling_budget_text(request.settings.budget_seconds) + "; the GPU has " +
@@ -898,9 +898,11 @@ std::string in_processes(std::size_t repeats) {
     return repeats > 1 ? " in " + std::to_string(repeats) + " processes" : std::string();
 }
 
-// reports/REPORT_NAME.svg (time.svg for the run's workload): every arm's kept times and every ratio's interval.
+// reports/REPORT_NAME.svg (time.svg for the run's workload): every arm's kept times and every ratio's interval,
+// the A/A control against `aa_band`, the band the stage judged it by.
 fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const TimingStats &stats,
-                         const std::vector<std::string> &arms, const std::vector<TimingRun> &runs, std::size_t kept) {
+                         const std::vector<std::string> &arms, const std::vector<TimingRun> &runs, std::size_t kept,
+                         double aa_band) {
     TimePlot plot;
     plot.title = "sage2tp time: " + in.workload.name;
     plot.subtitle = *f.shape + " on " + in.device.name + "; " + std::to_string(kept) + " rounds kept" +
@@ -916,7 +918,7 @@ fs::path write_time_plot(const TimeStageInputs &in, const TimeFigures &f, const 
         if (arm >= first_candidate_arm) plot.ratios.push_back({arms[arm], stats.vs_baseline(arm)});
     }
     plot.baseline_vs_baseline = stats.control_vs_baseline();
-    plot.aa_tolerance = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
+    plot.aa_tolerance = aa_band;
     if (plot.ratios.empty()) plot.ratios.push_back({arms[control_arm], plot.baseline_vs_baseline});  // an A/A run
     const fs::path svg = in.run.reports() / (in.report_name + ".svg");
     fs::create_directories(in.run.reports());
@@ -1074,10 +1076,12 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     } else if (enough_rounds) {
         const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
         timed_figures(f, stats, arms, in.workload.problem);
-        const std::optional<std::string> noisy =
-            too_noisy_reason(stats.control_vs_baseline(), aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50));
+        // The band the control is judged by, and the plot draws.
+        const double aa_band = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
+        const std::optional<std::string> noisy = too_noisy_reason(stats.control_vs_baseline(), aa_band);
         if (noisy) result.reasons.push_back(*noisy + "; " + aa_band_basis_text(in.kernels.arch));
-        result.artifacts.insert("time_svg", FileArtifact::of(in.run, write_time_plot(in, f, stats, arms, runs, kept)).to_toml());
+        const fs::path svg = write_time_plot(in, f, stats, arms, runs, kept, aa_band);
+        result.artifacts.insert("time_svg", FileArtifact::of(in.run, svg).to_toml());
         f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
     } else {
         f.summary = in.workload.name + ": " + std::to_string(kept) + " unthrottled rounds, too few for an interval";

@@ -93,6 +93,21 @@ const BuiltAttention &BuiltKernels::variant(const std::string &name) const {
     fail(ExitCode::usage, "the run has no variant named '" + name + "' (it has " + known + ")");
 }
 
+std::vector<const BuiltAttention *> BuiltKernels::variants() const {
+    std::vector<const BuiltAttention *> all{&baseline};
+    for (const BuiltAttention &candidate : candidates) all.push_back(&candidate);
+    return all;
+}
+
+std::vector<QuantizationRecipe> BuiltKernels::quantizations(std::int64_t head_dim) const {
+    std::vector<QuantizationRecipe> recipes;
+    for (const BuiltAttention *built : variants()) {
+        if (!built->abi) fail(ExitCode::internal, "the variant " + built->variant + " has no kernel ABI adapter");
+        recipes.push_back(built->abi->quantization(head_dim));
+    }
+    return recipes;
+}
+
 DeviceFacts require_gpu(const std::string &stage, int device_index) {
     const GpuProbe probe = probe_gpu();
     if (!probe.available)

@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace s2tp {
 
@@ -51,6 +52,10 @@ struct BuiltKernels {
 
     // The variant named `variant` ("baseline" or a candidate); Error(usage) naming the known ones.
     const BuiltAttention &variant(const std::string &variant) const;
+    // Every variant, baseline first.
+    std::vector<const BuiltAttention *> variants() const;
+    // How each variant's adapter quantizes the inputs of a problem of `head_dim`, baseline first.
+    std::vector<QuantizationRecipe> quantizations(std::int64_t head_dim) const;
 };
 
 // Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +

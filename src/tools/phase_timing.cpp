@@ -234,9 +234,7 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
     const CubinModule quantize(kernels.quantize);
     InputsByRecipe quantized(quantize, problem, upload_inputs(problem, host.q, host.k, host.v));
 
-    std::vector<const BuiltAttention *> variants{&kernels.baseline};
-    for (const BuiltAttention &candidate : kernels.candidates) variants.push_back(&candidate);
-    for (const BuiltAttention *built : variants) {
+    for (const BuiltAttention *built : kernels.variants()) {
         const std::string &source = experiment.source(built->variant).kernel_sources.front();
         const fs::path cubin = build.cubin_of(built->variant, source);
         const std::string shown = run.relative(cubin);
