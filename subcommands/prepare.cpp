@@ -35,9 +35,10 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
                                       "); give --run a new or empty directory");
     std::optional<PrepareFigures> prepared;
     if (existing) {
-        const CheckpointRead read = read_checkpoint(checkpoint_path(RunDirectory(*existing), Stage::prepare));
+        const fs::path checkpoint = checkpoint_path(RunDirectory(*existing), Stage::prepare);
+        const CheckpointRead read = read_checkpoint(checkpoint);
         if (read.checkpoint) try {
-                prepared = PrepareFigures::from_toml(read.checkpoint->figures);
+                prepared = PrepareFigures::from_toml(read.checkpoint->figures, checkpoint.string());
             } catch (const Error &e) {
                 if (!cl.has("manifest"))
                     fail(ExitCode::usage, "the prepare checkpoint of " + existing->string() + " is not one this sage2tp reads (" +

@@ -6,11 +6,9 @@
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
 #include "stages/gate_stage.h"
+#include "support/table_printer.h"
 #include "views/run_overview.h"
 
-#include <algorithm>
-
-#include <iomanip>
 #include <sstream>
 #include <system_error>
 
@@ -42,15 +40,18 @@ int status_command(const Args &args) {
     const RunOverview overview = overview_run(run, run_option(run.root(), cl.selection()));
 
     toml::array stages;
+    TextTable rows{{{"stage"}, {"status"}, {"finished (utc)"}, {"fresh"}, {"figures"}}, {}};
+    for (const StageOverview &line : overview.stages)
+        rows.rows.push_back({stage_name(line.stage), line.status, line.finished_utc, line.fresh, line.summary});
+    // The printer lays the stages out; under each stage's line, its GPUs and a failure's reason and log.
+    std::istringstream printed(table_text(rows, TextLayout{"", 2, true}));
     std::ostringstream table;
-    // As wide as its widest cell ("running (pid 123456)"), so that every column stays aligned.
-    int status_width = 11;
-    for (const StageOverview &line : overview.stages) status_width = std::max(status_width, static_cast<int>(line.status.size()) + 2);
-    table << std::left << std::setw(10) << "STAGE" << std::setw(status_width) << "STATUS" << std::setw(22) << "FINISHED (UTC)"
-          << std::setw(7) << "FRESH" << "FIGURES\n";
+    std::string printed_line;
+    std::getline(printed, printed_line);
+    table << printed_line << "\n";
     for (const StageOverview &line : overview.stages) {
-        table << std::setw(10) << stage_name(line.stage) << std::setw(status_width) << line.status << std::setw(22)
-              << line.finished_utc << std::setw(7) << line.fresh << line.summary << "\n";
+        std::getline(printed, printed_line);
+        table << printed_line << "\n";
         for (const std::string &gpu : line.gpus) table << "  " << gpu << "\n";
         if (line.status == "failed") {
             if (!line.first_reason.empty()) table << "  reason: " << line.first_reason << "\n";

@@ -2,6 +2,7 @@
 // tests that write them (test_stage_figures.cpp).
 #pragma once
 #include "figures/build_figures.h"
+#include "default_thresholds.h"
 #include "figures/gate_figures.h"
 #include "figures/parity_figures.h"
 #include "figures/sanitize_figures.h"
@@ -187,7 +188,7 @@ inline GateFigures gate() {
     GateResult failing;
     failing.conditions = {GateCondition{"relative-speed", GateStatus::fail, "ratio 1.34 >= 1.0", "slower", true},
                           GateCondition{"sanitizer", GateStatus::not_checked, "skipped", "RUN_SANITIZER=0", false}};
-    GateThresholds thresholds;
+    GateThresholds thresholds = default_gate_thresholds();
     thresholds.ratio_upper_bound = 1.0, thresholds.geomean_ratio_upper_bound = 0.99;
     thresholds.worst_ratio_upper_bound = 1.05, thresholds.require_sanitizer = true;
     return GateFigures::of({{"candidate", passing}, {"slow", failing}}, thresholds);

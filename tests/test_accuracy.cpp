@@ -2,6 +2,7 @@
 // gather and the unquantized float64 reference, the fold of tolerance candidates, the manifest's
 // [parity] keys and their bad values, and the gate's accuracy conditions.
 #include "model/accuracy.h"
+#include "default_thresholds.h"
 #include "scratch_directory.h"
 #include "model/cpu_reference.h"
 #include "model/experiment_manifest.h"
@@ -325,7 +326,7 @@ const GateCondition *find(const GateResult &r, const std::string &name) {
 }  // namespace
 
 TEST(GateTolerance, ByteDifferencesPassAndEveryShapeShowsItsConditions) {
-    const GateResult r = evaluate_gate(tolerance_evidence(), GateThresholds{});
+    const GateResult r = evaluate_gate(tolerance_evidence(), default_gate_thresholds());
     ASSERT_TRUE(find(r, "parity"));
     EXPECT_EQ(find(r, "parity")->status, GateStatus::pass) << find(r, "parity")->figure;
     EXPECT_EQ(find(r, "parity")->figure, "tolerance: 2 of 2 shapes differ in bytes; 2 of 2 shapes meet the accuracy conditions");
@@ -340,17 +341,17 @@ TEST(GateTolerance, ByteDifferencesPassAndEveryShapeShowsItsConditions) {
 TEST(GateTolerance, AFailedShapeOrRealOutputFails) {
     GateEvidence e = tolerance_evidence();
     e.candidate_accuracy[1].passed = false;
-    EXPECT_EQ(find(evaluate_gate(e, GateThresholds{}), "accuracy s1")->status, GateStatus::fail);
-    EXPECT_FALSE(evaluate_gate(e, GateThresholds{}).passed);
+    EXPECT_EQ(find(evaluate_gate(e, default_gate_thresholds()), "accuracy s1")->status, GateStatus::fail);
+    EXPECT_FALSE(evaluate_gate(e, default_gate_thresholds()).passed);
     e = tolerance_evidence();
     e.real_output_accuracy_passed = false;
-    EXPECT_EQ(find(evaluate_gate(e, GateThresholds{}), "output-accuracy")->status, GateStatus::fail);
+    EXPECT_EQ(find(evaluate_gate(e, default_gate_thresholds()), "output-accuracy")->status, GateStatus::fail);
     e = tolerance_evidence();
     e.real_output_accuracy_passed.reset();
-    EXPECT_EQ(find(evaluate_gate(e, GateThresholds{}), "output-accuracy")->status, GateStatus::not_checked);
+    EXPECT_EQ(find(evaluate_gate(e, default_gate_thresholds()), "output-accuracy")->status, GateStatus::not_checked);
     e = tolerance_evidence();
     e.candidate_accuracy.clear();
-    EXPECT_EQ(find(evaluate_gate(e, GateThresholds{}), "parity")->status, GateStatus::not_checked);
+    EXPECT_EQ(find(evaluate_gate(e, default_gate_thresholds()), "parity")->status, GateStatus::not_checked);
 }
 
 }  // namespace s2tp::unit_accuracy

@@ -369,9 +369,10 @@ TEST_F(Cli, AnEditByHandToThePreparedRunIsNotTrusted) {
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());
     ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
     std::string manifest = slurp(dir_ / "run/experiment.toml");
-    const auto at = manifest.find("max_candidate_p50_ms = ");
+    // A gate threshold that the resolved copy always holds (the p50 bound only when the manifest sets it).
+    const auto at = manifest.find("max_spill_growth_bytes = ");
     ASSERT_NE(at, std::string::npos) << manifest;
-    manifest.replace(at, std::string("max_candidate_p50_ms = ").size(), "max_candidate_p50_ms = 9");
+    manifest.replace(at, std::string("max_spill_growth_bytes = ").size(), "max_spill_growth_bytes = 9");
     std::ofstream(dir_ / "run/experiment.toml") << manifest;
 
     ProcessResult r = sage2tp({"status", "--run", "run"});

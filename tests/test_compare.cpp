@@ -3,6 +3,7 @@
 // table formats, the JSON object and the SVG; then the binary itself: its output, the SVG it writes and
 // its usage errors.
 #include "cli_fixture.h"
+#include "default_thresholds.h"
 #include "scratch_run.h"
 
 #include "formats/checkpoint_store.h"
@@ -65,7 +66,7 @@ GateFigures two_candidate_gate() {
     fails.conditions = {GateCondition{"shared-memory", GateStatus::fail, "+16384 B per block", "", true}};
     passes.conditions = {GateCondition{"shared-memory", GateStatus::pass, "+0 B per block", "", true}};
     passes.passed = true;
-    return GateFigures::of({{"temporal-pair", fails}, {"second-v-buffer", passes}}, GateThresholds{});
+    return GateFigures::of({{"temporal-pair", fails}, {"second-v-buffer", passes}}, default_gate_thresholds());
 }
 
 class CompareTest : public ::testing::Test {

@@ -1,6 +1,7 @@
 // The gate's evidence as read from real checkpoint files: hand-written checkpoints, chained as the
 // stage framework chains them, go through inspect_run, gather_gate_evidence and evaluate_gate.
 #include "stages/gate_evidence.h"
+#include "default_thresholds.h"
 #include "scratch_directory.h"
 #include "figures/gate_figures.h"
 #include "figures/time_figures.h"
@@ -115,7 +116,7 @@ protected:
     GateEvidence evidence(const std::string &candidate = "candidate") {
         return gather_gate_evidence(inspect_run(*run_), {candidate}).at(candidate);
     }
-    GateResult evaluate(const GateThresholds &thresholds = GateThresholds{}) {
+    GateResult evaluate(const GateThresholds &thresholds = default_gate_thresholds()) {
         return evaluate_gate(evidence(), thresholds);
     }
 
@@ -145,7 +146,7 @@ bool contains(const std::string &text, const std::string &part) { return text.fi
 
 TEST_F(GateEvidenceTest, AllPassingCheckpointsPass) {
     write_all();
-    GateThresholds thresholds;
+    GateThresholds thresholds = default_gate_thresholds();
     thresholds.ratio_upper_bound = 0.98;
     const GateResult result = evaluate(thresholds);
     for (const GateCondition &c : result.conditions)
@@ -243,7 +244,7 @@ TEST_F(GateEvidenceTest, CandidateP50AtTheThresholdFails) {
     EXPECT_TRUE(contains(p50.figure, "220.000")) << p50.figure;
     EXPECT_FALSE(result.passed);
 
-    GateThresholds looser;
+    GateThresholds looser = default_gate_thresholds();
     looser.max_candidate_p50_ms = 230;
     EXPECT_EQ(condition(evaluate(looser), "candidate-p50").status, GateStatus::pass);
 }
@@ -278,7 +279,7 @@ TEST_F(GateEvidenceTest, SpillGrowthAboveTheLimitFails) {
     EXPECT_EQ(spills.status, GateStatus::fail);
     EXPECT_TRUE(contains(spills.figure, "+24 B")) << spills.figure;
 
-    GateThresholds allowing;
+    GateThresholds allowing = default_gate_thresholds();
     allowing.max_spill_growth_bytes = 32;
     EXPECT_EQ(condition(evaluate(allowing), "spills").status, GateStatus::pass);
 }
@@ -286,7 +287,7 @@ TEST_F(GateEvidenceTest, SpillGrowthAboveTheLimitFails) {
 TEST_F(GateEvidenceTest, RatioIntervalReachingTheBoundFails) {
     candidate_figures(Stage::time)["ratio"].as_table()->insert_or_assign("ci_high", 0.99);
     write_all();
-    GateThresholds thresholds;
+    GateThresholds thresholds = default_gate_thresholds();
     thresholds.ratio_upper_bound = 0.98;
     const GateResult result = evaluate(thresholds);
     const GateCondition &speed = condition(result, "relative-speed");
@@ -343,7 +344,7 @@ TEST_F(GateEvidenceTest, SkippedSanitizerIsNotCheckedAndBlocksOnlyWhenRequired) 
     EXPECT_EQ(condition(result, "sanitizer").status, GateStatus::not_checked);
     EXPECT_TRUE(result.passed);
 
-    GateThresholds strict;
+    GateThresholds strict = default_gate_thresholds();
     strict.require_sanitizer = true;
     const GateResult required = evaluate(strict);
     EXPECT_EQ(condition(required, "sanitizer").status, GateStatus::not_checked);
@@ -382,7 +383,7 @@ TEST_F(GateEvidenceTest, EachCandidateGetsItsOwnVerdictAndTheOverallOneNeedsAll)
 
     std::map<std::string, GateResult> verdicts;
     for (const auto &[name, e] : gather_gate_evidence(inspect_run(*run_), {"candidate", "slower"}))
-        verdicts[name] = evaluate_gate(e, GateThresholds{});
+        verdicts[name] = evaluate_gate(e, default_gate_thresholds());
     ASSERT_EQ(verdicts.size(), 2u);
     EXPECT_TRUE(verdicts["candidate"].passed);
     EXPECT_FALSE(verdicts["slower"].passed);
@@ -390,7 +391,7 @@ TEST_F(GateEvidenceTest, EachCandidateGetsItsOwnVerdictAndTheOverallOneNeedsAll)
     EXPECT_EQ(condition(verdicts["slower"], "shared-memory").status, GateStatus::fail);
     EXPECT_EQ(condition(verdicts["candidate"], "shared-memory").status, GateStatus::pass);
 
-    const GateFigures figures = GateFigures::of(verdicts, GateThresholds{});
+    const GateFigures figures = GateFigures::of(verdicts, default_gate_thresholds());
     EXPECT_FALSE(figures.passed);  // StageStatus::failed: `sage2tp gate` exits 1
     EXPECT_EQ(figures.summary, "FAIL: slower: candidate-p50, shared-memory");
     const std::string text = figures.text();
@@ -411,13 +412,13 @@ TEST_F(GateEvidenceTest, EachCandidateGetsItsOwnVerdictAndTheOverallOneNeedsAll)
     EXPECT_TRUE(GateFigures::from_toml(written) == figures);
 
     verdicts.erase("slower");
-    EXPECT_TRUE(GateFigures::of(verdicts, GateThresholds{}).passed);
+    EXPECT_TRUE(GateFigures::of(verdicts, default_gate_thresholds()).passed);
 }
 
 // A candidate that no stage has figures for is NOT CHECKED everywhere, never a pass.
 TEST_F(GateEvidenceTest, CandidateWithoutFiguresIsNotChecked) {
     write_all();
-    const GateResult result = evaluate_gate(evidence("unknown"), GateThresholds{});
+    const GateResult result = evaluate_gate(evidence("unknown"), default_gate_thresholds());
     for (const char *name : {"parity", "sanitizer", "output-sha", "candidate-p50", "shared-memory", "spills"})
         EXPECT_NE(condition(result, name).status, GateStatus::pass) << name;
     EXPECT_FALSE(result.passed);

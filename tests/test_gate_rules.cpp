@@ -1,7 +1,14 @@
 #include "model/gate_rules.h"
+#include "default_thresholds.h"
+#include "build_config.h"
+#include "figures/gate_figures.h"
+#include "scratch_directory.h"
+#include "stages/gate_stage.h"
+#include "support/file_io.h"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 namespace s2tp::unit_gate_rules {
@@ -36,10 +43,9 @@ GateEvidence good_evidence() {
     return e;
 }
 
-GateThresholds default_thresholds() { return GateThresholds{}; }
 
 GateThresholds with_ratio_bound(double bound) {
-    GateThresholds t;
+    GateThresholds t = default_gate_thresholds();
     t.ratio_upper_bound = bound;
     return t;
 }
@@ -52,11 +58,11 @@ const GateCondition &condition(const GateResult &result, const std::string &name
     return none;
 }
 
-GateStatus status_of(const GateEvidence &e, const std::string &name, const GateThresholds &t = default_thresholds()) {
+GateStatus status_of(const GateEvidence &e, const std::string &name, const GateThresholds &t = default_gate_thresholds()) {
     return condition(evaluate_gate(e, t), name).status;
 }
 
-bool passes(const GateEvidence &e, const GateThresholds &t = default_thresholds()) {
+bool passes(const GateEvidence &e, const GateThresholds &t = default_gate_thresholds()) {
     return evaluate_gate(e, t).passed;
 }
 
@@ -74,7 +80,7 @@ TEST(GateFreshness, PassFailNotChecked) {
     EXPECT_EQ(status_of(e, "freshness"), GateStatus::pass);
 
     e.parity.fresh = false;
-    const GateCondition stale = condition(evaluate_gate(e, default_thresholds()), "freshness");
+    const GateCondition stale = condition(evaluate_gate(e, default_gate_thresholds()), "freshness");
     EXPECT_EQ(stale.status, GateStatus::fail);
     EXPECT_NE(stale.figure.find("parity"), std::string::npos);
     EXPECT_FALSE(passes(e));
@@ -88,7 +94,7 @@ TEST(GateFreshness, StaleCheckpointIsNotEvidenceForItsConditions) {
     GateEvidence e = good_evidence();
     e.time.fresh = false;
     EXPECT_EQ(status_of(e, "candidate-p50"), GateStatus::not_checked);
-    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "candidate-p50");
+    const GateCondition c = condition(evaluate_gate(e, default_gate_thresholds()), "candidate-p50");
     EXPECT_NE(c.figure.find("stale"), std::string::npos);
 }
 
@@ -99,7 +105,7 @@ TEST(GateBuild, PassFailNotChecked) {
 
     e.build.passed = false;
     e.build.note = "nvcc exited 1: kernels/attn_pair.cu(212): error";
-    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "build");
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "build");
     EXPECT_EQ(failed.status, GateStatus::fail);
     EXPECT_EQ(failed.detail, e.build.note);
     EXPECT_FALSE(passes(e));
@@ -117,7 +123,7 @@ TEST(GateSanitizer, PassFailNotChecked) {
 
     e.sanitizer_errors = 3;
     e.sanitize.passed = false;
-    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "sanitizer");
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "sanitizer");
     EXPECT_EQ(failed.status, GateStatus::fail);
     EXPECT_EQ(failed.figure, "3 error(s)");
     EXPECT_FALSE(passes(e));
@@ -138,7 +144,7 @@ TEST(GateSanitizer, SkippedBlocksOnlyWhenRequired) {
     GateEvidence e = good_evidence();
     e.sanitizer_skipped = true;
     EXPECT_TRUE(passes(e));
-    GateThresholds strict;
+    GateThresholds strict = default_gate_thresholds();
     strict.require_sanitizer = true;
     EXPECT_EQ(status_of(e, "sanitizer", strict), GateStatus::not_checked);
     EXPECT_FALSE(passes(e, strict));
@@ -152,11 +158,11 @@ TEST(GateSanitizer, SkippedBlocksOnlyWhenRequired) {
 // ---- parity
 TEST(GateParity, PassFailNotChecked) {
     GateEvidence e = good_evidence();
-    EXPECT_EQ(condition(evaluate_gate(e, default_thresholds()), "parity").figure, "0 of 12 shapes differ");
+    EXPECT_EQ(condition(evaluate_gate(e, default_gate_thresholds()), "parity").figure, "0 of 12 shapes differ");
 
     e.parity_shapes_differing = 2;
     e.parity.passed = false;
-    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "parity");
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "parity");
     EXPECT_EQ(failed.status, GateStatus::fail);
     EXPECT_EQ(failed.figure, "2 of 12 shapes differ");
     EXPECT_FALSE(passes(e));
@@ -185,7 +191,7 @@ TEST(GateOutputSha, PassFailNotChecked) {
     EXPECT_EQ(status_of(e, "output-sha"), GateStatus::pass);
 
     e.real_output_sha256[63] = '0';
-    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "output-sha");
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "output-sha");
     EXPECT_EQ(failed.status, GateStatus::fail);
     EXPECT_NE(failed.detail.find(good_sha), std::string::npos);
     EXPECT_FALSE(passes(e));
@@ -207,14 +213,14 @@ TEST(GateOutputSha, PassFailNotChecked) {
 // ---- candidate-p50
 TEST(GateCandidateP50, PassFailNotChecked) {
     GateEvidence e = good_evidence();
-    EXPECT_EQ(condition(evaluate_gate(e, default_thresholds()), "candidate-p50").figure,
+    EXPECT_EQ(condition(evaluate_gate(e, default_gate_thresholds()), "candidate-p50").figure,
               "p50 203.920 ms < 220.00 ms");
 
     e.candidate_p50_ms = 220.0;  // "at least the threshold" fails
     EXPECT_EQ(status_of(e, "candidate-p50"), GateStatus::fail);
     EXPECT_FALSE(passes(e));
 
-    GateThresholds looser;
+    GateThresholds looser = default_gate_thresholds();
     looser.max_candidate_p50_ms = 250.0;
     EXPECT_EQ(status_of(e, "candidate-p50", looser), GateStatus::pass);
 
@@ -229,12 +235,12 @@ TEST(GateCandidateP50, PassFailNotChecked) {
 TEST(GateCandidateP50, AFailureAgainstTheDefaultBoundStatesItsOrigin) {
     GateEvidence e = good_evidence();
     e.candidate_p50_ms = 231.4;
-    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "candidate-p50");
+    const GateCondition c = condition(evaluate_gate(e, default_gate_thresholds()), "candidate-p50");
     EXPECT_EQ(c.status, GateStatus::fail);
     EXPECT_NE(c.detail.find("measured on the DGX Spark (sm_121a)"), std::string::npos) << c.detail;
     EXPECT_NE(c.detail.find("set [gate] max_candidate_p50_ms for your GPU"), std::string::npos) << c.detail;
 
-    GateThresholds own;
+    GateThresholds own = default_gate_thresholds();
     own.max_candidate_p50_ms = 200.0;
     const GateCondition chosen = condition(evaluate_gate(e, own), "candidate-p50");
     EXPECT_EQ(chosen.status, GateStatus::fail);
@@ -243,10 +249,10 @@ TEST(GateCandidateP50, AFailureAgainstTheDefaultBoundStatesItsOrigin) {
 
 // Issue 26: status shows what "worth shipping" means for the run, the defaults named as such.
 TEST(GateThresholdsText, NamesEveryBoundAndTheDefaults) {
-    EXPECT_EQ(thresholds_text(GateThresholds{}),
+    EXPECT_EQ(thresholds_text(default_gate_thresholds()),
               "candidate p50 < 220 ms (the DGX Spark's default), ratio interval < 1 (faster), spill growth <= 0 B, "
               "sanitizer not required");
-    GateThresholds own;
+    GateThresholds own = default_gate_thresholds();
     own.max_candidate_p50_ms = 12.5;
     own.ratio_upper_bound.reset();
     own.max_spill_growth_bytes = 64;
@@ -258,7 +264,7 @@ TEST(GateCandidateP50, FailedTimeStageIsNotEvidence) {
     GateEvidence e = good_evidence();
     e.time.passed = false;
     e.time.note = "A/A interval [1.0041, 1.0093] excludes 1: machine too noisy";
-    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "candidate-p50");
+    const GateCondition c = condition(evaluate_gate(e, default_gate_thresholds()), "candidate-p50");
     EXPECT_EQ(c.status, GateStatus::not_checked);
     EXPECT_EQ(c.detail, e.time.note);
     EXPECT_FALSE(passes(e));
@@ -287,12 +293,12 @@ TEST(GateRelativeSpeed, OnByDefaultOffOnlyWhenTurnedOff) {
     GateEvidence e = good_evidence();
     e.candidate_vs_baseline->lo = 1.05;  // slower
     e.candidate_vs_baseline->hi = 1.06;
-    const GateCondition c = condition(evaluate_gate(e, default_thresholds()), "relative-speed");
+    const GateCondition c = condition(evaluate_gate(e, default_gate_thresholds()), "relative-speed");
     EXPECT_EQ(c.status, GateStatus::fail) << c.figure;
     EXPECT_NE(c.figure.find(">= 1.0000"), std::string::npos) << c.figure;
     EXPECT_FALSE(passes(e));
 
-    GateThresholds off;
+    GateThresholds off = default_gate_thresholds();
     off.ratio_upper_bound.reset();
     const GateCondition lifted = condition(evaluate_gate(e, off), "relative-speed");
     EXPECT_EQ(lifted.status, GateStatus::not_checked);
@@ -306,7 +312,7 @@ TEST(GateSharedMemory, PassFailNotChecked) {
     EXPECT_EQ(status_of(e, "shared-memory"), GateStatus::pass);
 
     e.candidate_resources.smem_per_block_bytes = 32769;
-    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "shared-memory");
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "shared-memory");
     EXPECT_EQ(failed.status, GateStatus::fail);
     EXPECT_EQ(failed.figure, "sm_90a: candidate 32769 B vs baseline 32768 B per block");
     EXPECT_FALSE(passes(e));
@@ -327,7 +333,7 @@ TEST(GateWarpsPerScheduler, PassFailNotChecked) {
     EXPECT_EQ(status_of(e, "warps-per-scheduler"), GateStatus::pass);
 
     e.candidate_resources.warps_per_scheduler = 3.75;
-    const GateCondition failed = condition(evaluate_gate(e, default_thresholds()), "warps-per-scheduler");
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "warps-per-scheduler");
     EXPECT_EQ(failed.status, GateStatus::fail);
     EXPECT_EQ(failed.figure, "sm_90a: candidate 3.75 vs baseline 4");
     EXPECT_FALSE(passes(e));
@@ -340,17 +346,17 @@ TEST(GateWarpsPerScheduler, PassFailNotChecked) {
 // ---- spills
 TEST(GateSpills, PassFailNotChecked) {
     GateEvidence e = good_evidence();
-    const GateCondition same = condition(evaluate_gate(e, default_thresholds()), "spills");
+    const GateCondition same = condition(evaluate_gate(e, default_gate_thresholds()), "spills");
     EXPECT_EQ(same.status, GateStatus::pass);
     EXPECT_EQ(same.figure, "sm_90a: growth +0 B (baseline 40 B, candidate 40 B; limit +0 B)");
 
     e.candidate_resources.spill_bytes = 72;
-    const GateCondition grown = condition(evaluate_gate(e, default_thresholds()), "spills");
+    const GateCondition grown = condition(evaluate_gate(e, default_gate_thresholds()), "spills");
     EXPECT_EQ(grown.status, GateStatus::fail);
     EXPECT_NE(grown.figure.find("growth +32 B"), std::string::npos);
     EXPECT_FALSE(passes(e));
 
-    GateThresholds tolerant;
+    GateThresholds tolerant = default_gate_thresholds();
     tolerant.max_spill_growth_bytes = 32;  // growth is still reported, but within the limit
     const GateCondition tolerated = condition(evaluate_gate(e, tolerant), "spills");
     EXPECT_EQ(tolerated.status, GateStatus::pass);
@@ -366,7 +372,7 @@ TEST(GateSpills, PassFailNotChecked) {
 TEST(GateVerdict, RequiredNotCheckedBlocksOptionalDoesNot) {
     GateEvidence e = good_evidence();
     e.sanitizer_skipped = true;
-    const GateResult result = evaluate_gate(e, default_thresholds());
+    const GateResult result = evaluate_gate(e, default_gate_thresholds());
     EXPECT_TRUE(result.passed);  // the sanitizer line is NOT CHECKED but optional
 
     e.expected_real_output_sha256.clear();
@@ -377,7 +383,7 @@ TEST(GateVerdict, ReportHasOneLinePerConditionThenTheVerdict) {
     GateEvidence e = good_evidence();
     e.candidate_p50_ms = 231.4;
     e.expected_real_output_sha256.clear();
-    const GateResult result = evaluate_gate(e, default_thresholds());
+    const GateResult result = evaluate_gate(e, default_gate_thresholds());
     const std::string report = format_gate_report(result);
 
     std::size_t lines = 0;
@@ -393,7 +399,7 @@ TEST(GateVerdict, ReportHasOneLinePerConditionThenTheVerdict) {
               std::string::npos)
         << report;
 
-    const std::string good = format_gate_report(evaluate_gate(good_evidence(), default_thresholds()));
+    const std::string good = format_gate_report(evaluate_gate(good_evidence(), default_gate_thresholds()));
     const std::string pass_line = "\nverdict: PASS\n";
     EXPECT_EQ(good.substr(good.size() - pass_line.size()), pass_line);
 }
@@ -410,7 +416,7 @@ TEST(GateRules, ConditionsOfAStageThatNeverRanNameTheFailedStageBeforeIt) {
     e.parity = {true, true, false, "3 of 12 shapes differ"};
     e.time = StageEvidence{};
     e.real_output_stage = StageEvidence{};
-    const GateResult result = evaluate_gate(e, default_thresholds());
+    const GateResult result = evaluate_gate(e, default_gate_thresholds());
     for (const char *name : {"output-sha", "candidate-p50"}) {
         const GateCondition &c = condition(result, name);
         EXPECT_EQ(c.figure, "parity failed, so time did not run") << name;
@@ -418,7 +424,7 @@ TEST(GateRules, ConditionsOfAStageThatNeverRanNameTheFailedStageBeforeIt) {
     }
     // Without an earlier failure, the missing stage itself is named.
     e.parity = passed_stage();
-    EXPECT_EQ(condition(evaluate_gate(e, default_thresholds()), "output-sha").figure, "no time checkpoint");
+    EXPECT_EQ(condition(evaluate_gate(e, default_gate_thresholds()), "output-sha").figure, "no time checkpoint");
 }
 
 TEST(GateRules, SpillAndSharedMemoryFiguresNameTheWorstEntryAndTheBaselinesOwnSpills) {
@@ -428,7 +434,7 @@ TEST(GateRules, SpillAndSharedMemoryFiguresNameTheWorstEntryAndTheBaselinesOwnSp
     e.smem_worst_entry = "hd64_f16_nomask";
     e.baseline_max_spill_bytes = 48;
     e.baseline_max_spill_entry = "hd128_f16_causal";
-    const GateResult result = evaluate_gate(e, default_thresholds());
+    const GateResult result = evaluate_gate(e, default_gate_thresholds());
     const GateCondition &spills = condition(result, "spills");
     EXPECT_EQ(spills.status, GateStatus::fail);
     EXPECT_NE(spills.figure.find("growth +32 B at hd128_bf16_causal (baseline 40 B, candidate 72 B"), std::string::npos)
@@ -437,7 +443,7 @@ TEST(GateRules, SpillAndSharedMemoryFiguresNameTheWorstEntryAndTheBaselinesOwnSp
         << spills.figure;
     EXPECT_NE(condition(result, "shared-memory").figure.find("per block at hd64_f16_nomask"), std::string::npos);
     e.baseline_max_spill_bytes = 0;
-    EXPECT_NE(condition(evaluate_gate(e, default_thresholds()), "spills").figure.find("the baseline spills nothing"),
+    EXPECT_NE(condition(evaluate_gate(e, default_gate_thresholds()), "spills").figure.find("the baseline spills nothing"),
               std::string::npos);
 }
 
@@ -469,7 +475,7 @@ GateEvidence set_evidence() {
 }
 
 GateThresholds set_bounds(double geomean, double worst) {
-    GateThresholds t;
+    GateThresholds t = default_gate_thresholds();
     t.max_candidate_p50_ms = 2000;
     t.geomean_ratio_upper_bound = geomean;
     t.worst_ratio_upper_bound = worst;
@@ -553,8 +559,9 @@ TEST(GateSet, TheDefaultP50BoundJudgesNoShape) {
     // The default bound is the Wan 480p time on the DGX Spark: a 720p shape at five times the work
     // would fail it on any GPU. Over a set it shows as unbounded and does not block.
     GateEvidence e = set_evidence();
-    GateThresholds t = default_thresholds();
-    ASSERT_EQ(t.max_candidate_p50_ms, kDefaultMaxCandidateP50Ms);
+    GateThresholds t = default_gate_thresholds();
+    ASSERT_FALSE(t.max_candidate_p50_ms) << "no manifest or flag chose a bound";
+    ASSERT_EQ(t.candidate_p50_bound(), 220.0);
     const GateResult result = evaluate_gate(e, t);
     for (const char *name : {"candidate-p50 t2v-480p", "candidate-p50 t2v-720p"}) {
         const GateCondition c = condition(result, name);
@@ -606,7 +613,7 @@ TEST(GateSet, WorstShapeBoundHoldsForEveryShapesInterval) {
 TEST(GateSet, SetBoundsAreOffByDefaultAndBlockWhenOneWorkloadWasTimed) {
     // Over a set, an unset bound shows as off and does not block.
     const GateResult off = evaluate_gate(set_evidence(), set_bounds(1.0, 1.0));
-    GateThresholds none;
+    GateThresholds none = default_gate_thresholds();
     none.max_candidate_p50_ms = 2000;
     const GateResult unset = evaluate_gate(set_evidence(), none);
     EXPECT_TRUE(off.passed);
@@ -614,12 +621,56 @@ TEST(GateSet, SetBoundsAreOffByDefaultAndBlockWhenOneWorkloadWasTimed) {
     EXPECT_EQ(condition(unset, "geomean-speed").status, GateStatus::not_checked);
     EXPECT_FALSE(condition(unset, "geomean-speed").required);
     // One workload: nothing shown for an unset bound, NOT CHECKED and blocking for a set one.
-    const GateResult single = evaluate_gate(good_evidence(), default_thresholds());
+    const GateResult single = evaluate_gate(good_evidence(), default_gate_thresholds());
     for (const GateCondition &c : single.conditions) EXPECT_EQ(c.name.find("geomean"), std::string::npos);
     const GateResult asked = evaluate_gate(good_evidence(), set_bounds(1.0, 1.02));
     EXPECT_EQ(condition(asked, "geomean-speed").status, GateStatus::not_checked);
     EXPECT_EQ(condition(asked, "worst-shape-speed").status, GateStatus::not_checked);
     EXPECT_FALSE(asked.passed);
+}
+
+// Issue 19: a manifest that writes `max_candidate_p50_ms = 220` chose that bound; only a manifest that
+// names none gets the default. The bound is the user's wherever it goes: the gate's conditions (one
+// workload and a set), status's thresholds line, the resolved copy later stages read, the gate checkpoint.
+TEST(GateCandidateP50, AnExplicit220IsTheUsersBoundNotTheDefault) {
+    const std::filesystem::path manifest = std::filesystem::path(S2TP_SOURCE_ROOT) / "data/experiments/temporal-pair.toml";
+    const std::string written = "\nmax_candidate_p50_ms = 220.0\n";
+    ASSERT_NE(read_text_file(manifest).find(written), std::string::npos) << "the manifest no longer sets 220 explicitly";
+    const Experiment chosen = load_experiment(manifest);
+    const ScratchDirectory scratch("explicit-p50");
+    const std::filesystem::path resolved = scratch / "experiment.toml";
+    std::ofstream(resolved) << experiment_to_toml(chosen);
+    for (const Experiment &experiment : {chosen, load_experiment(resolved)}) {
+        const GateThresholds t = gate_thresholds(experiment, {});
+        EXPECT_EQ(thresholds_text(t).find("default"), std::string::npos) << thresholds_text(t);
+        EXPECT_EQ(thresholds_text(t).rfind("candidate p50 < 220 ms, ", 0), 0u) << thresholds_text(t);
+
+        GateEvidence slow = good_evidence();
+        slow.candidate_p50_ms = 231.4;
+        const GateCondition failed = condition(evaluate_gate(slow, t), "candidate-p50");
+        EXPECT_EQ(failed.status, GateStatus::fail);
+        EXPECT_EQ(failed.detail, "") << "a bound the manifest chose needs no note on its origin";
+
+        const GateResult set = evaluate_gate(set_evidence(), t);  // the 720p shape takes 1101 ms
+        EXPECT_EQ(condition(set, "candidate-p50 t2v-480p").status, GateStatus::pass);
+        EXPECT_EQ(condition(set, "candidate-p50 t2v-720p").status, GateStatus::fail);
+        EXPECT_FALSE(set.passed);
+
+        // The gate checkpoint keeps whose bound it was.
+        const GateFigures recorded = GateFigures::from_toml(GateFigures::of({{"c", set}}, t).to_toml());
+        EXPECT_EQ(thresholds_text(recorded.thresholds), thresholds_text(t));
+    }
+    // Without the line, the same manifest's bound is the default, named as such, and judges no shape.
+    std::string text = read_text_file(resolved);
+    const std::size_t at = text.find("max_candidate_p50_ms = ");
+    if (at != std::string::npos) text.erase(at, text.find('\n', at) - at);
+    std::ofstream(resolved) << text;
+    ASSERT_EQ(read_text_file(resolved).find("max_candidate_p50_ms"), std::string::npos);
+    const GateThresholds t = gate_thresholds(load_experiment(resolved), {});
+    EXPECT_EQ(thresholds_text(t).rfind("candidate p50 < 220 ms (the DGX Spark's default), ", 0), 0u) << thresholds_text(t);
+    EXPECT_EQ(condition(evaluate_gate(set_evidence(), t), "candidate-p50 t2v-720p").status, GateStatus::not_checked);
+    const GateFigures recorded = GateFigures::from_toml(GateFigures::of({{"c", evaluate_gate(good_evidence(), t)}}, t).to_toml());
+    EXPECT_EQ(thresholds_text(recorded.thresholds), thresholds_text(t));
 }
 
 }  // namespace s2tp::unit_gate_rules

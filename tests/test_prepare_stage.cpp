@@ -46,7 +46,7 @@ TEST(PrepareFigures, RoundTripThroughToml) {
     const toml::table t = f.to_toml();
     EXPECT_EQ(t["candidates"]["fast"]["patch_sha256"].value_or(std::string()), std::string(64, 'c'));
     EXPECT_EQ(t["overrides"]["candidate_commits"]["fast"].value_or(std::string()), "feature");
-    const PrepareFigures back = PrepareFigures::from_toml(t);
+    const PrepareFigures back = PrepareFigures::from_toml(t, "prepare.toml");
     EXPECT_EQ(back.to_toml(), t);
     ASSERT_EQ(back.candidates.size(), 2u);
     EXPECT_EQ(back.candidates[1].name, "slow");
@@ -56,19 +56,42 @@ TEST(PrepareFigures, RoundTripThroughToml) {
     EXPECT_EQ(back.support_tree_xxh3, f.support_tree_xxh3);
 }
 
-TEST(PrepareFigures, AMissingFigureIsNamed) {
-    toml::table t = sample_figures().to_toml();
-    t["candidates"]["slow"].as_table()->erase("tree_xxh3");
+// prepare's figures are required (their field table says so): a missing or mistyped one is an error
+// naming the checkpoint file and the key, however deep the key is.
+std::string prepare_figures_error(const toml::table &figures) {
     try {
-        PrepareFigures::from_toml(t);
-        ADD_FAILURE() << "no error";
+        PrepareFigures::from_toml(figures, "runs/r/checkpoints/prepare.toml");
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::usage);
-        EXPECT_NE(std::string(e.what()).find("candidates.slow.'tree_xxh3'"), std::string::npos) << e.what();
+        return e.what();
     }
+    ADD_FAILURE() << "no error";
+    return "";
+}
+
+TEST(PrepareFigures, AMissingOrMistypedFigureNamesTheFileAndTheKey) {
+    toml::table t = sample_figures().to_toml();
+    t["candidates"]["slow"].as_table()->erase("tree_xxh3");
+    EXPECT_EQ(prepare_figures_error(t),
+              "runs/r/checkpoints/prepare.toml: figure 'candidates.slow.tree_xxh3' is missing or not of type string");
+    t = sample_figures().to_toml();
+    t.insert_or_assign("arch", 90);
+    EXPECT_EQ(prepare_figures_error(t), "runs/r/checkpoints/prepare.toml: figure 'arch' is missing or not of type string");
     t = sample_figures().to_toml();
     t.erase("candidates");
-    EXPECT_THROW(PrepareFigures::from_toml(t), Error);
+    EXPECT_EQ(prepare_figures_error(t),
+              "runs/r/checkpoints/prepare.toml: figure 'candidates' is missing, empty or not a table of tables");
+    t.insert("candidates", toml::table{});
+    EXPECT_NE(prepare_figures_error(t).find("figure 'candidates' is missing, empty"), std::string::npos);
+    t.insert_or_assign("candidates", toml::table{{"fast", "not a table"}});
+    EXPECT_NE(prepare_figures_error(t).find("figure 'candidates' is missing, empty"), std::string::npos);
+    // What is not required reads back empty.
+    t = sample_figures().to_toml();
+    t.erase("support_tree_xxh3");
+    t.erase("overrides");
+    const PrepareFigures without = PrepareFigures::from_toml(t, "prepare.toml");
+    EXPECT_EQ(without.support_tree_xxh3, "");
+    EXPECT_FALSE(without.overrides.repository);
 }
 
 class PrepareStage : public ::testing::Test {

@@ -1,6 +1,7 @@
 // What status says about a run: the next command, a failed stage's first reason and log, a stage being
 // run by another process (a real flock held by a forked child), and finding the run from inside it.
 #include "figures/gate_figures.h"
+#include "default_thresholds.h"
 #include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "lock_holder.h"
@@ -306,7 +307,7 @@ TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows)
     EXPECT_EQ(evidence.geomean_vs_baseline->n, 80u);
     EXPECT_EQ(evidence.worst_shape, "t2v-720p");
 
-    GateThresholds thresholds;
+    GateThresholds thresholds = default_gate_thresholds();
     thresholds.ratio_upper_bound = 1.0;
     thresholds.geomean_ratio_upper_bound = 1.0;
     thresholds.worst_ratio_upper_bound = 1.02;
@@ -322,7 +323,10 @@ TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows)
     EXPECT_FALSE(figures.passed);
 
     const std::string text = pull_request_report(run, "text");
-    EXPECT_NE(text.find("workload set        wan21-14b: 2 shapes"), std::string::npos) << text;
+    // One table per section, each column as wide as its widest cell: the set's longest row name sets it.
+    EXPECT_NE(text.find("\nworkload set                 wan21-14b: 2 shapes\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nt2v-480p candidate/baseline  0.9900"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nGATE CONDITION           STATUS       FIGURE\n"), std::string::npos) << text;
     EXPECT_NE(text.find("t2v-480p candidate/baseline"), std::string::npos) << text;
     EXPECT_NE(text.find("0.9900 (95% CI 0.9880 .. 0.9920)"), std::string::npos) << text;
     EXPECT_NE(text.find("1.0100 (95% CI 1.0050 .. 1.0150)"), std::string::npos) << text;

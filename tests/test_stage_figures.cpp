@@ -7,7 +7,7 @@
 #include "figures/figure_fields.h"
 #include "figures/gate_figures.h"
 #include "figures/parity_figures.h"
-#include "stages/prepare_stage.h"
+#include "figures/prepare_figures.h"
 #include "figures/sanitize_figures.h"
 #include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
@@ -306,7 +306,7 @@ TEST(FigureFields, GateFiguresWriteEveryKeyAndReadItBack) {
     expect_keys_and_round_trip("gate", t, [](const toml::table &t) { return GateFigures::from_toml(t).to_toml(); },
                                {"candidates", "summary", "thresholds", "verdict"});
     EXPECT_EQ(own_keys(*t["thresholds"].as_table()),
-              (std::set<std::string>{"max_candidate_p50_ms", "max_geomean_ratio_upper", "max_ratio_upper",
+              (std::set<std::string>{"max_candidate_p50_ms", "max_candidate_p50_ms_is_default", "max_geomean_ratio_upper", "max_ratio_upper",
                                      "max_spill_growth_bytes", "max_worst_ratio_upper", "require_sanitizer"}));
     EXPECT_EQ(own_keys(*t["candidates"]["slow"].as_table()), (std::set<std::string>{"conditions", "summary", "verdict"}));
     EXPECT_EQ(own_keys(*t["candidates"]["slow"]["conditions"][0].as_table()),
@@ -378,6 +378,7 @@ TEST(FigureFields, EveryKeyOfEveryTableIsDocumentedAndNothingDocumentedIsUnknown
     expect_section_matches("parity", figure_fields::field_keys(ParityFigures::fields()));
     expect_section_matches("sanitize", figure_fields::field_keys(SanitizeFigures::fields()));
     expect_section_matches("build", figure_fields::field_keys(BuildFigures::fields()));
+    expect_section_matches("prepare", figure_fields::field_keys(PrepareFigures::fields()));
 }
 
 }  // namespace s2tp::unit_stage_figures

@@ -5,7 +5,9 @@
 // Each figures struct defines its figures once, as a field table (`fields()`): the key, the member (or
 // an accessor), the kind and a hint (the unit, or what the figure is). The table drives the struct's
 // to_toml and from_toml (write_fields, read_fields) and the manual's test (field_keys): a key is spelled
-// in the table, in sage2tp-checkpoint(5) and nowhere else.
+// in the table, in sage2tp-checkpoint(5) and nowhere else. A figure the stage always writes and a later
+// stage cannot do without (prepare's tree digests) is `required`: a table that lacks it, or holds it as
+// another type, is not one sage2tp wrote, and reading it is an error that names the file and the key.
 //
 // Usage:
 //   const std::vector<Field<ArmTimeFigures>> &ArmTimeFigures::fields() {
@@ -15,6 +17,8 @@
 //   toml::table ArmTimeFigures::to_toml() const { return write_fields(fields(), *this); }
 //   ArmTimeFigures ArmTimeFigures::from_toml(const toml::table &t) { return read_fields(fields(), t); }
 #pragma once
+
+#include "support/errors.h"
 
 #include <toml++/toml.h>
 
@@ -129,6 +133,13 @@ struct Field {
     std::string order_key;
 };
 
+// A required figure that a table lacks or holds as another type: its key from the figures' top (the key
+// of each table around it is put in front as it passes out of that table) and the kind it must be.
+struct MissingFigure {
+    std::string key;
+    FieldKind kind;
+};
+
 // The node at a field's key ("sha256.baseline" walks into [sha256]).
 inline toml::node_view<const toml::node> at_key(const toml::table &table, std::string_view key) {
     return key.find('.') == std::string_view::npos ? table[key] : table.at_path(key);
@@ -197,6 +208,19 @@ S read_fields(const std::vector<Field<S>> &fields, const toml::table &table) {
     S value{};
     read_fields_into(fields, table, value);
     return value;
+}
+
+// read_fields of figures with required fields, read from the checkpoint `file`: a required figure
+// missing or of the wrong type is Error(usage) naming the file and the figure's key.
+template <typename S>
+S read_fields(const std::vector<Field<S>> &fields, const toml::table &table, const std::string &file) {
+    try {
+        return read_fields(fields, table);
+    } catch (const MissingFigure &missing) {
+        fail(ExitCode::usage, file + ": figure '" + missing.key + "' is " +
+                                  (missing.kind == FieldKind::tables ? "missing, empty or not a table of tables"
+                                                                     : "missing or not of type " + std::string(kind_name(missing.kind))));
+    }
 }
 
 // A nested struct's table: through its field table where it has one, else its own to_toml/from_toml.
@@ -338,6 +362,50 @@ Field<S> field(std::string key, M S::*member, std::string hint, Presence presenc
     return field_at<S>(std::move(key), member, std::move(hint), presence);
 }
 
+// Whether `node` holds a value of `kind`; a table of named tables needs one at least.
+inline bool holds_kind(toml::node_view<const toml::node> node, FieldKind kind) {
+    switch (kind) {
+        case FieldKind::real: return node.is_floating_point() || node.is_integer();
+        case FieldKind::integer: return node.is_integer();
+        case FieldKind::boolean: return node.is_boolean();
+        case FieldKind::text: return node.is_string();
+        case FieldKind::reals:
+        case FieldKind::texts:
+        case FieldKind::table_array: return node.is_array();
+        case FieldKind::table: return node.is_table();
+        case FieldKind::tables: {
+            const toml::table *named = node.as_table();
+            if (!named || named->empty()) return false;
+            for (const auto &[name, element] : *named)
+                if (!element.is_table()) return false;
+            return true;
+        }
+    }
+    return false;
+}
+
+// `field`, required: reading a table that lacks it or holds another type throws MissingFigure.
+template <typename S>
+Field<S> required(Field<S> field) {
+    field.read = [read = field.read, key = field.key, kind = field.kind](const toml::table &t, S &s) {
+        if (!holds_kind(at_key(t, key), kind)) throw MissingFigure{key, kind};
+        read(t, s);
+    };
+    return field;
+}
+
+// An element of the table of named tables `key`, read with the element's place put in front of the key
+// of any required figure it lacks.
+template <typename T>
+T named_element(const std::string &key, const toml::table &element, const std::string &name) {
+    try {
+        return named_value_of<T>(element, name);
+    } catch (MissingFigure &missing) {
+        missing.key = key + "." + name + "." + missing.key;
+        throw;
+    }
+}
+
 // `field`, written only when `when` holds for the struct (a sub-table that exists only with some of
 // its figures: parity's [baseline] with its outputs or accuracy).
 template <typename S>
@@ -346,12 +414,17 @@ Field<S> only_when(Field<S> field, std::function<bool(const S &)> when) {
     return field;
 }
 
-// A figure kept in another form than its TOML value (a verdict kept as a bool, a status as an enum):
+// A figure kept in another form than its TOML value (a verdict kept as a bool, a status as an enum, a
+// bound kept as the one chosen or the default):
 // `get` gives the value to write, `set` takes the value read, or nullopt when the table lacks it.
 template <typename S, typename V>
 Field<S> converted(std::string key, std::string hint, std::function<V(const S &)> get,
                    std::function<void(S &, const std::optional<V> &)> set) {
-    Field<S> f{key, std::is_same_v<V, std::string> ? FieldKind::text : FieldKind::boolean, std::move(hint), {}, {}, {}, {}};
+    constexpr FieldKind kind = std::is_same_v<V, std::string> ? FieldKind::text
+                               : std::is_same_v<V, bool>      ? FieldKind::boolean
+                               : std::is_same_v<V, double>    ? FieldKind::real
+                                                              : FieldKind::integer;
+    Field<S> f{key, kind, std::move(hint), {}, {}, {}, {}};
     f.write = [key, get](toml::table &t, const S &s) { insert_at(t, key, get(s)); };
     f.read = [key, set](const toml::table &t, S &s) { set(s, at_key(t, key).value<V>()); };
     return f;
@@ -359,7 +432,8 @@ Field<S> converted(std::string key, std::string hint, std::function<V(const S &)
 
 // A table of named tables, one per element of a vector of structs with a `name`, and the array
 // `order_key` of their names in the vector's order (TOML tables are unordered). Read back in the
-// recorded order, then any table the order does not name, in key order.
+// recorded order, then any table the order does not name, in key order. Without an `order_key` ("")
+// the order is the names' (prepare's candidates).
 template <typename S, typename T>
 Field<S> named_tables(std::string key, std::string order_key, std::vector<T> S::*member, std::string hint) {
     Field<S> f{key, FieldKind::tables, std::move(hint), {}, {}, nested_keys_of<T>(), order_key};
@@ -372,7 +446,7 @@ Field<S> named_tables(std::string key, std::string order_key, std::vector<T> S::
             order.push_back(item.name);
         }
         t.insert_or_assign(key, std::move(by_name));
-        t.insert_or_assign(order_key, std::move(order));
+        if (!order_key.empty()) t.insert_or_assign(order_key, std::move(order));
     };
     f.read = [key, order_key, member](const toml::table &t, S &s) {
         const toml::table *by_name = t[key].as_table();
@@ -380,10 +454,10 @@ Field<S> named_tables(std::string key, std::string order_key, std::vector<T> S::
         std::set<std::string> read;
         for (const std::string &name : strings(t, order_key))
             if (const toml::table *item = (*by_name)[name].as_table(); item && read.insert(name).second)
-                (s.*member).push_back(named_value_of<T>(*item, name));
+                (s.*member).push_back(named_element<T>(key, *item, name));
         for (const auto &[name, node] : *by_name)
             if (const toml::table *item = node.as_table(); item && read.insert(std::string(name.str())).second)
-                (s.*member).push_back(named_value_of<T>(*item, std::string(name.str())));
+                (s.*member).push_back(named_element<T>(key, *item, std::string(name.str())));
     };
     return f;
 }
@@ -404,7 +478,7 @@ Field<S> named_map(std::string key, std::map<std::string, T> S::*member, std::st
         if (const toml::table *by_name = at_key(t, key).as_table())
             for (const auto &[name, node] : *by_name)
                 if (const toml::table *item = node.as_table())
-                    (s.*member).emplace(std::string(name.str()), named_value_of<T>(*item, std::string(name.str())));
+                    (s.*member).emplace(std::string(name.str()), named_element<T>(key, *item, std::string(name.str())));
     };
     return f;
 }

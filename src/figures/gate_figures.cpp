@@ -1,6 +1,7 @@
 #include "figures/gate_figures.h"
 
 #include "figures/figure_fields.h"
+#include "model/experiment_manifest.h"
 
 namespace s2tp {
 
@@ -38,7 +39,21 @@ GateFigures GateFigures::of(const std::map<std::string, GateResult> &results, co
 const std::vector<Field<GateThresholds>> &figure_fields_of(const GateThresholds *) {
     using T = GateThresholds;
     static const std::vector<Field<T>> table{
-        field("max_candidate_p50_ms", &T::max_candidate_p50_ms, "ms"),
+        // The bound applied, then whether it was the default: read back into the bound chosen, or the default.
+        converted<T, double>(
+            "max_candidate_p50_ms", "ms", [](const T &t) { return t.candidate_p50_bound(); },
+            [](T &t, const std::optional<double> &bound) { t.max_candidate_p50_ms = bound; }),
+        converted<T, bool>(
+            "max_candidate_p50_ms_is_default", "rule", [](const T &t) { return !t.max_candidate_p50_ms; },
+            // A checkpoint from before this key was written by the gate of its time, which took a bound
+            // of 220 ms for the default: it reads back as it was judged.
+            [](T &t, const std::optional<bool> &is_default) {
+                if (!t.max_candidate_p50_ms ||
+                    !is_default.value_or(*t.max_candidate_p50_ms == Experiment::default_max_candidate_p50_ms))
+                    return;
+                t.default_max_candidate_p50_ms = *t.max_candidate_p50_ms;
+                t.max_candidate_p50_ms.reset();
+            }),
         field("max_spill_growth_bytes", &T::max_spill_growth_bytes, "bytes"),
         field("require_sanitizer", &T::require_sanitizer, "rule"),
         field("max_ratio_upper", &T::ratio_upper_bound, "times the baseline"),
@@ -122,7 +137,8 @@ bool operator==(const GateCondition &a, const GateCondition &b) {
 }
 
 bool operator==(const GateThresholds &a, const GateThresholds &b) {
-    return a.max_candidate_p50_ms == b.max_candidate_p50_ms && a.max_spill_growth_bytes == b.max_spill_growth_bytes &&
+    return a.max_candidate_p50_ms == b.max_candidate_p50_ms && a.candidate_p50_bound() == b.candidate_p50_bound() &&
+           a.max_spill_growth_bytes == b.max_spill_growth_bytes &&
            a.ratio_upper_bound == b.ratio_upper_bound && a.geomean_ratio_upper_bound == b.geomean_ratio_upper_bound &&
            a.worst_ratio_upper_bound == b.worst_ratio_upper_bound && a.require_sanitizer == b.require_sanitizer;
 }

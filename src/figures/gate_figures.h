@@ -31,7 +31,7 @@ const std::vector<figure_fields::Field<GateThresholds>> &figure_fields_of(const 
 const std::vector<figure_fields::Field<GateCondition>> &figure_fields_of(const GateCondition *);
 
 struct GateFigures {
-    GateThresholds thresholds;  // a threshold the checkpoint lacks reads back as the default
+    GateThresholds thresholds;  // a bound the checkpoint lacks reads back unset
     std::map<std::string, CandidateGate> candidates;
     bool passed = false;  // every candidate passed (and there is at least one)
     std::string summary;  // "PASS", or "FAIL: " and each failing candidate's summary

@@ -423,9 +423,7 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
 
     if (const toml::table *gate = top.optional_table("gate")) {
         TableReader r(*gate, file, "[gate]");
-        const SettingRange &p50 = gate_max_candidate_p50_ms_range, &spill = gate_max_spill_growth_bytes_range,
-                           &ratio = gate_max_ratio_upper_range;
-        e.max_candidate_p50_ms = r.number_or(p50.key, e.max_candidate_p50_ms, p50.low, p50.high);
+        const SettingRange &spill = gate_max_spill_growth_bytes_range, &ratio = gate_max_ratio_upper_range;
         e.max_spill_growth_bytes = r.integer_or(spill.key, e.max_spill_growth_bytes, static_cast<std::int64_t>(spill.low),
                                                 static_cast<std::int64_t>(spill.high));
         if (auto off = gate->get(ratio.key); off && off->is_string()) {
@@ -435,10 +433,12 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
                                           *off->value<std::string>() + "\"");
             e.max_ratio_upper.reset();
         } else {
-            e.max_ratio_upper = r.number_or(ratio.key, kDefaultRatioUpperBound, ratio.low, ratio.high);
+            e.max_ratio_upper = r.number_or(ratio.key, Experiment::default_max_ratio_upper, ratio.low, ratio.high);
         }
-        // The set bounds have no default: each is off unless the manifest sets it.
-        for (auto [range, bound] : {std::pair{&gate_max_geomean_ratio_upper_range, &e.max_geomean_ratio_upper},
+        // Each is unset unless the manifest sets it: the set bounds are then off, and the gate applies the
+        // default p50 bound, which a manifest that writes 220 has chosen, not left.
+        for (auto [range, bound] : {std::pair{&gate_max_candidate_p50_ms_range, &e.max_candidate_p50_ms},
+                                    {&gate_max_geomean_ratio_upper_range, &e.max_geomean_ratio_upper},
                                     {&gate_max_worst_ratio_upper_range, &e.max_worst_ratio_upper}}) {
             if (gate->contains(range->key)) *bound = r.number_or(range->key, 1.0, range->low, range->high);
             else r.accept(range->key);
@@ -644,9 +644,9 @@ std::string experiment_to_toml(const Experiment &e) {
                                    {"throttle_fraction", e.throttle_fraction},
                                    {"ncu_metrics", to_array(e.ncu_metrics)},
                                    {"ncu_seq_len", e.ncu_seq_len}});
-    toml::table gate{{"max_candidate_p50_ms", e.max_candidate_p50_ms},
-                     {"max_spill_growth_bytes", e.max_spill_growth_bytes},
-                     {"require_sanitizer", e.require_sanitizer}};
+    toml::table gate{{"max_spill_growth_bytes", e.max_spill_growth_bytes}, {"require_sanitizer", e.require_sanitizer}};
+    // Only when the manifest set it: the resolved copy, too, leaves the default to Experiment.
+    if (e.max_candidate_p50_ms) gate.insert("max_candidate_p50_ms", *e.max_candidate_p50_ms);
     if (e.max_ratio_upper) gate.insert("max_ratio_upper", *e.max_ratio_upper);
     else gate.insert("max_ratio_upper", "off");
     if (e.max_geomean_ratio_upper) gate.insert("max_geomean_ratio_upper", *e.max_geomean_ratio_upper);

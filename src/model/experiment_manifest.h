@@ -136,10 +136,19 @@ struct Experiment {
     std::int64_t ncu_seq_len = 0;
 
     // [gate]
-    double max_candidate_p50_ms = kDefaultMaxCandidateP50Ms;
+    // The bound on the candidate's p50 when the manifest names none: the original experiment's, measured
+    // on the DGX Spark (GB10, sm_121a). It means nothing on another GPU, so a failure against it says
+    // where it comes from, and over a workload set it judges no shape.
+    static constexpr double default_max_candidate_p50_ms = 220.0;
+    // The relative-speed bound when the manifest names none: a change is worth shipping only when the
+    // whole interval of its candidate/baseline ratio lies below 1, i.e. when it is faster. Only an
+    // explicit `max_ratio_upper = "off"` turns the condition off.
+    static constexpr double default_max_ratio_upper = 1.0;
+
+    std::optional<double> max_candidate_p50_ms;  // as the manifest sets it; unset, the default applies
     std::int64_t max_spill_growth_bytes = 0;
     // Relative speed gate: ratio CI entirely below this; nullopt when the manifest says "off".
-    std::optional<double> max_ratio_upper = kDefaultRatioUpperBound;
+    std::optional<double> max_ratio_upper = default_max_ratio_upper;
     // Over a workload set: the geometric-mean ratio's interval, and every shape's, entirely below these.
     std::optional<double> max_geomean_ratio_upper, max_worst_ratio_upper;
     bool require_sanitizer = false;

@@ -167,18 +167,18 @@ GateCondition check_candidate_p50(const GateEvidence &e, const GateThresholds &t
     const char *name = "candidate-p50";
     // The default bound is one workload's time (Wan 480p) on one GPU: over a set it would judge every
     // other shape by that one's time, so there only a bound the user chose applies.
-    if (!e.workload_set.empty() && t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms)
+    if (!e.workload_set.empty() && !t.max_candidate_p50_ms)
         return make(name, GateStatus::not_checked, "no bound",
                     "the default bound is one workload's; set [gate] max_candidate_p50_ms or --max-p50-ms to bound "
                     "every shape; does not block",
                     false);
     if (auto not_evidence = timing_unusable(name, e, true)) return *not_evidence;
     if (!e.candidate_p50_ms) return make(name, GateStatus::not_checked, "no candidate p50 recorded");
-    const std::string limit = fixed(t.max_candidate_p50_ms, 2) + " ms";
+    const std::string limit = fixed(t.candidate_p50_bound(), 2) + " ms";
     const std::string p50 = "p50 " + fixed(*e.candidate_p50_ms, 3) + " ms";
-    if (*e.candidate_p50_ms >= t.max_candidate_p50_ms)
+    if (*e.candidate_p50_ms >= t.candidate_p50_bound())
         return make(name, GateStatus::fail, p50 + " >= " + limit,
-                    t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms
+                    !t.max_candidate_p50_ms
                         ? "the default bound, measured on the DGX Spark (sm_121a); set [gate] max_candidate_p50_ms for your GPU"
                         : "");
     return make(name, GateStatus::pass, p50 + " < " + limit);
@@ -418,8 +418,8 @@ std::string format_gate_report(const GateResult &result) {
 }
 
 std::string thresholds_text(const GateThresholds &t) {
-    return "candidate p50 < " + compact(t.max_candidate_p50_ms, 3) + " ms" +
-           (t.max_candidate_p50_ms == kDefaultMaxCandidateP50Ms ? " (the DGX Spark's default)" : "") + ", " +
+    return "candidate p50 < " + compact(t.candidate_p50_bound(), 3) + " ms" +
+           (t.max_candidate_p50_ms ? "" : " (the DGX Spark's default)") + ", " +
            (t.ratio_upper_bound ? "ratio interval < " + compact(*t.ratio_upper_bound, 4) +
                                       (*t.ratio_upper_bound == 1.0 ? " (faster)" : "")
                                 : std::string("relative speed off")) +

@@ -116,19 +116,17 @@ struct GateEvidence {
     std::string baseline_max_spill_entry;
 };
 
-// The relative-speed bound when a manifest names none: a change is worth shipping only when the whole
-// interval of its candidate/baseline ratio lies below 1, i.e. when it is faster. Only an explicit
-// `max_ratio_upper = "off"` turns the condition off.
-inline constexpr double kDefaultRatioUpperBound = 1.0;
-// The absolute bound on the candidate's p50 when a manifest names none: the original experiment's,
-// measured on the DGX Spark (GB10, sm_121a). It means nothing on another GPU, so a failure against it
-// says where it comes from.
-inline constexpr double kDefaultMaxCandidateP50Ms = 220.0;
-
+// The bounds the gate applies, as gate_thresholds (stages/gate_stage.h) makes them from the manifest and
+// the command line; the defaults for what neither sets live in Experiment alone.
 struct GateThresholds {
-    double max_candidate_p50_ms = kDefaultMaxCandidateP50Ms;  // the candidate's p50 must be below this
+    // The candidate's p50 must be below candidate_p50_bound(): the bound the manifest or --max-p50-ms
+    // set, else Experiment's default, one workload's time on the DGX Spark, which bounds no shape of a
+    // workload set and whose failure says where it comes from.
+    std::optional<double> max_candidate_p50_ms;
+    double default_max_candidate_p50_ms = 0;
+    double candidate_p50_bound() const { return max_candidate_p50_ms.value_or(default_max_candidate_p50_ms); }
     std::int64_t max_spill_growth_bytes = 0;  // candidate spill bytes minus baseline's, at most this
-    std::optional<double> ratio_upper_bound = kDefaultRatioUpperBound;  // ratio CI must lie entirely below; nullopt: off
+    std::optional<double> ratio_upper_bound;  // ratio CI must lie entirely below; nullopt: off
     // Over a workload set: the geometric-mean ratio's interval, and every shape's, must lie below these.
     std::optional<double> geomean_ratio_upper_bound, worst_ratio_upper_bound;
     bool require_sanitizer = false;

@@ -17,7 +17,9 @@ namespace s2tp {
 
 GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides &overrides) {
     GateThresholds thresholds;
-    thresholds.max_candidate_p50_ms = overrides.max_candidate_p50_ms.value_or(experiment.max_candidate_p50_ms);
+    thresholds.max_candidate_p50_ms =
+        overrides.max_candidate_p50_ms ? overrides.max_candidate_p50_ms : experiment.max_candidate_p50_ms;
+    thresholds.default_max_candidate_p50_ms = Experiment::default_max_candidate_p50_ms;
     thresholds.max_spill_growth_bytes = overrides.max_spill_growth_bytes.value_or(experiment.max_spill_growth_bytes);
     thresholds.ratio_upper_bound = overrides.max_ratio_upper ? overrides.max_ratio_upper : experiment.max_ratio_upper;
     thresholds.geomean_ratio_upper_bound = overrides.max_geomean_ratio_upper ? overrides.max_geomean_ratio_upper
@@ -43,7 +45,9 @@ StageWork gate_stage_work(StageContext &context, const GateRequest &request, con
             if (state.stage == Stage::gate) continue;
             f.add(stage_name(state.stage) + "_digest", state.read.checkpoint ? state.read.checkpoint->digest : "");
         }
-        f.add("max_candidate_p50_ms", shortest(thresholds.max_candidate_p50_ms));
+        f.add("max_candidate_p50_ms", shortest(thresholds.candidate_p50_bound()));
+        // Whose bound it is changes the verdict (a set's shapes) and its words, so it is an input too.
+        f.add("max_candidate_p50_ms_is_default", thresholds.max_candidate_p50_ms ? "no" : "yes");
         f.add("max_spill_growth_bytes", thresholds.max_spill_growth_bytes);
         f.add("max_ratio_upper", thresholds.ratio_upper_bound ? shortest(*thresholds.ratio_upper_bound) : "off");
         f.add("require_sanitizer", thresholds.require_sanitizer ? "yes" : "no");

@@ -21,12 +21,6 @@ const char *const workload_copies = "inputs/workload";
 // The run's own copy of a candidate's patch, so that the run stays complete when copied to another host.
 std::string patch_copy(const CandidateSpec &candidate) { return "inputs/" + candidate.name + ".patch"; }
 
-std::string required_string(const toml::table &table, const std::string &key, const std::string &where) {
-    auto value = table[key].value<std::string>();
-    if (!value) fail(ExitCode::usage, "prepare figures: " + where + "'" + key + "' is missing or not a string");
-    return *value;
-}
-
 void discard_leftovers(const RunDirectory &run, const Experiment &experiment) {
     // First, while git still has their registrations: trees a killed swap moved but did not re-link.
     std::error_code ec;
@@ -157,80 +151,6 @@ StageResult passed_result(const RunDirectory &run, const PrepareRequest &request
     return result;
 }
 
-}  // namespace
-
-toml::table PrepareFigures::to_toml() const {
-    toml::table recorded_overrides;
-    if (overrides.repository) recorded_overrides.insert("repository", *overrides.repository);
-    if (overrides.commit) recorded_overrides.insert("commit", *overrides.commit);
-    if (overrides.candidate_commit) recorded_overrides.insert("candidate_commit", *overrides.candidate_commit);
-    if (overrides.candidate_patch) recorded_overrides.insert("candidate_patch", *overrides.candidate_patch);
-    if (!overrides.candidate_commits.empty()) {
-        toml::table named;
-        for (const auto &[name, commit] : overrides.candidate_commits) named.insert(name, commit);
-        recorded_overrides.insert("candidate_commits", named);
-    }
-    toml::table candidate_tables;
-    for (const PreparedCandidateFigures &c : candidates)
-        candidate_tables.insert(c.name, toml::table{{"source", c.source},
-                                                    {"commit", c.commit},
-                                                    {"patch", c.patch},
-                                                    {"patch_sha256", c.patch_sha256},
-                                                    {"tree_xxh3", c.tree_xxh3}});
-    toml::table t{{"manifest", manifest},
-                  {"overrides", recorded_overrides},
-                  {"source", source},
-                  {"commit", commit},
-                  {"arch", arch},
-                  {"baseline_tree_xxh3", baseline_tree_xxh3},
-                  {"candidates", candidate_tables},
-                  {"summary", summary}};
-    if (!support_tree_xxh3.empty()) t.insert("support_tree_xxh3", support_tree_xxh3);
-    return t;
-}
-
-PrepareFigures PrepareFigures::from_toml(const toml::table &figures) {
-    PrepareFigures f;
-    f.manifest = required_string(figures, "manifest", "");
-    f.source = required_string(figures, "source", "");
-    f.commit = required_string(figures, "commit", "");
-    f.arch = required_string(figures, "arch", "");
-    f.baseline_tree_xxh3 = required_string(figures, "baseline_tree_xxh3", "");
-    f.support_tree_xxh3 = figures["support_tree_xxh3"].value_or(std::string());
-    f.summary = required_string(figures, "summary", "");
-    if (const toml::table *o = figures["overrides"].as_table()) {
-        f.overrides.repository = (*o)["repository"].value<std::string>();
-        f.overrides.commit = (*o)["commit"].value<std::string>();
-        f.overrides.candidate_commit = (*o)["candidate_commit"].value<std::string>();
-        f.overrides.candidate_patch = (*o)["candidate_patch"].value<std::string>();
-        if (const toml::table *named = (*o)["candidate_commits"].as_table())
-            for (const auto &[name, commit] : *named)
-                f.overrides.candidate_commits[std::string(name.str())] = commit.value_or(std::string());
-    }
-    const toml::table *candidates = figures["candidates"].as_table();
-    if (!candidates || candidates->empty()) fail(ExitCode::usage, "prepare figures: 'candidates' is missing or empty");
-    for (const auto &[name, node] : *candidates) {
-        const std::string where = "candidates." + std::string(name.str()) + ".";
-        const toml::table *c = node.as_table();
-        if (!c) fail(ExitCode::usage, "prepare figures: '" + where.substr(0, where.size() - 1) + "' is not a table");
-        f.candidates.push_back({std::string(name.str()), required_string(*c, "source", where), required_string(*c, "commit", where),
-                                required_string(*c, "patch", where), required_string(*c, "patch_sha256", where),
-                                required_string(*c, "tree_xxh3", where)});
-    }
-    return f;
-}
-
-void print_prepare_figures(const PrepareFigures &figures, const Reporter &reporter) {
-    reporter.say("  baseline  " + figures.source + " at commit " + figures.commit);
-    for (const PreparedCandidateFigures &c : figures.candidates) {
-        reporter.say("  " + c.name + std::string(c.name.size() < 9 ? 9 - c.name.size() : 0, ' ') + " " + c.source +
-                     " at commit " + c.commit);
-        reporter.say(std::string(12, ' ') + (c.patch.empty() ? "no patch" : "patch " + c.patch + " (sha256 " + c.patch_sha256 + ")"));
-    }
-}
-
-namespace {
-
 // prepare for run_stage; what it decided goes to `outcome`, for the command's own reporting.
 StageWork prepare_stage_work(StageContext &context, const PrepareRequest &request,
                              const std::shared_ptr<PrepareOutcome> &outcome) {
@@ -300,8 +220,8 @@ StageWork prepare_stage_work(StageContext &context, const PrepareRequest &reques
         swap_in(run, experiment);
         return passed_result(run, request, recorded, trees, resolved);
     };
-    work.summarize = [outcome](const Checkpoint &c, const Reporter &to) {
-        const PrepareFigures figures = PrepareFigures::from_toml(c.figures);
+    work.summarize = [outcome, &run](const Checkpoint &c, const Reporter &to) {
+        const PrepareFigures figures = PrepareFigures::from_toml(c.figures, checkpoint_path(run, Stage::prepare).string());
         if (c.status == StageStatus::passed) outcome->figures = figures;
         print_prepare_figures(figures, to);
     };
@@ -338,8 +258,9 @@ ExitCode keep_copied_run(const fs::path &root, const std::string &absent, const 
     StageContext context(root, std::nullopt);
     StageWork kept;
     kept.stage = Stage::prepare;
-    kept.summarize = [](const Checkpoint &c, const Reporter &to) {
-        print_prepare_figures(PrepareFigures::from_toml(c.figures), to);
+    kept.summarize = [checkpoint = checkpoint_path(context.run(), Stage::prepare).string()](const Checkpoint &c,
+                                                                                          const Reporter &to) {
+        print_prepare_figures(PrepareFigures::from_toml(c.figures, checkpoint), to);
     };
     kept.unavailable = Error(ExitCode::usage, "the run was prepared from " + absent +
                                                   ", which is not on this host, and its prepare checkpoint is not a "

@@ -9,6 +9,7 @@
 // next prepare cleans it up.
 #pragma once
 
+#include "figures/prepare_figures.h"
 #include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
@@ -20,36 +21,6 @@
 #include <vector>
 
 namespace s2tp {
-
-// What prepare recorded about one candidate, under [figures.candidates.<name>].
-struct PreparedCandidateFigures {
-    std::string name;
-    std::string source;        // its source kind: embedded | git
-    std::string commit;        // its tree's commit before the patch
-    std::string patch;         // the manifest's patch path ("" without a patch)
-    std::string patch_sha256;  // "" without a patch
-    std::string tree_xxh3;     // XXH3-128 over trees/<name>
-};
-
-// The figures of prepare's checkpoint (sage2tp-checkpoint(5)).
-struct PrepareFigures {
-    std::string manifest;          // absolute path of the manifest the run was prepared from
-    SourceOverrides overrides;     // prepare's --repository, --commit and --candidate-commit values
-    std::string source;            // the baseline's source kind
-    std::string commit;            // the baseline tree's commit
-    std::string arch;              // [build] arch of the manifest
-    std::string baseline_tree_xxh3;
-    std::string support_tree_xxh3;  // "" without a support tree
-    std::vector<PreparedCandidateFigures> candidates;  // by name
-    std::string summary;           // one line: sources, commits, patches
-
-    toml::table to_toml() const;
-    // Error(usage) naming the key when a figure is missing or of the wrong type.
-    static PrepareFigures from_toml(const toml::table &figures);
-};
-
-// The human summary: the baseline line, then one line per candidate.
-void print_prepare_figures(const PrepareFigures &figures, const Reporter &reporter);
 
 struct PrepareRequest {
     std::filesystem::path manifest;  // recorded in the figures (the experiment was loaded from it)

@@ -10,9 +10,8 @@
 #include "support/errors.h"
 #include "support/table_printer.h"
 
-#include <algorithm>
-#include <iomanip>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace s2tp {
@@ -138,6 +137,20 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
     if (cluster)
         for (Row &row : cluster_rows(*cluster)) rows.push_back(std::move(row));
 
+    // Text and markdown print the same tables: the time figures' rows, then the gate's conditions and the
+    // cluster's tasks, each its own table.
+    const auto section_table = [&rows](const std::string &section, std::vector<TableColumn> columns) {
+        TextTable table{std::move(columns), {}};
+        for (const Row &row : rows)
+            if (row.section == section)
+                table.rows.push_back(table.columns.size() == 2 ? std::vector<std::string>{row.name, row.value}
+                                                               : std::vector<std::string>{row.name, row.status, row.value});
+        return std::pair{section, table};
+    };
+    const std::vector<std::pair<std::string, TextTable>> tables{
+        section_table("time", {{"time"}, {"value"}}), section_table("gate", {{"gate condition"}, {"status"}, {"figure"}}),
+        section_table("cluster", {{"cluster task"}, {"slurm"}, {"verdict"}})};
+
     std::ostringstream out;
     if (format == "json") {
         toml::table sections{{"command", "report"}, {"run_dir", run.root().string()}};
@@ -154,31 +167,12 @@ std::string pull_request_report(const RunDirectory &run, const std::string &form
         out << table_csv(table);
     } else if (format == "markdown") {
         out << "### sage2tp: candidate vs baseline\n";
-        // The time figures' rows, then the gate's conditions and the cluster's tasks, each its own table.
-        for (const auto &[section, columns] :
-             {std::pair<const char *, std::vector<TableColumn>>{"time", {{"time"}, {""}}},
-              {"gate", {{"gate condition"}, {"status"}, {"figure"}}},
-              {"cluster", {{"cluster task"}, {"slurm"}, {"verdict"}}}}) {
-            TextTable table{columns, {}};
-            for (const Row &row : rows)
-                if (row.section == section)
-                    table.rows.push_back(columns.size() == 2 ? std::vector<std::string>{row.name, row.value}
-                                                             : std::vector<std::string>{row.name, row.status, row.value});
-            if (!table.rows.empty() || (section == std::string("time") && gate.read.checkpoint))
-                out << "\n" << table_markdown(table);
-        }
+        for (const auto &[section, table] : tables)
+            if (!table.rows.empty() || (section == "time" && gate.read.checkpoint)) out << "\n" << table_markdown(table);
     } else {
-        // The cluster rows' names are longer than the time and gate rows' 20 columns: theirs fit the longest.
-        std::size_t cluster_width = 20;
-        for (const Row &row : rows)
-            if (row.section == "cluster") cluster_width = std::max(cluster_width, row.name.size() + 2);
-        std::string section;
-        for (const Row &row : rows) {
-            if (row.section != section) out << (section.empty() ? "" : "\n") << (section = row.section) << ":\n";
-            out << "  " << std::left << std::setw(static_cast<int>(row.section == "cluster" ? cluster_width : 20)) << row.name;
-            if (!row.status.empty()) out << std::setw(13) << row.status;
-            out << row.value << "\n";
-        }
+        bool first = true;
+        for (const auto &[section, table] : tables)
+            if (!table.rows.empty()) out << (std::exchange(first, false) ? "" : "\n") << table_text(table, TextLayout{"", 2, true});
     }
     return out.str();
 }
