@@ -495,7 +495,7 @@ GateEvidence several_models_evidence(double h100_ratio_hi) {
 }
 
 TEST(GateSeveralGpuModels, EveryGpuHasItsOwnSpeedConditionsAndAllMustPass) {
-    const GateResult both = evaluate_gate(several_models_evidence(0.99), default_thresholds());
+    const GateResult both = evaluate_gate(several_models_evidence(0.99), default_gate_thresholds());
     EXPECT_TRUE(both.passed);
     EXPECT_EQ(condition(both, "relative-speed GPU 0 NVIDIA H200").status, GateStatus::pass);
     EXPECT_EQ(condition(both, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::pass);
@@ -503,7 +503,7 @@ TEST(GateSeveralGpuModels, EveryGpuHasItsOwnSpeedConditionsAndAllMustPass) {
     for (const GateCondition &c : both.conditions) EXPECT_NE(c.name, "relative-speed") << "no verdict across GPUs";
 
     // The H100's interval reaches 1: that GPU fails, and with it the run, which names it.
-    const GateResult one_slow = evaluate_gate(several_models_evidence(1.001), default_thresholds());
+    const GateResult one_slow = evaluate_gate(several_models_evidence(1.001), default_gate_thresholds());
     EXPECT_FALSE(one_slow.passed);
     EXPECT_EQ(condition(one_slow, "relative-speed GPU 0 NVIDIA H200").status, GateStatus::pass);
     EXPECT_EQ(condition(one_slow, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::fail);
@@ -515,13 +515,13 @@ TEST(GateSeveralGpuModels, AGpuWithoutARatioBlocks) {
     GateEvidence e = several_models_evidence(0.99);
     e.gpu_timings[1].candidate_vs_baseline.reset();
     e.gpu_timings[1].candidate_p50_ms.reset();
-    const GateResult result = evaluate_gate(e, default_thresholds());
+    const GateResult result = evaluate_gate(e, default_gate_thresholds());
     EXPECT_EQ(condition(result, "relative-speed GPU 1 NVIDIA H100 80GB HBM3").status, GateStatus::not_checked);
     EXPECT_FALSE(result.passed);
 }
 
 TEST(GateSeveralGpuModels, TheP50BoundHoldsOnEachGpu) {
-    GateThresholds t;
+    GateThresholds t = default_gate_thresholds();
     t.max_candidate_p50_ms = 150;
     const GateResult result = evaluate_gate(several_models_evidence(0.99), t);
     EXPECT_EQ(condition(result, "candidate-p50 GPU 0 NVIDIA H200").status, GateStatus::pass);
