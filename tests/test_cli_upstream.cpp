@@ -84,7 +84,7 @@ std::set<std::string> attention_entries(const fs::path &log, const std::string &
 
 // The user's own experiment, as shipped: upstream at the pinned commit against the same plus the
 // temporal-pair patch, which adds a trailing template option to the kernel.
-TEST_F(Upstream, TemporalPairBuildsForHopperAndSparkThenCleanRemovesTheWorktrees) {
+TEST_F(Upstream, TemporalPairBuildsForSparkThenCleanRemovesTheWorktrees) {
     ProcessResult r = prepare(source_root / "data/experiments/sageattention-temporal-pair.toml", "pair");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const Checkpoint prepared = checkpoint("pair", "01-prepare.toml");
@@ -100,8 +100,11 @@ TEST_F(Upstream, TemporalPairBuildsForHopperAndSparkThenCleanRemovesTheWorktrees
     // The user's checkout is untouched: its own work tree stays clean.
     EXPECT_EQ(git({"status", "--porcelain"}).out, "");
 
-    for (const std::string arch : {"sm_90a", "sm_121a"}) {
-        r = sage2tp({"build", "--run", "pair", "--arch", arch});
+    // The manifest's own arch, the DGX Spark's: two compiles of about a minute each on two cores. --arch is
+    // cli_build's to check, for every arch (this launcher's sm_90a build is what the GPU checks carry).
+    {
+        const std::string arch = "sm_121a";
+        r = sage2tp({"build", "--run", "pair"});
         std::cout << "---- sage2tp build --arch " << arch << "\n" << r.out << r.err << std::flush;
         const Checkpoint built = checkpoint("pair", "02-build.toml");
         for (const auto &reason : built.reasons)
