@@ -202,7 +202,13 @@ TEST(TimeSetPlan, TheGpuSuitesSmallSetLoads) {
 // Several GPUs over a set: one model is timed shape by shape on every GPU; two models are refused,
 // naming both, before anything is timed.
 TEST(SetTimeGpus, ASetOnGpusOfSeveralModelsIsRefusedNamingThem) {
-    DeviceFacts h200a{0, "NVIDIA H200"}, h200b{1, "NVIDIA H200"}, h100{2, "NVIDIA H100 80GB HBM3"};
+    auto gpu = [](int index, const char *name) {
+        DeviceFacts facts;
+        facts.index = index;
+        facts.name = name;
+        return facts;
+    };
+    const DeviceFacts h200a = gpu(0, "NVIDIA H200"), h200b = gpu(1, "NVIDIA H200"), h100 = gpu(2, "NVIDIA H100 80GB HBM3");
     EXPECT_NO_THROW(check_set_gpus({h200a, h200b}, "wan21-14b"));
     EXPECT_NO_THROW(check_set_gpus({h200a}, "wan21-14b"));
     try {
