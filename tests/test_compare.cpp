@@ -10,6 +10,7 @@
 #include "pipeline/stage_pipeline.h"
 #include "figures/gate_figures.h"
 #include "views/run_comparison.h"
+#include "views/run_regression.h"
 #include "figures/set_time_figures.h"
 #include "figures/time_figures.h"
 #include "support/errors.h"
@@ -199,9 +200,10 @@ TEST_F(CompareTest, MarkdownIsOneTableWithAHeaderAndADelimiterRow) {
     ASSERT_GE(lines.size(), 7u) << md;
     EXPECT_EQ(lines[0], "### sage2tp compare: 2 runs");
     EXPECT_EQ(lines[2].rfind("| run | candidate | workload |", 0), 0u) << lines[2];
-    EXPECT_EQ(lines[3], "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // Two runs: the column "change" of the second run's rows against the first's.
+    EXPECT_EQ(lines[3], "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (std::size_t i = 2; i < 7; ++i)
-        EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), '|'), 13) << lines[i];
+        EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), '|'), 14) << lines[i];
     EXPECT_NE(lines[4].find("| tp-two | temporal-pair | wan21-14b-block24 | sm_90a | NVIDIA H200 |"), std::string::npos)
         << lines[4];
     EXPECT_NE(lines[6].find("| tp-untimed | - |"), std::string::npos) << lines[6];
@@ -221,19 +223,21 @@ TEST_F(CompareTest, CsvKeepsEveryNumberInItsOwnColumnAndEveryStateInItsRow) {
         return out;
     };
     const std::vector<std::string> header = fields(lines[0]);
-    ASSERT_EQ(header.size(), 19u);
+    ASSERT_EQ(header.size(), 23u);  // with the four change columns of two runs
+    EXPECT_EQ(header[14], "change_median");
+    EXPECT_EQ(header[17], "change_class");
     for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(fields(lines[i]).size(), header.size()) << lines[i];
     const std::vector<std::string> second = fields(lines[2]);
     EXPECT_EQ(second[2], "second-v-buffer");
     EXPECT_EQ(second[10], "54.901");
     EXPECT_EQ(second[11], "0.989");
     EXPECT_EQ(second[13], "0.9912");
-    EXPECT_EQ(second[17], "ok");
-    EXPECT_EQ(second[18], "PASS");
+    EXPECT_EQ(second[21], "ok");
+    EXPECT_EQ(second[22], "PASS");
     const std::vector<std::string> untimed = fields(lines[3]);
     EXPECT_EQ(untimed[0], "tp-untimed");
     EXPECT_EQ(untimed[9], "");  // no baseline p50: empty, not 0
-    EXPECT_EQ(untimed[17], "missing");
+    EXPECT_EQ(untimed[21], "missing");
 }
 
 TEST_F(CompareTest, JsonLeavesOutWhatNoCheckpointRecorded) {
@@ -403,6 +407,72 @@ TEST_F(CompareTest, AnUnknownFormatIsAUsageError) {
     }
 }
 
+// ---- across commits (views/run_regression.h) ----
+
+// A run of one candidate whose ratio is `r`, timed and nothing else.
+void write_timed_run(const fs::path &root, const std::optional<RatioFigures> &r) {
+    ChainedRun run(root);
+    run.write_chain_to(Stage::parity);
+    TimeFigures f;
+    f.baseline = arm(55.5);
+    CandidateTimeFigures &pair = f.candidate_or_add("temporal-pair");
+    pair.timing = arm(74.6);
+    pair.ratio = r;
+    run.write(Stage::time, StageStatus::passed, f.to_toml());
+}
+
+ChangeClass class_against(const fs::path &dir, const RatioFigures &base, const std::optional<RatioFigures> &now,
+                          double band = default_change_band) {
+    write_timed_run(dir / "base", base);
+    write_timed_run(dir / "now", now);
+    const std::vector<CandidateChange> changes =
+        classify_changes({compare_run(dir / "base"), compare_run(dir / "now")}, band);
+    EXPECT_EQ(changes.size(), 1u);
+    return changes.empty() ? ChangeClass::unknown : changes.front().verdict;
+}
+
+// Issue 39 item 6: SLOW and FAST only beyond the band and beyond the noise, SAME otherwise, UNKNOWN
+// without a ratio on either side.
+TEST_F(CompareTest, ALaterRunsRatioIsClassifiedAgainstTheFirstRunsBeyondBandAndNoise) {
+    const RatioFigures base = ratio(1.00, 0.99, 1.01);
+    EXPECT_EQ(class_against(dir_ / "slow", base, ratio(1.05, 1.04, 1.06)), ChangeClass::slow);
+    EXPECT_EQ(class_against(dir_ / "fast", base, ratio(0.95, 0.94, 0.96)), ChangeClass::fast);
+    EXPECT_EQ(class_against(dir_ / "in-band", base, ratio(1.015, 1.014, 1.016)), ChangeClass::same)
+        << "1.5% is within the 2% band";
+    EXPECT_EQ(class_against(dir_ / "noisy", base, ratio(1.05, 0.98, 1.12)), ChangeClass::same)
+        << "beyond the band, but its interval reaches below 1";
+    EXPECT_EQ(class_against(dir_ / "narrow-band", base, ratio(1.015, 1.014, 1.016), 0.01), ChangeClass::slow);
+    EXPECT_EQ(class_against(dir_ / "untimed", base, std::nullopt), ChangeClass::unknown);
+}
+
+TEST_F(CompareTest, TheChangeIntervalIsTheWidestTheTwoIntervalsAllowAndEveryTableShowsIt) {
+    write_timed_run(dir_ / "base", ratio(1.00, 0.99, 1.01));
+    write_timed_run(dir_ / "now", ratio(1.05, 1.04, 1.06));
+    std::vector<ComparedRun> runs{compare_run(dir_ / "base"), compare_run(dir_ / "now")};
+    const std::vector<CandidateChange> changes = classify_changes(runs, default_change_band);
+    ASSERT_EQ(changes.size(), 1u);
+    ASSERT_TRUE(changes[0].change);
+    EXPECT_DOUBLE_EQ(changes[0].change->median, 1.05);
+    EXPECT_DOUBLE_EQ(changes[0].change->lo, 1.04 / 1.01);
+    EXPECT_DOUBLE_EQ(changes[0].change->hi, 1.06 / 0.99);
+    attach_changes(runs, changes);
+    const std::string text = comparison_table(runs, "text");
+    EXPECT_NE(text.find("CHANGE"), std::string::npos) << text;
+    EXPECT_NE(text.find("base"), std::string::npos) << text;
+    EXPECT_NE(text.find("+5.0% SLOW"), std::string::npos) << text;
+    const std::vector<std::string> csv = lines_of(comparison_table(runs, "csv"));
+    ASSERT_EQ(csv.size(), 3u);
+    EXPECT_NE(csv[0].find("ratio_ci_high,change_median,change_ci_low,change_ci_high,change_class,aa_median"),
+              std::string::npos) << csv[0];
+    EXPECT_NE(csv[2].find(",1.05,"), std::string::npos) << csv[2];
+    EXPECT_NE(csv[2].find(",SLOW,"), std::string::npos) << csv[2];
+    const toml::table json = comparison_json(runs);
+    EXPECT_EQ(json["runs"][1]["candidates"][0]["change_class"].value_or(std::string()), "SLOW");
+    EXPECT_DOUBLE_EQ(json["runs"][1]["candidates"][0]["change"]["median"].value_or(0.0), 1.05);
+    EXPECT_EQ(lines_of(comparison_table({runs[0]}, "text"))[0].find("CHANGE"), std::string::npos)
+        << "one run has nothing to compare against";
+}
+
 // ---- the binary ----
 
 class CompareCli : public CompareTest {
@@ -458,7 +528,9 @@ TEST_F(CompareCli, ShowsTheRowsOfEachGpuOfSeveralModels) {
     run.write(Stage::time, StageStatus::passed, several_model_time());
     const ProcessResult r = sage2tp({"compare", "tp-two", "tp-gpus"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, comparison_table({compare_run(runs_ / "tp-two"), compare_run(runs_ / "tp-gpus")}, "text"));
+    std::vector<ComparedRun> runs{compare_run(runs_ / "tp-two"), compare_run(runs_ / "tp-gpus")};
+    attach_changes(runs, classify_changes(runs, default_change_band));
+    EXPECT_EQ(r.out, comparison_table(runs, "text"));
     EXPECT_NE(r.out.find("GPU 1 NVIDIA H100 80GB HBM3"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("1.0210"), std::string::npos) << r.out;
 }
@@ -511,6 +583,46 @@ TEST_F(CompareCli, UsageErrorsExitTwoAndMissingRunsFour) {
     r = sage2tp({"compare", "--help"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("sage2tp compare"), std::string::npos);
+}
+
+// Issue 39 item 6: CI fails a commit whose candidate became slower, and only then.
+TEST_F(CompareCli, FailOnSlowExitsOneNamingTheSlowCandidate) {
+    write_timed_run(runs_ / "release", ratio(1.00, 0.99, 1.01));
+    write_timed_run(runs_ / "head-slow", ratio(1.05, 1.04, 1.06));
+    write_timed_run(runs_ / "head-same", ratio(1.003, 0.995, 1.011));
+    ProcessResult r = sage2tp({"compare", "--fail-on", "slow", "release", "head-slow"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.out.find("+5.0% SLOW"), std::string::npos) << "the table is printed all the same: " << r.out;
+    EXPECT_NE(r.err.find("head-slow: temporal-pair is SLOW: its ratio changed +5.00% against release"),
+              std::string::npos) << r.err;
+    r = sage2tp({"compare", "--fail-on", "slow", "release", "head-same"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("SAME"), std::string::npos) << r.out;
+    r = sage2tp({"compare", "--fail-on", "slow", "--band", "0.1", "release", "head-slow"});
+    EXPECT_EQ(r.exit_code, 0) << "+5% is within a 10% band: " << r.err;
+    r = sage2tp({"compare", "release", "head-slow"});
+    EXPECT_EQ(r.exit_code, 0) << "without --fail-on the class is only shown";
+    r = sage2tp({"compare", "--fail-on", "slow", "release", "tp-untimed"});
+    EXPECT_EQ(r.exit_code, 0) << "a run naming no candidate has nothing to classify: " << r.err;
+    r = sage2tp({"compare", "--fail-on", "slow", "release", "tp-two"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("tp-two: second-v-buffer is UNKNOWN against release: release has no candidate second-v-buffer"),
+              std::string::npos) << "no evidence is no pass: " << r.err;
+    r = sage2tp({"compare", "--json", "--fail-on", "slow", "release", "head-slow"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("\"change_class\" : \"SLOW\""), std::string::npos) << r.out;
+
+    r = sage2tp({"compare", "--fail-on", "slow", "release"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("needs two runs or more"), std::string::npos) << r.err;
+    r = sage2tp({"compare", "--fail-on", "fast", "release", "head-slow"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--fail-on 'fast': expected slow"), std::string::npos) << r.err;
+    for (const char *band : {"0", "1", "-0.1", "1e9"}) {
+        r = sage2tp({"compare", "--band", band, "release", "head-slow"});
+        EXPECT_EQ(r.exit_code, 2) << band;
+        EXPECT_NE(r.err.find("--band must be in (0, 1)"), std::string::npos) << band << ": " << r.err;
+    }
 }
 
 // Issue 26: report takes --output FILE as compare does: the report there, nothing on stdout, and a path

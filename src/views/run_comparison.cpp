@@ -156,22 +156,36 @@ std::string clock_text(const ComparedRun &run) {
 
 std::string state_text(const CheckpointUse &use) { return use.note.empty() ? use.state : use.state + ": " + use.note; }
 
-// The text and markdown columns: each interval in one cell, its confidence level inside it.
-const std::vector<TableColumn> &table_columns() {
-    static const std::vector<TableColumn> columns{
+// The text and markdown columns: each interval in one cell, its confidence level inside it; with several
+// runs, the change of each later run's candidates against the first run's.
+std::vector<TableColumn> table_columns(bool with_change) {
+    std::vector<TableColumn> columns{
         {"run"},    {"candidate"},       {"workload"},         {"arch"},  {"gpu"}, {"sm_mhz"},
         {"baseline_p50_ms"}, {"candidate_p50_ms"}, {"ratio"}, {"aa"},    {"time"}, {"gate"}};
+    if (with_change) columns.insert(columns.begin() + 9, TableColumn{"change"});
     return columns;
 }
 
 // The CSV columns: each number in a column of its own, so that a spreadsheet can sort and plot them.
-const std::vector<TableColumn> &csv_columns() {
-    static const std::vector<TableColumn> columns{
+std::vector<TableColumn> csv_columns(bool with_change) {
+    std::vector<TableColumn> columns{
         {"run"},          {"run_dir"},          {"candidate"},        {"workload"},         {"arch"},
         {"gpu"},          {"sm_clock_min_mhz"}, {"sm_clock_median_mhz"}, {"sm_clock_max_mhz"}, {"baseline_p50_ms"},
         {"candidate_p50_ms"}, {"ratio_median"}, {"ratio_ci_low"},     {"ratio_ci_high"},    {"aa_median"},
         {"aa_ci_low"},    {"aa_ci_high"},       {"time"},             {"gate"}};
+    if (with_change)
+        for (const char *name : {"change_class", "change_ci_high", "change_ci_low", "change_median"})
+            columns.insert(columns.begin() + 14, TableColumn{name});
     return columns;
+}
+
+bool with_change(const std::vector<ComparedRun> &runs) { return runs.size() > 1; }
+
+// The change cell: "base" on the first run's rows, "-3.1% FAST" or "UNKNOWN" on a later run's.
+std::string change_cell(const ComparedRun &first, const ComparedRun &run, const ComparedCandidate *c) {
+    if (&run == &first) return "base";
+    if (!c || c->change_class.empty()) return missing_figure;
+    return c->change ? signed_percent(c->change->median - 1, 1) + " " + c->change_class : c->change_class;
 }
 
 // Calls row(run, candidate) once per candidate of each run, and row(run, nullptr) once for a run that
@@ -192,13 +206,15 @@ std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const 
 // The text and markdown rows: the time and gate columns hold the state alone, and the notes follow the
 // table (csv carries them in its cells instead, so that every row stands alone).
 TextTable comparison_rows(const std::vector<ComparedRun> &runs) {
-    TextTable table{table_columns(), {}};
+    TextTable table{table_columns(with_change(runs)), {}};
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
-        table.rows.push_back({run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch),
-                        or_dash(gpu_cell(run, c)), clock_text(run), fixed_or_missing(baseline_p50_of(run, c), 3),
-                        c ? fixed_or_missing(c->p50_ms, 3) : "-", c ? interval_cell(c->ratio) : "-",
-                        interval_cell(aa_of(run, c)), run.time.state,
-                        gate_cell(run, c, run.gate.state)});
+        std::vector<std::string> row{run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch),
+                                     or_dash(gpu_cell(run, c)), clock_text(run), fixed_or_missing(baseline_p50_of(run, c), 3),
+                                     c ? fixed_or_missing(c->p50_ms, 3) : "-", c ? interval_cell(c->ratio) : "-",
+                                     interval_cell(aa_of(run, c)), run.time.state,
+                                     gate_cell(run, c, run.gate.state)};
+        if (with_change(runs)) row.insert(row.begin() + 9, change_cell(runs.front(), run, c));
+        table.rows.push_back(std::move(row));
     });
     return table;
 }
@@ -234,7 +250,7 @@ std::string markdown_table(const std::vector<ComparedRun> &runs) {
 }
 
 std::string csv_table(const std::vector<ComparedRun> &runs) {
-    TextTable table{csv_columns(), {}};
+    TextTable table{csv_columns(with_change(runs)), {}};
     const auto number = [](const std::optional<double> &v) { return v ? shortest(*v) : std::string(); };
     const auto interval = [&](const std::optional<RatioInterval> &ci) -> std::vector<std::string> {
         if (!ci) return {"", "", ""};
@@ -254,6 +270,11 @@ std::string csv_table(const std::vector<ComparedRun> &runs) {
                                      c ? number(c->p50_ms) : ""};
         for (const std::optional<RatioInterval> &ci : {c ? c->ratio : std::nullopt, aa_of(run, c)})
             for (std::string &cell : interval(ci)) row.push_back(std::move(cell));
+        if (with_change(runs)) {
+            std::vector<std::string> change = interval(c ? c->change : std::nullopt);
+            change.push_back(c ? c->change_class : "");
+            row.insert(row.begin() + 14, change.begin(), change.end());
+        }
         row.push_back(state_text(run.time));
         row.push_back(gate_cell(run, c, state_text(run.gate)));
         table.rows.push_back(std::move(row));
@@ -374,6 +395,8 @@ toml::table comparison_json(const std::vector<ComparedRun> &runs) {
             if (c.p50_ms) candidate.insert("p50_ms", *c.p50_ms);
             if (c.ratio) candidate.insert("ratio", interval_table(*c.ratio));
             if (!c.verdict.empty()) candidate.insert("verdict", c.verdict);
+            if (c.change) candidate.insert("change", interval_table(*c.change));
+            if (!c.change_class.empty()) candidate.insert("change_class", c.change_class);
             candidates.push_back(candidate);
         }
         entry.insert("candidates", candidates);

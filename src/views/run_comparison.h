@@ -48,6 +48,10 @@ struct ComparedCandidate {
     std::string gpu;
     std::optional<double> gpu_baseline_p50_ms;
     std::optional<RatioInterval> gpu_aa;
+    // In a run after the first compared: the change of its ratio against the same candidate of the first
+    // run, and its class, FAST | SLOW | SAME | UNKNOWN (views/run_regression.h); unset and "" otherwise.
+    std::optional<RatioInterval> change;
+    std::string change_class;
 };
 
 struct ComparedRun {
@@ -85,6 +89,7 @@ std::vector<std::filesystem::path> select_compared_runs(const std::vector<std::s
 ComparedRun compare_run(const std::filesystem::path &root);
 
 // One row per candidate of each run (one row with candidate "-" for a run whose checkpoints name none;
+// with several runs, a column "change" of each later run's candidates against the first run's;
 // on GPUs of several models, one per candidate and GPU, the gpu column naming it),
 // then in text and markdown the notes: each checkpoint's reason where it has one (failed, skipped, stale,
 // untrusted), the gate's overall line where it did not pass, and each run's per-GPU table. format: text | markdown | csv, else
