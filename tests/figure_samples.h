@@ -140,6 +140,7 @@ inline TimeFigures time() {
     f.device_name = "NVIDIA H200", f.arch = "sm_90a";
     f.baseline_sha256 = std::string(64, 'a'), f.expected_sha256 = std::string(64, 'b');
     f.replaced_pin = std::string(64, 'c'), f.outputs_match = true;
+    f.pinned_kernel = "sageattention-sm90-accum-f32-fuse-v-scale", f.recorded_pin = false;
     f.baseline_accuracy = accuracy(), f.baseline_accuracy_passed = true, f.baseline_accuracy_conditions = "cosine ok";
     f.baseline = arm(55.0), f.baseline_control = arm(55.1), f.aa = ratio(1.0);
     CandidateTimeFigures &c = f.candidate_or_add("fast");

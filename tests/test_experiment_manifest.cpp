@@ -217,18 +217,19 @@ TEST_F(ManifestErrors, RepositoryIsOnlyForGitSources) {
 TEST_F(ManifestErrors, RunPinsOverrideTheManifestsAndLeaveItAlone) {
     WorkloadSpec workload;
     const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
-    workload.expected_sha256 = {{"sm_90a", a}};
+    const PinKey sm89{bare_pin_kernel, "sm_90a"}, spark{bare_pin_kernel, "sm_121a"};
+    workload.expected_sha256 = {{sm89, a}};
     const fs::path pins = dir_ / "pins.toml";
     // The manifest's pin is the one replaced first; the second pin replaces the run's own.
-    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_90a", b), a);
-    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_90a", c), b);
-    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_121a", a), std::nullopt);
-    EXPECT_EQ(pin_expected_output_sha256(pins, workload, "sm_121a", a), std::nullopt);  // the same pin again
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, sm89, b), a);
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, sm89, c), b);
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, spark, a), std::nullopt);
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, spark, a), std::nullopt);  // the same pin again
     WorkloadSpec applied = workload;
     apply_run_pins(applied, pins);
-    EXPECT_EQ(expected_output_sha256(applied, "sm_90a"), c);
-    EXPECT_EQ(expected_output_sha256(applied, "sm_121a"), a);
-    EXPECT_EQ(expected_output_sha256(workload, "sm_90a"), a);
+    EXPECT_EQ(expected_output_sha256(applied, sm89), c);
+    EXPECT_EQ(expected_output_sha256(applied, spark), a);
+    EXPECT_EQ(expected_output_sha256(workload, sm89), a);
 
     std::ofstream(pins) << "[expected_sha256]\nsm_90a = \"XYZ\"\n";
     try {
@@ -238,6 +239,26 @@ TEST_F(ManifestErrors, RunPinsOverrideTheManifestsAndLeaveItAlone) {
         EXPECT_EQ(e.code(), ExitCode::usage);
         EXPECT_NE(std::string(e.what()).find("pins.toml:2: [expected_sha256] 'sm_90a'"), std::string::npos) << e.what();
     }
+}
+
+// Issue 39 item 3: a pin belongs to a kernel. Upstream's sm90 kernel pinned on sm_90a neither replaces
+// nor is checked against the sm89 kernel's pin on the same arch, and the pins file names its kernel.
+TEST_F(ManifestErrors, APinBelongsToItsKernelNotOnlyToTheArch) {
+    WorkloadSpec workload;
+    const std::string sm89_sha(64, 'a'), sm90_sha(64, 'b');
+    const PinKey sm89{bare_pin_kernel, "sm_90a"}, sm90{"sageattention-sm90-accum-f32-fuse-v-scale", "sm_90a"};
+    workload.expected_sha256 = {{sm89, sm89_sha}};
+    EXPECT_EQ(expected_output_sha256(workload, sm90), std::nullopt) << "the sm89 kernel's pin is not the sm90 kernel's";
+    const fs::path pins = dir_ / "pins.toml";
+    EXPECT_EQ(pin_expected_output_sha256(pins, workload, sm90, sm90_sha), std::nullopt) << "nothing replaced";
+    WorkloadSpec applied = workload;
+    apply_run_pins(applied, pins);
+    EXPECT_EQ(expected_output_sha256(applied, sm89), sm89_sha);
+    EXPECT_EQ(expected_output_sha256(applied, sm90), sm90_sha);
+    std::ifstream in(pins);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_NE(text.find("[expected_sha256.sageattention-sm90-accum-f32-fuse-v-scale]\nsm_90a = '" + sm90_sha + "'"),
+              std::string::npos) << text;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "formats/demangled_name.h"
 #include "formats/ptxas_report.h"
 #include "gpu/kernel_abi.h"
+#include "model/workload_set.h"
 #include "formats/tensor_io.h"
 #include "golden/golden_cases_file.h"
 #include "model/host_quantizer.h"
@@ -218,6 +219,17 @@ std::vector<std::string> sm80_entries() {
     for (std::string line; std::getline(in, line);)
         if (!line.empty()) names.push_back(line);
     return names;
+}
+
+// Issue 39 item 3: a pin is named by the kernel it belongs to. Each upstream adapter is a kernel of its
+// own; the embedded kernels, which reproduce upstream's default sm89 launcher byte for byte, share its
+// pins, which are the bare entries of [expected_sha256].
+TEST(KernelAbiRegistry, EachAdapterNamesTheKernelItsOutputPinsBelongTo) {
+    for (const std::string &name : kernel_abi_names()) {
+        const std::string pinned = kernel_abi(name, "test").pinned_kernel();
+        EXPECT_EQ(pinned, name == "sage2tp" ? std::string(bare_pin_kernel) : name) << name;
+        EXPECT_NO_THROW(kernel_abi(pinned, "test")) << "a pin's kernel is an adapter's name: " << pinned;
+    }
 }
 
 TEST(KernelAbiRegistry, KnowsEveryAdapterAndListsThemForAnUnknownOne) {

@@ -255,7 +255,7 @@ TEST(FigureFields, TimeFiguresWriteEveryKeyAndReadItBack) {
                                 "baseline_accuracy_passed", "baseline_control", "budget_seconds", "candidate_order",
                                 "candidates", "device", "device_name", "footprint_bytes", "l2_flushed",
                                 "measure_seconds", "min_rounds", "ncu", "order_seed", "repeats", "rounds",
-                                "sha256.baseline", "sha256.expected", "sha256.match", "sha256.replaced_pin", "shape",
+                                "sha256.baseline", "sha256.expected", "sha256.match", "sha256.pinned_kernel", "sha256.recorded_pin", "sha256.replaced_pin", "shape",
                                 "sm_clock_mhz.max", "sm_clock_mhz.median", "sm_clock_mhz.min", "stopped_by",
                                 "summary", "target_half_width", "throttled_rounds", "warmup_launches", "workload"},
                                {"sha256", "sm_clock_mhz"});

@@ -3,6 +3,9 @@
 // timing, too few rounds; and the measurement file a --repeat child hands its parent.
 #include "stages/time_stage.h"
 
+#include "build_config.h"
+#include "model/experiment_manifest.h"
+
 #include "scratch_directory.h"
 #include "support/errors.h"
 
@@ -15,6 +18,7 @@ namespace s2tp::unit_time_stage {
 namespace {
 
 const std::vector<std::string> arms = arm_names({"wide-v", "same-sm"});
+const PinKey sm89{bare_pin_kernel, "sm_90a"};
 
 std::vector<OutputDigest> all_equal() { return {{"aa", 0}, {"aa", 0}, {"aa", 0}, {"aa", 0}}; }
 
@@ -25,8 +29,8 @@ bool mentions(const std::vector<std::string> &reasons, const std::string &text) 
 }
 
 TEST(TimeStopConditions, MatchingOutputsPassEveryCheck) {
-    EXPECT_TRUE(first_output_failures(arms, all_equal(), std::string("aa"), false, "sm_90a").empty());
-    EXPECT_TRUE(first_output_failures(arms, all_equal(), std::nullopt, false, "sm_90a").empty());
+    EXPECT_TRUE(first_output_failures(arms, all_equal(), std::string("aa"), false, sm89).empty());
+    EXPECT_TRUE(first_output_failures(arms, all_equal(), std::nullopt, false, sm89).empty());
     EXPECT_TRUE(changed_output_reasons(arms, all_equal(), all_equal(), "").empty());
 }
 
@@ -36,7 +40,7 @@ TEST(TimeStopConditions, UnwrittenOutputsNameTheArmAndTheCount) {
     const std::vector<std::string> reasons = unwritten_output_reasons(arms, first);
     ASSERT_EQ(reasons.size(), 1u);
     EXPECT_NE(reasons[0].find("same-sm left 128 output elements unwritten"), std::string::npos) << reasons[0];
-    EXPECT_TRUE(mentions(first_output_failures(arms, first, std::nullopt, false, "sm_90a"), "unwritten"));
+    EXPECT_TRUE(mentions(first_output_failures(arms, first, std::nullopt, false, sm89), "unwritten"));
 }
 
 TEST(TimeStopConditions, AControlThatDiffersMeansANondeterministicBaseline) {
@@ -61,13 +65,17 @@ TEST(TimeStopConditions, EachDifferingCandidateIsNamed) {
 }
 
 TEST(TimeStopConditions, APinMismatchFailsUnlessRePinning) {
-    EXPECT_FALSE(pin_mismatch_reason("aa", std::nullopt, "sm_90a")) << "nothing pinned: nothing to differ from";
-    EXPECT_FALSE(pin_mismatch_reason("aa", std::string("aa"), "sm_90a"));
-    const auto reason = pin_mismatch_reason("aa", std::string("ff"), "sm_90a");
+    EXPECT_FALSE(pin_mismatch_reason("aa", std::nullopt, sm89)) << "nothing pinned: nothing to differ from";
+    EXPECT_FALSE(pin_mismatch_reason("aa", std::string("aa"), sm89));
+    const auto reason = pin_mismatch_reason("aa", std::string("ff"), sm89);
     ASSERT_TRUE(reason);
-    EXPECT_NE(reason->find("pinned for sm_90a (ff)"), std::string::npos) << *reason;
-    EXPECT_FALSE(first_output_failures(arms, all_equal(), std::string("ff"), false, "sm_90a").empty());
-    EXPECT_TRUE(first_output_failures(arms, all_equal(), std::string("ff"), true, "sm_90a").empty())
+    // Issue 39 item 3: the message names the kernel that ran and the kernel the pin is of.
+    EXPECT_NE(reason->find("the baseline, kernel sageattention-sm89 built for sm_90a, gave output sha256 aa, but the "
+                           "workload pins ff for kernel sageattention-sm89 on sm_90a"),
+              std::string::npos)
+        << *reason;
+    EXPECT_FALSE(first_output_failures(arms, all_equal(), std::string("ff"), false, sm89).empty());
+    EXPECT_TRUE(first_output_failures(arms, all_equal(), std::string("ff"), true, sm89).empty())
         << "under --pin the earlier pin is replaced, not checked";
 }
 
@@ -121,7 +129,7 @@ TEST(TimeRepeats, AChildsRequestCarriesTheDerivedBudgetAndSeed) {
     settings.min_rounds = 20;
     settings.target_half_width = 0.0005;
     const TimeStageInputs inputs{run, WorkloadSpec{}, std::nullopt, BuiltKernels{}, DeviceFacts{}, settings, 100,
-                                 std::nullopt, false, false, {}, 0, 1, {}, {}};
+                                 std::nullopt, false, false, false, {}, 0, 1, {}, {}};
     const RepeatChildRequest request = RepeatChildRequest::of_repeat(inputs, 4, "/runs/r/reports/time-repeat-5.toml");
     EXPECT_DOUBLE_EQ(request.budget_seconds, 0.6);
     EXPECT_EQ(request.order_seed, 104u);
@@ -196,11 +204,13 @@ TimingSettings several_gpu_settings() {
 TimeStageInputs several_gpu_inputs(const RunDirectory &run, std::vector<DeviceFacts> gpus, std::size_t repeats) {
     BuiltKernels kernels;
     kernels.baseline.variant = "baseline";
+    kernels.baseline.abi = &kernel_abi("sage2tp", "the test");
     kernels.candidates = {{"wide-v", {}, nullptr}};
     kernels.arch = "sm_90a";
     const DeviceFacts first = gpus.front();
     return TimeStageInputs{run,   WorkloadSpec{}, std::nullopt, kernels, first, several_gpu_settings(), repeats,
-                           std::nullopt, false, false, {}, 0, first.index, TimeAccuracy{}, std::move(gpus), "time"};
+                           std::nullopt, false, false, false, {}, 0, first.index, TimeAccuracy{}, std::move(gpus),
+                           "time"};
 }
 
 // One process's measurement: matching outputs and 40 kept rounds whose candidate/baseline ratio is `ratio`.
@@ -304,6 +314,53 @@ TEST(TimeSeveralGpus, EveryGpuLostIsExitThree) {
         EXPECT_EQ(e.code(), ExitCode::missing_tool);
         EXPECT_NE(std::string(e.what()).find("every GPU was lost"), std::string::npos) << e.what();
     }
+}
+
+// Issue 39 item 3: an exact-mode run of upstream's sm90 kernel on the shipped Wan workload, which pins
+// only the sm89 kernel's output on sm_90a. The sm89 pin is not the sm90 kernel's, so it is not checked;
+// the first passing run records the sm90 kernel's own pin, says so, and the sm89 pin stays as it was.
+TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
+    ScratchDirectory dir("first-pin");
+    const RunDirectory run(dir.path());
+    const std::string sm90_sha(64, '5');
+    TimeStageInputs inputs = several_gpu_inputs(run, {gpu(0, "NVIDIA H200")}, 2);
+    inputs.kernels.baseline.abi = &kernel_abi("sageattention-sm90-accum-f32-fuse-v-scale", "the test");
+    inputs.workload = load_workload(std::filesystem::path(S2TP_SOURCE_ROOT) / "data/workloads/wan21-14b-block24.toml");
+    ASSERT_TRUE(expected_output_sha256(inputs.workload, {bare_pin_kernel, "sm_90a"})) << "the shipped sm89 pin";
+    inputs.expected_sha256 = expected_output_sha256(inputs.workload, inputs.kernels.pin_key());
+    EXPECT_FALSE(inputs.expected_sha256) << "nothing pins the sm90 kernel on sm_90a yet";
+    inputs.record_first_pin = true;
+    const auto measured = [&](std::size_t) {
+        ArmMeasurement m = measured_at(0.95);
+        for (OutputDigest &d : m.first) d.sha256 = sm90_sha;
+        m.last = m.first;
+        return m;
+    };
+    const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), measured);
+    EXPECT_EQ(timed.result.status, StageStatus::passed) << (timed.result.reasons.empty() ? "" : timed.result.reasons[0]);
+    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    EXPECT_EQ(f.recorded_pin, true);
+    EXPECT_EQ(f.pinned_kernel, "sageattention-sm90-accum-f32-fuse-v-scale");
+    EXPECT_EQ(f.expected_sha256, sm90_sha);
+    WorkloadSpec pinned = inputs.workload;
+    apply_run_pins(pinned, run.pins());
+    EXPECT_EQ(expected_output_sha256(pinned, inputs.kernels.pin_key()), sm90_sha);
+    EXPECT_EQ(expected_output_sha256(pinned, {bare_pin_kernel, "sm_90a"}),
+              expected_output_sha256(inputs.workload, {bare_pin_kernel, "sm_90a"}));
+
+    // The next run checks against it: another output of the same kernel fails, naming the kernel.
+    inputs.expected_sha256 = expected_output_sha256(pinned, inputs.kernels.pin_key());
+    inputs.record_first_pin = false;
+    const TimedWorkload changed = time_workload(inputs, Reporter(false, 0), [](std::size_t) {
+        ArmMeasurement m = measured_at(0.95);
+        for (OutputDigest &d : m.first) d.sha256 = std::string(64, '6');
+        m.last = m.first;
+        return m;
+    });
+    EXPECT_EQ(changed.result.status, StageStatus::failed);
+    ASSERT_FALSE(changed.result.reasons.empty());
+    EXPECT_NE(changed.result.reasons[0].find("for kernel sageattention-sm90-accum-f32-fuse-v-scale on sm_90a"),
+              std::string::npos) << changed.result.reasons[0];
 }
 
 }  // namespace

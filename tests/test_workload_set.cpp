@@ -93,8 +93,9 @@ TEST(WorkloadSet, AnEntryNamingAWorkloadFileTakesItsShapeSeedAndPins) {
     EXPECT_EQ(in_set.name, "t2v-480p");  // the set's name for it
     EXPECT_EQ(in_set.problem.describe(), single.problem.describe());
     EXPECT_EQ(in_set.seed, single.seed);
-    EXPECT_EQ(expected_output_sha256(in_set, "sm_90a"), expected_output_sha256(single, "sm_90a"));
-    EXPECT_TRUE(expected_output_sha256(in_set, "sm_90a").has_value());
+    const PinKey sm89{bare_pin_kernel, "sm_90a"};
+    EXPECT_EQ(expected_output_sha256(in_set, sm89), expected_output_sha256(single, sm89));
+    EXPECT_TRUE(expected_output_sha256(in_set, sm89).has_value());
     EXPECT_FALSE(set.weighted());
     EXPECT_EQ(set.weights(), (std::vector<double>{1, 1, 1}));
 }
@@ -151,6 +152,45 @@ TEST_F(SetErrors, AMissingOrMalformedWorkloadFileIsNamed) {
     // The shape is the file's: a shape key beside `file` would be silently ignored, so it is refused.
     const std::string beside = error_for(head() + "[[workload]]\nsource = \"c\"\nfile = \"w.toml\"\nlen_q = 1\n");
     EXPECT_NE(beside.find("len_q"), std::string::npos) << beside;
+}
+
+// Issue 39 item 3: [expected_sha256] holds the sm89 kernel's pins as bare ARCH entries (every pin written
+// before pins named their kernel) and any other kernel's in a table of its own; it writes them back so.
+TEST_F(SetErrors, PinsAreReadAndWrittenPerKernel) {
+    const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
+    std::ofstream(dir_ / "w.toml") << "[workload]\nname = \"w\"\nlen_q = 256\n[workload.expected_sha256]\nsm_90a = \""
+                                   << a << "\"\n[workload.expected_sha256.sageattention-sm90-accum-f32-fuse-v-scale]\n"
+                                   << "sm_90a = \"" << b << "\"\n[workload.expected_sha256.sageattention-sm80-accum-f32]\n"
+                                   << "sm_90a = \"" << c << "\"\n";
+    const WorkloadSpec w = load_workload(dir_ / "w.toml");
+    EXPECT_EQ(expected_output_sha256(w, {bare_pin_kernel, "sm_90a"}), a);
+    EXPECT_EQ(expected_output_sha256(w, {"sageattention-sm90-accum-f32-fuse-v-scale", "sm_90a"}), b);
+    EXPECT_EQ(expected_output_sha256(w, {"sageattention-sm80-accum-f32", "sm_90a"}), c);
+    EXPECT_EQ(expected_output_sha256(w, {"sageattention-sm80-accum-f32", "sm_89"}), std::nullopt);
+    const toml::table written = workload_table(w);
+    EXPECT_EQ(written["expected_sha256"]["sm_90a"].value_or(std::string()), a) << "the sm89 kernel's pin stays bare";
+    EXPECT_EQ(written["expected_sha256"]["sageattention-sm90-accum-f32-fuse-v-scale"]["sm_90a"].value_or(std::string()), b);
+
+    std::ofstream(dir_ / "nested.toml") << "[workload]\nname = \"w\"\nlen_q = 256\n"
+                                        << "[workload.expected_sha256.sageattention-sm80-accum-f32.sm_90a]\nx = 1\n";
+    try {
+        load_workload(dir_ / "nested.toml");
+        FAIL() << "a table inside a kernel's pins was accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("[workload.expected_sha256.sageattention-sm80-accum-f32] 'sm_90a': a "
+                                             "kernel's table holds only ARCH = \"sha256\" entries"),
+                  std::string::npos) << e.what();
+    }
+    std::ofstream(dir_ / "name.toml") << "[workload]\nname = \"w\"\nlen_q = 256\n"
+                                      << "[workload.expected_sha256.\"Sm90 Kernel\"]\nsm_90a = \"" << a << "\"\n";
+    try {
+        load_workload(dir_ / "name.toml");
+        FAIL() << "a kernel name no abi could have was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("'Sm90 Kernel': a kernel is named as its abi is"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST_F(SetErrors, EverySetAndEntryNeedsItsKeys) {

@@ -203,6 +203,8 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("sha256.expected", &T::expected_sha256, "digest"),
         field("sha256.match", &T::outputs_match, "outputs"),
         field("sha256.replaced_pin", &T::replaced_pin, "digest"),
+        field("sha256.pinned_kernel", &T::pinned_kernel, "kernel"),
+        field("sha256.recorded_pin", &T::recorded_pin, "pin"),
         field("baseline_accuracy", &T::baseline_accuracy, "against the reference"),
         field("baseline_accuracy_passed", &T::baseline_accuracy_passed, "verdict"),
         field("baseline_accuracy_conditions", &T::baseline_accuracy_conditions, "conditions"),

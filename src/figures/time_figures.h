@@ -145,8 +145,11 @@ struct TimeFigures {
     std::vector<GpuTimeResult> gpu_results;
 
     // Output digests: the baseline's, the pin it was checked against (absent when none is), whether
-    // every output passed its checks before timing and held during it, and the pin --pin replaced.
-    std::optional<std::string> baseline_sha256, expected_sha256, replaced_pin;
+    // every output passed its checks before timing and held during it, and the pin --pin replaced; the
+    // kernel the pin belongs to (model/workload_set.h PinKey), and whether this stage recorded the pin
+    // because nothing pinned that kernel on the arch yet.
+    std::optional<std::string> baseline_sha256, expected_sha256, replaced_pin, pinned_kernel;
+    std::optional<bool> recorded_pin;
     std::optional<bool> outputs_match;
     // When the run checks accuracy: the baseline's timed output against the float64 reference.
     std::optional<AccuracyFigure> baseline_accuracy;

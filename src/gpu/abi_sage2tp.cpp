@@ -2,6 +2,8 @@
 // s2tp_attn_hd{64,128}_{f16,bf16}_{nomask,causal} taking one by-value s2tp_attn_params.
 #include "gpu/kernel_abi.h"
 
+#include "model/workload_set.h"
+
 #include "support/errors.h"
 #include "sage2tp_abi.h"
 
@@ -24,6 +26,9 @@ std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value)
 class Sage2tpAbi : public KernelAbi {
 public:
     std::string name() const override { return "sage2tp"; }
+    // The embedded kernels reproduce the bytes of upstream's sm89 kernel as its default launcher
+    // instantiates it (gpu_kernel_check's upstream check compares them), so they share its pins.
+    std::string pinned_kernel() const override { return bare_pin_kernel; }
 
     std::optional<AbiEntry> describe_entry(const std::string &mangled_name) const override {
         for (const Sage2tpEntry &entry : kEntries)

@@ -89,6 +89,10 @@ public:
     // The one architecture the kernel can be compiled for ("sm_90a" for wgmma kernels), or empty when
     // any the build supports will do.
     virtual std::string required_arch() const { return {}; }
+    // The kernel an output pin of this adapter's kernel belongs to ([workload.expected_sha256.KERNEL],
+    // model/workload_set.h): its own name, which also says how its inputs are quantized; kernels that
+    // give byte-identical outputs by construction share one.
+    virtual std::string pinned_kernel() const { return name(); }
 };
 
 // The adapter called `name`; Error(usage) naming `where` and listing the known adapters otherwise.

@@ -476,49 +476,37 @@ toml::table source_table(const SourceSpec &s) {
 
 namespace {
 
-std::vector<std::pair<std::string, std::string>> read_pins(const fs::path &pins) {
-    std::vector<std::pair<std::string, std::string>> entries;
+std::vector<OutputPin> read_pins(const fs::path &pins) {
     std::error_code ec;
-    if (!fs::exists(pins, ec)) return entries;
+    if (!fs::exists(pins, ec)) return {};
     const toml::table doc = parse_toml_file(pins.string());
     for (const auto &[key, node] : doc)
         if (key.str() != "expected_sha256")
             fail(ExitCode::usage, pins.string() + ":" + std::to_string(node.source().begin.line) + ": unknown key '" +
                                       std::string(key.str()) + "'; a pins file holds only [expected_sha256]");
     if (const toml::table *expected = doc["expected_sha256"].as_table())
-        entries = read_expected_sha256(*expected, pins.string(), "[expected_sha256]");
-    return entries;
-}
-
-void set_pin(std::vector<std::pair<std::string, std::string>> &pins, const std::string &arch, const std::string &sha) {
-    for (auto &[pinned_arch, pinned] : pins)
-        if (pinned_arch == arch) {
-            pinned = sha;
-            return;
-        }
-    pins.emplace_back(arch, sha);
+        return read_expected_sha256(*expected, pins.string(), "[expected_sha256]");
+    return {};
 }
 
 }  // namespace
 
 void apply_run_pins(WorkloadSpec &workload, const fs::path &pins) {
-    for (const auto &[arch, sha] : read_pins(pins)) set_pin(workload.expected_sha256, arch, sha);
+    for (const OutputPin &pin : read_pins(pins)) set_pin(workload.expected_sha256, pin);
 }
 
 std::optional<std::string> pin_expected_output_sha256(const fs::path &pins, const WorkloadSpec &workload,
-                                                      const std::string &arch, const std::string &sha) {
+                                                      const PinKey &key, const std::string &sha) {
     WorkloadSpec pinned = workload;
     apply_run_pins(pinned, pins);
-    std::optional<std::string> replaced = expected_output_sha256(pinned, arch);
+    std::optional<std::string> replaced = expected_output_sha256(pinned, key);
     if (replaced == sha) replaced.reset();
-    auto entries = read_pins(pins);
-    set_pin(entries, arch, sha);
-    toml::table expected;
-    for (const auto &[pinned_arch, pinned_sha] : entries) expected.insert(pinned_arch, pinned_sha);
+    std::vector<OutputPin> entries = read_pins(pins);
+    set_pin(entries, OutputPin{key, sha});
     std::ostringstream text;
-    text << "# Output SHA-256 pins made by 'sage2tp time --pin' in this run; they override the manifest's\n"
-            "# [workload.expected_sha256].\n"
-         << toml::table{{"expected_sha256", expected}} << "\n";
+    text << "# Output SHA-256 pins recorded by 'sage2tp time' in this run (--pin, or a baseline's first passing\n"
+            "# run when nothing pinned its kernel); they override the manifest's [workload.expected_sha256].\n"
+         << toml::table{{"expected_sha256", expected_sha256_table(entries)}} << "\n";
     write_file_atomically(pins, text.str());
     return replaced;
 }

@@ -201,14 +201,15 @@ double checked_setting(const SettingRange &range, double value);
 inline const char *embedded_quantize_source() { return "kernels/quantize.cu"; }
 inline const char *embedded_include_dir() { return "kernels"; }
 
-// A run's own pins live in <run>/pins.toml ([expected_sha256] arch = "sha"), written by `time --pin`,
-// not in experiment.toml: that file is prepare's, recorded by digest, and no later stage changes it.
+// A run's own pins live in <run>/pins.toml ([expected_sha256], as read_expected_sha256 reads it), written
+// by `time --pin` and by a baseline's first passing time stage when nothing pinned its kernel, not in
+// experiment.toml: that file is prepare's, recorded by digest, and no later stage changes it.
 // apply_run_pins overlays the pins file (when it exists) on the manifest's pins.
 void apply_run_pins(WorkloadSpec &workload, const std::filesystem::path &pins);
-// Records `sha` as the expected output for `arch` in the pins file, rewritten atomically; returns the
+// Records `sha` as the expected output for `key` in the pins file, rewritten atomically; returns the
 // pin it replaces (the run's or the manifest's), if that differed.
 std::optional<std::string> pin_expected_output_sha256(const std::filesystem::path &pins, const WorkloadSpec &workload,
-                                                      const std::string &arch, const std::string &sha);
+                                                      const PinKey &key, const std::string &sha);
 
 // Serialises a resolved experiment as TOML (what prepare writes to <run>/experiment.toml); loading
 // that file again gives the same Experiment.

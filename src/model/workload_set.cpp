@@ -65,25 +65,69 @@ toml::table workload_table(const WorkloadSpec &w) {
     workload.insert("name", w.name);
     workload.insert("seed", static_cast<std::int64_t>(w.seed));
     if (w.q_file) workload.insert("tensors", toml::table{{"q", *w.q_file}, {"k", *w.k_file}, {"v", *w.v_file}});
-    if (!w.expected_sha256.empty()) {
-        toml::table expected;
-        for (const auto &[arch, sha] : w.expected_sha256) expected.insert(arch, sha);
-        workload.insert("expected_sha256", expected);
-    }
+    if (!w.expected_sha256.empty()) workload.insert("expected_sha256", expected_sha256_table(w.expected_sha256));
     return workload;
 }
 
-std::vector<std::pair<std::string, std::string>> read_expected_sha256(const toml::table &table, const std::string &file,
-                                                                      const std::string &table_name) {
-    std::vector<std::pair<std::string, std::string>> entries;
+namespace {
+
+// A kernel's name in [expected_sha256.KERNEL] as adapters spell theirs: lower-case letters, digits, '-'.
+bool is_pin_kernel_name(const std::string &name) {
+    return !name.empty() && name.size() <= 128 && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") ==
+                                                       std::string::npos;
+}
+
+// `kernel` is empty at the top of the table, where bare entries pin bare_pin_kernel.
+void read_arch_pins(const toml::table &table, const std::string &kernel, const std::string &file,
+                    const std::string &table_name, std::vector<OutputPin> &pins) {
     for (const auto &[arch, node] : table) {
+        const std::string where = file + ":" + std::to_string(node.source().begin.line) + ": " + table_name + " '" +
+                                  std::string(arch.str()) + "'";
+        if (node.is_table()) {
+            if (!kernel.empty())
+                fail(ExitCode::usage, where + ": a kernel's table holds only ARCH = \"sha256\" entries");
+            if (!is_pin_kernel_name(std::string(arch.str())))
+                fail(ExitCode::usage, where + ": a kernel is named as its abi is, in lower-case letters, digits and '-'");
+            read_arch_pins(*node.as_table(), std::string(arch.str()), file,
+                           table_name.substr(0, table_name.size() - 1) + "." + std::string(arch.str()) + "]", pins);
+            continue;
+        }
         const std::optional<std::string> value = node.value<std::string>();
         if (!value || value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)
-            fail(ExitCode::usage, file + ":" + std::to_string(node.source().begin.line) + ": " + table_name + " '" +
-                                      std::string(arch.str()) + "' must be a SHA-256 of 64 lower-case hex digits");
-        entries.emplace_back(std::string(arch.str()), *value);
+            fail(ExitCode::usage, where + " must be a SHA-256 of 64 lower-case hex digits");
+        set_pin(pins, OutputPin{PinKey{kernel.empty() ? bare_pin_kernel : kernel, std::string(arch.str())}, *value});
     }
-    return entries;
+}
+
+}  // namespace
+
+std::vector<OutputPin> read_expected_sha256(const toml::table &table, const std::string &file,
+                                            const std::string &table_name) {
+    std::vector<OutputPin> pins;
+    read_arch_pins(table, "", file, table_name, pins);
+    return pins;
+}
+
+toml::table expected_sha256_table(const std::vector<OutputPin> &pins) {
+    toml::table expected;
+    for (const OutputPin &pin : pins) {
+        if (pin.key.kernel == bare_pin_kernel) {
+            expected.insert_or_assign(pin.key.arch, pin.sha256);
+            continue;
+        }
+        if (!expected.contains(pin.key.kernel)) expected.insert(pin.key.kernel, toml::table{});
+        expected[pin.key.kernel].as_table()->insert_or_assign(pin.key.arch, pin.sha256);
+    }
+    return expected;
+}
+
+void set_pin(std::vector<OutputPin> &pins, const OutputPin &pin) {
+    for (OutputPin &pinned : pins)
+        if (pinned.key.kernel == pin.key.kernel && pinned.key.arch == pin.key.arch) {
+            pinned.sha256 = pin.sha256;
+            return;
+        }
+    pins.push_back(pin);
 }
 
 WorkloadSpec load_workload(const fs::path &file) {
@@ -98,9 +142,9 @@ WorkloadSpec load_workload(const fs::path &file) {
     return w;
 }
 
-std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch) {
-    for (const auto &[pinned_arch, sha] : workload.expected_sha256)
-        if (pinned_arch == arch) return sha;
+std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const PinKey &key) {
+    for (const OutputPin &pin : workload.expected_sha256)
+        if (pin.key.kernel == key.kernel && pin.key.arch == key.arch) return pin.sha256;
     return std::nullopt;
 }
 

@@ -31,12 +31,32 @@
 
 namespace s2tp {
 
+// What an output pin belongs to: the kernel whose output bytes it records, and the build target. Kernels
+// of different numerics give different bytes on one workload (upstream's sm90 kernel is not its sm89
+// kernel), so a pin names its kernel as the adapter does (KernelAbi::pinned_kernel, gpu/kernel_abi.h):
+// the `abi` of the launcher, whose name also says how its inputs are quantized.
+struct PinKey {
+    std::string kernel;  // "sageattention-sm90-accum-f32-fuse-v-scale"
+    std::string arch;    // "sm_90a"
+    std::string text() const { return kernel + " on " + arch; }
+};
+
+// The kernel a bare `ARCH = "sha"` entry of [expected_sha256] pins: upstream's sm89 kernel as its default
+// launcher instantiates it, whose bytes sage2tp's embedded kernels reproduce. Pins written before pins
+// named their kernel are all of it, and it is written in that form still.
+inline constexpr const char *bare_pin_kernel = "sageattention-sm89";
+
+struct OutputPin {
+    PinKey key;
+    std::string sha256;
+};
+
 struct WorkloadSpec {
     std::string name;
     AttentionProblem problem;               // sm_scale defaults to head_dim^-0.5, LSE off
     std::uint64_t seed = 0;                   // generator seed (when no tensor files)
     std::optional<std::string> q_file, k_file, v_file;  // captured tensors (.npy / .safetensors)
-    std::vector<std::pair<std::string, std::string>> expected_sha256;  // arch -> pinned output SHA-256
+    std::vector<OutputPin> expected_sha256;  // pinned output SHA-256s, per kernel and arch
 };
 
 // Reads an attention problem's keys (batch, heads_q, heads_kv, len_q, len_kv, head_dim, layout, causal,
@@ -54,14 +74,19 @@ toml::table workload_table(const WorkloadSpec &workload);
 // Reads a workload file (the [workload] table of its own TOML file).
 WorkloadSpec load_workload(const std::filesystem::path &file);
 
-// The entries of an [expected_sha256] table (arch = "sha"), each SHA-256 as sha256_hex writes it: 64
-// lower-case hex digits, since any other spelling could never match an output. Error(usage) naming
-// file:line and `table_name` otherwise.
-std::vector<std::pair<std::string, std::string>> read_expected_sha256(const toml::table &table, const std::string &file,
-                                                                      const std::string &table_name);
+// The entries of an [expected_sha256] table: `ARCH = "sha"` pins bare_pin_kernel's output, and a table
+// `[expected_sha256.KERNEL]` of `ARCH = "sha"` entries pins KERNEL's. Each SHA-256 as sha256_hex writes
+// it: 64 lower-case hex digits, since any other spelling could never match an output. Error(usage)
+// naming file:line and `table_name` otherwise.
+std::vector<OutputPin> read_expected_sha256(const toml::table &table, const std::string &file,
+                                            const std::string &table_name);
+// The same table back: bare_pin_kernel's pins as bare entries, every other kernel's as its own table.
+toml::table expected_sha256_table(const std::vector<OutputPin> &pins);
+// Sets the pin of `pin.key`, replacing one of the same key.
+void set_pin(std::vector<OutputPin> &pins, const OutputPin &pin);
 
-// The output SHA-256 pinned for `arch` in [workload.expected_sha256], if any.
-std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const std::string &arch);
+// The output SHA-256 pinned for `key` in [workload.expected_sha256], if any.
+std::optional<std::string> expected_output_sha256(const WorkloadSpec &workload, const PinKey &key);
 
 struct SetWorkload {
     WorkloadSpec workload;

@@ -37,7 +37,8 @@ TimeStageInputs shape_inputs(const TimeSetInputs &in, const SetWorkload &shape, 
                            in.device,
                            settings,
                            in.repeats,
-                           expected_output_sha256(shape.workload, in.kernels.arch),
+                           expected_output_sha256(shape.workload, in.kernels.pin_key()),
+                           false,
                            false,
                            false,
                            {},
@@ -124,15 +125,15 @@ void add_time_set_inputs(Fingerprint &f, const TimeSetInputs &in) {
     }
 }
 
-std::string verify_time_set_outputs(const Checkpoint &c, const WorkloadSet &set, const std::string &arch) {
+std::string verify_time_set_outputs(const Checkpoint &c, const WorkloadSet &set, const PinKey &key) {
     // Every artifact the checkpoint records has been checked by inspect_run; the set's own figures hold
     // no pin, its shapes' do.
     const SetTimeFigures figures = SetTimeFigures::from_toml(c.figures);
     for (const SetWorkload &shape : set.workloads) {
         const ShapeTimeFigures *recorded = figures.shape(shape.workload.name);
         if (!recorded) return "the shape " + shape.workload.name + " is not in the checkpoint";
-        if (recorded->figures.expected_sha256 != expected_output_sha256(shape.workload, arch))
-            return "the pinned output SHA-256 of " + shape.workload.name + " for " + arch + " changed";
+        if (recorded->figures.expected_sha256 != expected_output_sha256(shape.workload, key))
+            return "the pinned output SHA-256 of " + shape.workload.name + " for " + key.text() + " changed";
     }
     return "";
 }
@@ -259,7 +260,7 @@ StageWork time_set_stage_work(StageContext &context, const TimeSetRequest &reque
     work.stage = Stage::time;
     work.force = request.force;
     work.verify_outputs = [resolved, set](const Checkpoint &c) {
-        return verify_time_set_outputs(c, *set, resolved->kernels.arch);
+        return verify_time_set_outputs(c, *set, resolved->kernels.pin_key());
     };
     work.summarize = print_time;
     const std::optional<std::vector<DeviceFacts>> gpus =

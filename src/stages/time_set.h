@@ -77,9 +77,9 @@ std::vector<std::string> shape_memory_refusals(const std::vector<ShapePlan> &pla
 // settings, kernels and device as for one workload.
 void add_time_set_inputs(Fingerprint &fingerprint, const TimeSetInputs &inputs);
 
-// Why a passed set checkpoint no longer describes the run: a shape's pin for `arch` changed in the set
+// Why a passed set checkpoint no longer describes the run: a shape's pin for `key` changed in the set
 // since, or a shape is missing from it; "" when it still does. (Its artifacts inspect_run has checked.)
-std::string verify_time_set_outputs(const Checkpoint &checkpoint, const WorkloadSet &set, const std::string &arch);
+std::string verify_time_set_outputs(const Checkpoint &checkpoint, const WorkloadSet &set, const PinKey &key);
 
 // The stage's body over the set.
 StageResult time_workload_set(const TimeSetInputs &inputs, const Reporter &reporter);

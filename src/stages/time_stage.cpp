@@ -109,10 +109,12 @@ std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::strin
 }
 
 std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha256,
-                                               const std::optional<std::string> &expected, const std::string &arch) {
+                                               const std::optional<std::string> &expected, const PinKey &key) {
     if (!expected || baseline_sha256 == *expected) return std::nullopt;
-    return "the baseline's output sha256 " + baseline_sha256 + " differs from the one pinned for " + arch + " (" +
-           *expected + "); re-pin with 'sage2tp time --pin' if the change is intended";
+    return "the baseline, kernel " + key.kernel + " built for " + key.arch + ", gave output sha256 " + baseline_sha256 +
+           ", but the workload pins " + *expected + " for kernel " + key.text() +
+           ": the same kernel's bytes changed (its source, compiler or inputs); if that is intended, "
+           "'sage2tp time --pin' records the new output";
 }
 
 std::vector<std::string> accuracy_failure_reasons(const std::vector<std::string> &arms,
@@ -127,7 +129,7 @@ std::vector<std::string> accuracy_failure_reasons(const std::vector<std::string>
 std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
                                                const std::vector<OutputDigest> &first,
                                                const std::optional<std::string> &expected, bool pin,
-                                               const std::string &arch, const std::vector<ArmAccuracy> &accuracy) {
+                                               const PinKey &key, const std::vector<ArmAccuracy> &accuracy) {
     std::vector<std::string> reasons = unwritten_output_reasons(arms, first);
     if (auto reason = nondeterminism_reason(first)) reasons.push_back(*reason);
     for (std::string &reason : candidate_mismatch_reasons(arms, first, accuracy)) reasons.push_back(std::move(reason));
@@ -135,7 +137,7 @@ std::vector<std::string> first_output_failures(const std::vector<std::string> &a
     // Under --pin the earlier pin is what gets replaced, not a criterion; the new one is written only
     // once the timed launches have shown the baseline's bytes to be stable.
     if (!pin)
-        if (auto reason = pin_mismatch_reason(first.at(baseline_arm).sha256, expected, arch)) reasons.push_back(*reason);
+        if (auto reason = pin_mismatch_reason(first.at(baseline_arm).sha256, expected, key)) reasons.push_back(*reason);
     return reasons;
 }
 
@@ -357,7 +359,7 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     }
     m.footprint_bytes = attention_footprint_bytes(inputs, outputs[0]);
     m.l2_flushed = needs_l2_flush(m.footprint_bytes, request.device.l2_bytes);
-    if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.arch, m.accuracy).empty())
+    if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.pin_key(), m.accuracy).empty())
         return m;
 
     std::unique_ptr<L2Flusher> flusher = m.l2_flushed ? std::make_unique<L2Flusher>(request.device) : nullptr;
@@ -394,7 +396,7 @@ ResolvedTimeInputs resolve_time_inputs(const RunDirectory &run, const std::vecto
     BuiltKernels kernels = built_kernels(run, states, experiment);
     apply_run_pins(experiment.workload, run.pins());
     WorkloadSpec workload = workload_file ? load_workload(*workload_file) : experiment.workload;
-    std::optional<std::string> expected_sha256 = expected_output_sha256(workload, kernels.arch);
+    std::optional<std::string> expected_sha256 = expected_output_sha256(workload, kernels.pin_key());
     const TimingSettings settings = timing_settings(experiment, overrides);
     return {std::move(experiment), std::move(workload), std::move(kernels), std::move(expected_sha256), settings};
 }
@@ -523,11 +525,11 @@ void add_time_inputs(Fingerprint &f, const TimeStageInputs &in) {
 }
 
 std::string verify_time_outputs(const Checkpoint &c, const std::optional<std::string> &expected_sha256,
-                                const std::string &arch) {
+                                const PinKey &key) {
     // Every artifact the checkpoint records has been checked by inspect_run; the pin is no artifact's.
     // A pin added, changed or removed by hand after the stage ran must be checked again.
     if (TimeFigures::from_toml(c.figures).expected_sha256 != expected_sha256)
-        return "the pinned output SHA-256 for " + arch + " changed";
+        return "the pinned output SHA-256 for " + key.text() + " changed";
     return "";
 }
 
@@ -857,13 +859,21 @@ std::vector<GpuTimeResult> gpu_time_results(const TimeStageInputs &in, const std
     return results;
 }
 
-// --pin: the baseline's digest into the run's pins, once the timed launches showed its bytes stable.
+// --pin, or the first passing run of a kernel nothing pinned: the baseline's digest into the run's pins,
+// once the timed launches showed its bytes stable.
 void pin_baseline_output(const TimeStageInputs &in, const std::string &baseline_sha256, TimeFigures &f,
                          const Reporter &reporter) {
-    f.replaced_pin = pin_expected_output_sha256(in.run.pins(), in.workload, in.kernels.arch, baseline_sha256);
-    if (f.replaced_pin) reporter.warn("time: --pin replaced the earlier pin " + *f.replaced_pin + " for " + in.kernels.arch);
-    reporter.progress("time: pinned the baseline's output sha256 " + baseline_sha256 + " for " + in.kernels.arch +
-                      " in " + in.run.relative(in.run.pins()));
+    const PinKey key = in.kernels.pin_key();
+    f.replaced_pin = pin_expected_output_sha256(in.run.pins(), in.workload, key, baseline_sha256);
+    if (f.replaced_pin) reporter.warn("time: --pin replaced the earlier pin " + *f.replaced_pin + " for " + key.text());
+    if (in.pin)
+        reporter.progress("time: pinned the baseline's output sha256 " + baseline_sha256 + " for " + key.text() +
+                          " in " + in.run.relative(in.run.pins()));
+    else
+        reporter.say("time: nothing pinned the output of " + key.text() + " on " + in.workload.name +
+                     ": recorded the baseline's, sha256 " + baseline_sha256 + ", in " + in.run.relative(in.run.pins()) +
+                     "; later runs check against it");
+    f.recorded_pin = !in.pin;
     f.expected_sha256 = baseline_sha256;
 }
 
@@ -1006,10 +1016,12 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     result.tools.insert("gpu", on_several_gpus(in) ? gpu_names(in.gpus) : in.device.name);
     result.tools.insert("cuda_driver", cuda_version_string(in.device.driver_version));
     TimeFigures f = setting_figures(in);
+    f.pinned_kernel = in.kernels.pin_key().kernel;
     if (!in.expected_sha256 && !in.pin)
-        reporter.progress("time: the workload pins no output SHA-256 for " + in.kernels.arch +
-                          " ([workload.expected_sha256]); each candidate's output is compared with the baseline's "
-                          "instead ('sage2tp time --pin' pins the baseline's)");
+        reporter.progress("time: the workload pins no output SHA-256 for " + in.kernels.pin_key().text() +
+                          " ([workload.expected_sha256]); each candidate's output is compared with the baseline's" +
+                          (in.record_first_pin ? ", and the baseline's is recorded once the outputs pass"
+                                               : " ('sage2tp time --pin' pins the baseline's)"));
     std::mutex reporting;  // processes on several GPUs run, and report, at once
     const ChildMeasure fresh_process = [&](std::size_t process) {
         return measure_in_child(in, process, reporter, on_several_gpus(in) ? &reporting : nullptr);
@@ -1028,7 +1040,7 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     accuracy_figures(f, arms, reference.accuracy);
 
     const std::vector<std::string> failures =
-        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.arch, reference.accuracy);
+        first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.pin_key(), reference.accuracy);
     if (!failures.empty()) {
         result.status = StageStatus::failed;
         result.reasons = failures;
@@ -1048,7 +1060,7 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
                                      in.gpus[g].pci_bus_id + ") was lost: " + measured.lost[g]);
     const bool stable = result.reasons.empty();
     f.outputs_match = stable;
-    if (in.pin && stable) pin_baseline_output(in, base_sha, f, reporter);
+    if ((in.pin || in.record_first_pin) && stable) pin_baseline_output(in, base_sha, f, reporter);
     else if (in.pin) result.reasons.push_back("nothing pinned: the outputs changed while being timed");
 
     std::vector<TimingRun> runs;
@@ -1122,7 +1134,7 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
     work.stage = Stage::time;
     work.force = request.force || request.pin;
     work.verify_outputs = [resolved](const Checkpoint &c) {
-        return verify_time_outputs(c, resolved->expected_sha256, resolved->kernels.arch);
+        return verify_time_outputs(c, resolved->expected_sha256, resolved->kernels.pin_key());
     };
     work.summarize = print_time;
     const std::optional<std::vector<DeviceFacts>> gpus = time_devices(
@@ -1134,8 +1146,10 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
     const DeviceFacts &device = gpus->front();
     const auto inputs = std::make_shared<const TimeStageInputs>(TimeStageInputs{
         run, resolved->workload, request.workload_file, resolved->kernels, device, resolved->settings, repeats,
-        resolved->expected_sha256, request.pin, request.ncu, experiment.ncu_metrics, experiment.ncu_seq_len,
-        device.index, time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}});
+        resolved->expected_sha256, request.pin,
+        /*record_first_pin=*/!resolved->expected_sha256 && !request.pin && !request.workload_file, request.ncu,
+        experiment.ncu_metrics, experiment.ncu_seq_len, device.index, time_accuracy(experiment),
+        gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}});
     work.add_inputs = [inputs](Fingerprint &f) { add_time_inputs(f, *inputs); };
     work.run = [inputs, &reporter] { return time_workload(*inputs, reporter).result; };
     return work;

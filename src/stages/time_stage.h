@@ -81,14 +81,14 @@ std::vector<std::string> candidate_mismatch_reasons(const std::vector<std::strin
 // One reason per arm whose accuracy conditions failed.
 std::vector<std::string> accuracy_failure_reasons(const std::vector<std::string> &arms,
                                                   const std::vector<ArmAccuracy> &accuracy);
-// The baseline's digest differs from the one pinned for `arch`.
+// The baseline's digest differs from the one pinned for its kernel on its arch (`key`).
 std::optional<std::string> pin_mismatch_reason(const std::string &baseline_sha256,
-                                               const std::optional<std::string> &expected, const std::string &arch);
+                                               const std::optional<std::string> &expected, const PinKey &key);
 // All of the above that must hold before anything is timed (the pin is not a criterion under --pin).
 std::vector<std::string> first_output_failures(const std::vector<std::string> &arms,
                                                const std::vector<OutputDigest> &first,
                                                const std::optional<std::string> &expected, bool pin,
-                                               const std::string &arch, const std::vector<ArmAccuracy> &accuracy = {});
+                                               const PinKey &key, const std::vector<ArmAccuracy> &accuracy = {});
 // One reason per arm whose output after timing differs from the reference record (`where` says which
 // measurement, e.g. "repeat 3", or "" for a single one).
 std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
@@ -141,6 +141,10 @@ struct TimeStageInputs {
     std::size_t repeats = 1;
     std::optional<std::string> expected_sha256;
     bool pin = false;
+    // No pin for the baseline's kernel on this arch, and the workload is the run's own (not a set's
+    // shape, not --workload FILE): the stage records the baseline's digest in the run's pins once its
+    // outputs passed their checks, and says so.
+    bool record_first_pin = false;
     bool ncu = false;
     std::vector<std::string> ncu_metrics;
     std::int64_t ncu_seq_len = 0;
@@ -207,10 +211,10 @@ struct RepeatChildRequest {
 // Everything the stage consumes, for its input fingerprint.
 void add_time_inputs(Fingerprint &fingerprint, const TimeStageInputs &inputs);
 
-// Why a passed time checkpoint no longer describes the run: the pin for the arch added, changed or
-// removed by hand since (its artifacts inspect_run has checked), or "" when it still does.
+// Why a passed time checkpoint no longer describes the run: the pin for its kernel and arch added,
+// changed or removed by hand since (its artifacts inspect_run has checked), or "" when it still does.
 std::string verify_time_outputs(const Checkpoint &checkpoint, const std::optional<std::string> &expected_sha256,
-                                const std::string &arch);
+                                const PinKey &key);
 
 // The budget and order seed of repeat `index` (0-based) of `repeats`: the stage's budget split evenly,
 // and a seed of its own per repeat so the repeats do not share one sequence of orders. Several GPUs

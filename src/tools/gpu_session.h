@@ -56,6 +56,8 @@ struct BuiltKernels {
     std::vector<const BuiltAttention *> variants() const;
     // How each variant's adapter quantizes the inputs of a problem of `head_dim`, baseline first.
     std::vector<QuantizationRecipe> quantizations(std::int64_t head_dim) const;
+    // What the baseline's output pins belong to: its adapter's pinned kernel, on the built arch.
+    PinKey pin_key() const { return PinKey{baseline.abi->pinned_kernel(), arch}; }
 };
 
 // Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +

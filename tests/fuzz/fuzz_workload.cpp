@@ -9,7 +9,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     const std::filesystem::path file = s2tp::fuzz::scratch().write("workloads/fuzz.toml", data, size);
     try {
         s2tp::WorkloadSpec workload = s2tp::load_workload(file);
-        s2tp::expected_output_sha256(workload, "sm_90a");
+        s2tp::expected_output_sha256(workload, {s2tp::bare_pin_kernel, "sm_90a"});
+        s2tp::workload_table(workload);
     } catch (const s2tp::Error &) {
     }
     try {
