@@ -114,6 +114,8 @@ inline ParityFigures parity() {
 inline ArmTimeFigures arm(double p50) {
     ArmTimeFigures a;
     a.p10 = p50 - 0.5, a.p50 = p50, a.p90 = p50 + 0.5, a.mean = p50 + 0.1, a.stdev = 0.2, a.n = 40, a.tops_p50 = 512.5;
+    a.sm_clock_median_mhz = 1770, a.power_median_w = 699.5, a.temperature_median_c = 61;
+    a.power_limited_share = 0.975, a.thermal_limited_share = 0, a.sync_boost_share = 0;
     return a;
 }
 
@@ -153,6 +155,7 @@ inline TimeFigures time() {
     c.accuracy_conditions = "cosine 0.9 < 0.999";
     f.candidate_or_add("also").ratio = ratio(1.02);
     f.rounds = 80, f.throttled_rounds = 2, f.stopped_by = "half_width", f.l2_flushed = true, f.footprint_bytes = 1 << 30;
+    f.persisting_l2_max_bytes = 78643200;
     f.order_seed = 1, f.warmup_launches = 3, f.min_rounds = 20, f.repeats = 2, f.target_half_width = 0.005;
     f.budget_seconds = 60, f.measure_seconds = 12.5, f.sm_clock_min_mhz = 1755, f.sm_clock_median_mhz = 1980;
     f.sm_clock_max_mhz = 1980;

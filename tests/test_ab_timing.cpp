@@ -379,6 +379,53 @@ TEST(TimingStats, RepeatsAreCombinedWithTheTwoLevelBootstrap) {
     ASSERT_TRUE(stats.ratios[control_arm].between_repeat_spread) << "the A/A control gets the same treatment";
 }
 
+// Issue 39 item 4: each arm's clock, power and temperature medians and the shares of its launches that
+// NVML said were power- or heat-limited, over its kept rounds; the rounds dropped as throttled and the
+// launches NVML gave no reading for count in none of them.
+TEST(TimingStats, EachArmsClockPowerAndLimitSharesComeFromItsKeptLaunches) {
+    TimingRun run;
+    const auto sample = [](double mhz, std::optional<std::uint64_t> reasons, double watts) {
+        LaunchSample s{50.0, mhz, {}};
+        s.power.clock_reasons = reasons;
+        s.power.power_w = watts;
+        s.power.temperature_c = 60;
+        return s;
+    };
+    for (int i = 0; i < 4; ++i) {
+        InterleavedRound round;
+        round.order = {baseline_arm, control_arm, candidate_arm};
+        // The baseline is power-capped in every launch, the candidate in one of the three it was read in.
+        round.samples = {sample(1770, clock_event_reason::sw_power_cap, 700), sample(1770, 0x4, 699),
+                         sample(1962, i == 0 ? std::optional<std::uint64_t>(clock_event_reason::sw_power_cap)
+                                             : (i == 3 ? std::nullopt : std::optional<std::uint64_t>(0)),
+                                640)};
+        run.rounds.push_back(round);
+    }
+    InterleavedRound throttled = run.rounds.front();
+    throttled.throttled = true;
+    throttled.samples[candidate_arm] = sample(900, clock_event_reason::hw_thermal, 300);
+    run.rounds.push_back(throttled);
+    run.kept_rounds = 4;
+    run.throttled_rounds = 1;
+    const TimingStats stats = timing_stats({run}, settings_for_tests().bootstrap);
+    ASSERT_EQ(stats.conditions.size(), 3u);
+    const ArmConditions &base = stats.conditions[baseline_arm], &cand = stats.conditions[candidate_arm];
+    EXPECT_EQ(base.clock_median_mhz, 1770);
+    EXPECT_EQ(base.power_median_w, 700);
+    EXPECT_EQ(base.power_limited_share, 1.0);
+    EXPECT_EQ(cand.clock_median_mhz, 1962) << "the throttled round's 900 MHz is not the candidate's";
+    EXPECT_EQ(cand.power_median_w, 640);
+    EXPECT_EQ(cand.temperature_median_c, 60);
+    ASSERT_TRUE(cand.power_limited_share);
+    EXPECT_DOUBLE_EQ(*cand.power_limited_share, 1.0 / 3) << "of the three launches NVML read";
+    EXPECT_EQ(cand.thermal_limited_share, 0.0);
+    EXPECT_TRUE(arms_at_different_clocks(stats.conditions, 0.01));
+    EXPECT_FALSE(arms_at_different_clocks({base, stats.conditions[control_arm]}, 0.01));
+    EXPECT_EQ(clock_event_reason_names(clock_event_reason::sw_power_cap | clock_event_reason::sync_boost),
+              "power cap, sync boost");
+    EXPECT_EQ(clock_event_reason_names(0), "none");
+}
+
 TEST(StopCheck, CadenceGrowsWithTheKeptRounds) {
     EXPECT_EQ(next_stop_check(20), 25u);
     EXPECT_EQ(next_stop_check(49), 54u);

@@ -254,14 +254,17 @@ TEST(FigureFields, TimeFiguresWriteEveryKeyAndReadItBack) {
                                {"aa", "arch", "baseline", "baseline_accuracy", "baseline_accuracy_conditions",
                                 "baseline_accuracy_passed", "baseline_control", "budget_seconds", "candidate_order",
                                 "candidates", "device", "device_name", "footprint_bytes", "l2_flushed",
-                                "measure_seconds", "min_rounds", "ncu", "order_seed", "repeats", "rounds",
-                                "sha256.baseline", "sha256.expected", "sha256.match", "sha256.pinned_kernel", "sha256.recorded_pin", "sha256.replaced_pin", "shape",
+                                "measure_seconds", "min_rounds", "ncu", "order_seed", "persisting_l2_max_bytes",
+                                "repeats", "rounds", "sha256.baseline", "sha256.expected", "sha256.match",
+                                "sha256.pinned_kernel", "sha256.recorded_pin", "sha256.replaced_pin", "shape",
                                 "sm_clock_mhz.max", "sm_clock_mhz.median", "sm_clock_mhz.min", "stopped_by",
                                 "summary", "target_half_width", "throttled_rounds", "warmup_launches", "workload"},
                                {"sha256", "sm_clock_mhz"});
     expect_keys_and_round_trip("arm", f.baseline->to_toml(),
                                [](const toml::table &t) { return ArmTimeFigures::from_toml(t).to_toml(); },
-                               {"mean", "n", "p10", "p50", "p90", "stdev", "tops_p50"});
+                               {"mean", "n", "p10", "p50", "p90", "power_limited_share", "power_median_w",
+                                "sm_clock_median_mhz", "stdev", "sync_boost_share", "temperature_median_c",
+                                "thermal_limited_share", "tops_p50"});
     expect_keys_and_round_trip("ratio", f.aa->to_toml(), [](const toml::table &t) { return RatioFigures::from_toml(t).to_toml(); },
                                {"between_repeat_spread", "ci_high", "ci_low", "confidence", "half_width", "median",
                                 "repeat_medians", "resamples", "seed", "within_repeat_half_width"});

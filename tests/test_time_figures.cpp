@@ -244,6 +244,25 @@ void collect_keys(const toml::table &table, std::set<std::string> &keys, bool na
     }
 }
 
+// Issue 39 item 4: each arm's clock and power in one line, and the summary's warning only when the arms'
+// clocks differ by more than 1%.
+TEST(TimeFigures, ArmConditionsNameEachArmsClockAndPowerAndSayWhenTheClocksDiffer) {
+    TimeFigures f;
+    ArmTimeFigures base, fast;
+    base.sm_clock_median_mhz = 1770, base.power_median_w = 699.6, base.power_limited_share = 0.98;
+    fast.sm_clock_median_mhz = 1962, fast.power_median_w = 640.2, fast.power_limited_share = 0.12;
+    f.baseline = base;
+    f.candidate_or_add("sm90").timing = fast;
+    EXPECT_EQ(arm_conditions_text(f, true),
+              "the arms ran at different SM clocks (median): baseline 1770 MHz at 700 W, sm90 1962 MHz at 640 W; "
+              "launches held back by the power limit: baseline 98%, sm90 12%");
+    f.candidate_or_add("sm90").timing->sm_clock_median_mhz = 1775;
+    EXPECT_EQ(arm_conditions_text(f, true), "") << "0.3% apart";
+    EXPECT_EQ(arm_conditions_text(f, false).rfind("SM clock (median): baseline 1770 MHz at 700 W, sm90 1775 MHz", 0), 0u)
+        << arm_conditions_text(f, false);
+    EXPECT_EQ(arm_conditions_text(TimeFigures{}, false), "") << "no clock, no line";
+}
+
 TEST(TimeFigures, TheManPageNamesEveryKey) {
     const std::string page = read_text_file(fs::path(S2TP_SOURCE_ROOT) / "man" / "sage2tp-checkpoint.5");
     const std::string section = page.substr(page.find(".Ss Figures of time"),

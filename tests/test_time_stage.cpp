@@ -316,6 +316,21 @@ TEST(TimeSeveralGpus, EveryGpuLostIsExitThree) {
     }
 }
 
+// Issue 39 item 4: a --repeat child hands its parent NVML's readings with every sample, and a sample
+// NVML gave nothing for comes back without them.
+TEST(TimeRepeats, AChildsMeasurementCarriesEachLaunchsPowerReadingBack) {
+    ArmMeasurement m = measured_at(0.95);
+    m.timing.rounds[0].samples[0].power = {clock_event_reason::sw_power_cap | clock_event_reason::sync_boost, 699.5, 61};
+    const ArmMeasurement back = ArmMeasurement::from_toml(m.to_toml(), "the test");
+    ASSERT_EQ(back.timing.rounds.size(), m.timing.rounds.size());
+    const PowerReading &read = back.timing.rounds[0].samples[0].power;
+    EXPECT_EQ(read.clock_reasons, clock_event_reason::sw_power_cap | clock_event_reason::sync_boost);
+    EXPECT_EQ(read.power_w, 699.5);
+    EXPECT_EQ(read.temperature_c, 61);
+    const PowerReading &none = back.timing.rounds[0].samples[1].power;
+    EXPECT_FALSE(none.clock_reasons || none.power_w || none.temperature_c);
+}
+
 // Issue 39 item 3: an exact-mode run of upstream's sm90 kernel on the shipped Wan workload, which pins
 // only the sm89 kernel's output on sm_90a. The sm89 pin is not the sm90 kernel's, so it is not checked;
 // the first passing run records the sm90 kernel's own pin, says so, and the sm89 pin stays as it was.

@@ -34,7 +34,7 @@ std::string repeats_text(const RatioFigures &r) {
 
 }  // namespace
 
-ArmTimeFigures ArmTimeFigures::of(const Summary &s, double tops_p50) {
+ArmTimeFigures ArmTimeFigures::of(const Summary &s, double tops_p50, const ArmConditions &conditions) {
     ArmTimeFigures f;
     f.p10 = s.p10;
     f.p50 = s.p50;
@@ -43,6 +43,12 @@ ArmTimeFigures ArmTimeFigures::of(const Summary &s, double tops_p50) {
     f.stdev = s.stdev;
     f.n = static_cast<std::int64_t>(s.n);
     f.tops_p50 = tops_p50;
+    f.sm_clock_median_mhz = conditions.clock_median_mhz;
+    f.power_median_w = conditions.power_median_w;
+    f.temperature_median_c = conditions.temperature_median_c;
+    f.power_limited_share = conditions.power_limited_share;
+    f.thermal_limited_share = conditions.thermal_limited_share;
+    f.sync_boost_share = conditions.sync_boost_share;
     return f;
 }
 
@@ -51,7 +57,13 @@ const std::vector<Field<ArmTimeFigures>> &ArmTimeFigures::fields() {
     static const std::vector<Field<A>> table{
         field("p10", &A::p10, "ms"),   field("p50", &A::p50, "ms"),     field("p90", &A::p90, "ms"),
         field("mean", &A::mean, "ms"), field("stdev", &A::stdev, "ms"), field("n", &A::n, "rounds"),
-        field("tops_p50", &A::tops_p50, "TOPS")};
+        field("tops_p50", &A::tops_p50, "TOPS"),
+        field("sm_clock_median_mhz", &A::sm_clock_median_mhz, "MHz"),
+        field("power_median_w", &A::power_median_w, "W"),
+        field("temperature_median_c", &A::temperature_median_c, "degrees C"),
+        field("power_limited_share", &A::power_limited_share, "of launches"),
+        field("thermal_limited_share", &A::thermal_limited_share, "of launches"),
+        field("sync_boost_share", &A::sync_boost_share, "of launches")};
     return table;
 }
 
@@ -217,6 +229,7 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("stopped_by", &T::stopped_by, "rule"),
         field("l2_flushed", &T::l2_flushed, "L2"),
         field("footprint_bytes", &T::footprint_bytes, "bytes"),
+        field("persisting_l2_max_bytes", &T::persisting_l2_max_bytes, "bytes"),
         field("order_seed", &T::order_seed, "seed"),
         field("warmup_launches", &T::warmup_launches, "launches"),
         field("min_rounds", &T::min_rounds, "rounds"),
@@ -239,6 +252,32 @@ TimeFigures TimeFigures::from_toml(const toml::table &t) { return read_fields(fi
 std::string interval_text(const RatioFigures &r, bool with_half_width) {
     return s2tp::interval_text(r.median, r.ci_low, r.ci_high, r.confidence,
                                with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "");
+}
+
+std::string arm_conditions_text(const TimeFigures &f, bool only_if_different) {
+    std::vector<std::pair<std::string, const ArmTimeFigures *>> arms;
+    if (f.baseline) arms.emplace_back("baseline", &*f.baseline);
+    for (const CandidateTimeFigures &c : f.candidates)
+        if (c.timing) arms.emplace_back(c.name, &*c.timing);
+    std::vector<ArmConditions> clocks;
+    for (const auto &[name, arm] : arms) clocks.push_back(ArmConditions{arm->sm_clock_median_mhz, {}, {}, {}, {}, {}});
+    // 1%: about the spread of one arm's clock between rounds at the power cap, measured on an H200.
+    const bool different = arms_at_different_clocks(clocks, 0.01);
+    if (only_if_different && !different) return "";
+    std::string clock_part, limit_part;
+    bool limited = false;
+    for (const auto &[name, arm] : arms) {
+        if (!arm->sm_clock_median_mhz) continue;
+        clock_part += (clock_part.empty() ? "" : ", ") + name + " " + fixed(*arm->sm_clock_median_mhz, 0) + " MHz" +
+                      (arm->power_median_w ? " at " + fixed(*arm->power_median_w, 0) + " W" : "");
+        limit_part += (limit_part.empty() ? "" : ", ") + name + " " +
+                      (arm->power_limited_share ? fixed(*arm->power_limited_share * 100, 0) + "%" : missing_figure);
+        limited = limited || arm->power_limited_share.value_or(0) > 0;
+    }
+    if (clock_part.empty()) return "";
+    std::string text = (different ? "the arms ran at different SM clocks (median): " : "SM clock (median): ") + clock_part;
+    if (limited) text += "; launches held back by the power limit: " + limit_part;
+    return text;
 }
 
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
@@ -292,6 +331,7 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
         << fixed_or_missing(f.sm_clock_min_mhz, 0) << " .. " << fixed_or_missing(f.sm_clock_max_mhz, 0)
         << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0) << "); stopped by "
         << f.stopped_by.value_or(missing_figure) << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");
+    if (const std::string conditions = arm_conditions_text(f, false); !conditions.empty()) out << "\n  " << conditions;
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.ratio && c.ratio->median) {
             out << "\n  " << speed_in_words(*c.ratio->median, c.name);

@@ -25,6 +25,7 @@
 #include "figures/gpu_figures.h"
 #include "figures/ncu_metrics.h"
 #include "figures/parity_figures.h"
+#include "model/ab_timing.h"
 #include "support/statistics.h"
 
 #include <toml++/toml.h>
@@ -44,8 +45,13 @@ struct ArmTimeFigures {
     std::optional<double> p10, p50, p90, mean, stdev;
     std::optional<std::int64_t> n;
     std::optional<double> tops_p50;  // tera-operations per second at p50
+    // What the arm ran under (model/ab_timing.h ArmConditions): its median SM clock, and where NVML read
+    // them, its median power and temperature and the shares of its launches held back by the power limit,
+    // by heat and by sync boost.
+    std::optional<double> sm_clock_median_mhz, power_median_w, temperature_median_c;
+    std::optional<double> power_limited_share, thermal_limited_share, sync_boost_share;
 
-    static ArmTimeFigures of(const Summary &summary, double tops_p50);
+    static ArmTimeFigures of(const Summary &summary, double tops_p50, const ArmConditions &conditions);
     static const std::vector<Field<ArmTimeFigures>> &fields();
     toml::table to_toml() const;
     static ArmTimeFigures from_toml(const toml::table &table);
@@ -164,6 +170,9 @@ struct TimeFigures {
     std::optional<std::string> stopped_by;         // "half_width" | "budget" (the last repeat's with several)
     std::optional<bool> l2_flushed;
     std::optional<std::int64_t> footprint_bytes;
+    // The most of L2 the GPU lets a context set aside for persisting accesses; the stage sets the
+    // carve-out to 0 before timing, so that no line set aside survives the flush.
+    std::optional<std::int64_t> persisting_l2_max_bytes;
     std::optional<std::int64_t> order_seed, warmup_launches, min_rounds, repeats;
     std::optional<double> target_half_width, budget_seconds, measure_seconds;
     std::optional<double> sm_clock_min_mhz, sm_clock_median_mhz, sm_clock_max_mhz;
@@ -187,6 +196,12 @@ struct TimeFigures {
 std::string interval_text(const RatioFigures &ratio, bool with_half_width);
 
 std::string time_figures_text(const TimeFigures &figures, const std::string &plot);
+
+// What each arm ran under, in one line: "SM clock (median) baseline 1770 MHz at 699 W, temporal-pair
+// 1962 MHz at 640 W; held back by the power limit in 98% and 12% of their launches"; "" when no arm
+// records a clock. `only_if_different`: "" unless the arms' median clocks differ by more than 1%, when
+// their absolute times depend on what ran beside them (the stage's summary says so then).
+std::string arm_conditions_text(const TimeFigures &figures, bool only_if_different);
 
 // The per-GPU verdict rows of GPUs of several models, one per GPU and candidate ("GPU 1 NVIDIA H100 ...
 // (GPU-...): candidate/baseline 0.9312 (95% CI ...), n = 120, A/A 1.0002"), or the error that lost it;

@@ -202,6 +202,8 @@ DeviceFacts select_device(int index) {
     facts.uuid = format_uuid(properties.uuid);
     facts.sm_count = device_attribute(cudaDevAttrMultiProcessorCount, index, "multiprocessor count");
     facts.l2_bytes = device_attribute(cudaDevAttrL2CacheSize, index, "L2 cache size");
+    facts.persisting_l2_max_bytes =
+        device_attribute(cudaDevAttrMaxPersistingL2CacheSize, index, "largest persisting L2 carve-out");
     // CUDA 13 removed cudaDeviceProp::clockRate; the attribute remains.
     facts.sm_clock_khz = device_attribute(cudaDevAttrClockRate, index, "SM clock rate");
     check_cuda(cudaDriverGetVersion(&facts.driver_version), "cudaDriverGetVersion", context);
@@ -210,6 +212,11 @@ DeviceFacts select_device(int index) {
     check_cuda(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, index), "cudaDeviceGetPCIBusId", context);
     facts.pci_bus_id = bus_id;
     return facts;
+}
+
+void reset_persisting_l2() {
+    check_cuda(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "cudaDeviceSetLimit", "the persisting-L2 carve-out");
+    check_cuda(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache", "the persisting-L2 carve-out");
 }
 
 void synchronize(const std::string &context) {

@@ -66,6 +66,9 @@ struct DeviceFacts {
     int runtime_version = 0;
     std::string pci_bus_id;    // "0000:19:00.0"
     std::string uuid;          // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+    // cudaDevAttrMaxPersistingL2CacheSize: the most of L2 a context may set aside for persisting accesses
+    // (cudaLimitPersistingL2CacheSize); lines kept there survive an L2 flush.
+    std::int64_t persisting_l2_max_bytes = 0;
 
     std::string arch() const;  // "sm_90" (the plain compute capability, no feature-set suffix)
     std::string summary() const;  // one line for logs
@@ -293,6 +296,10 @@ private:
     CUevent_st *start_ = nullptr;
     CUevent_st *stop_ = nullptr;
 };
+
+// Sets the current context's persisting-L2 carve-out to 0 and returns every persisting line to normal
+// (cudaCtxResetPersistingL2Cache), so that nothing an earlier launch set aside survives the L2 flush.
+void reset_persisting_l2();
 
 // Evicts the L2 by clearing a buffer of twice its size (nvbench clears one L2's worth; twice leaves no
 // doubt with any replacement policy).

@@ -23,9 +23,10 @@ std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const
 }
 
 GpuLaunchTimer::GpuLaunchTimer(std::vector<const Kernel *> kernels, std::vector<AttentionLaunch> launches,
-                               SmClockProbe &clock, L2Flusher *flusher)
-    : kernels_(std::move(kernels)), launches_(std::move(launches)), clock_(clock), flusher_(flusher) {
+                               SmClockProbe &clock, L2Flusher *flusher, const NvmlProbe *power)
+    : kernels_(std::move(kernels)), launches_(std::move(launches)), clock_(clock), flusher_(flusher), power_(power) {
     check_arm_count(kernels_.size());
+    reset_persisting_l2();
     if (launches_.size() != kernels_.size())
         fail(ExitCode::internal, "launch timer: " + std::to_string(kernels_.size()) + " kernels but " +
                                      std::to_string(launches_.size()) + " packed launches");
@@ -43,6 +44,7 @@ LaunchSample GpuLaunchTimer::timed(Arm arm) {
     LaunchSample sample;
     sample.time_ms = timer_.elapsed_ms();
     sample.sm_clock_mhz = clock_.mhz_now(nullptr);
+    if (power_) sample.power = power_->read();
     return sample;
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace s2tp {
 
@@ -191,6 +193,64 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
     return run;
 }
 
+std::string clock_event_reason_names(std::uint64_t reasons) {
+    namespace r = clock_event_reason;
+    static const std::vector<std::pair<std::uint64_t, const char *>> names{
+        {r::gpu_idle, "idle"},           {r::applications_clocks, "applications clocks"},
+        {r::sw_power_cap, "power cap"},  {r::hw_slowdown, "hardware slowdown"},
+        {r::sync_boost, "sync boost"},   {r::sw_thermal, "thermal slowdown"},
+        {r::hw_thermal, "hardware thermal slowdown"}, {r::hw_power_brake, "power brake"},
+        {r::display_clocks, "display clocks"}};
+    std::string text;
+    for (const auto &[bit, name] : names)
+        if (reasons & bit) text += (text.empty() ? "" : ", ") + std::string(name);
+    return text.empty() ? "none" : text;
+}
+
+namespace {
+
+// The arm's conditions over the kept rounds of every repeat.
+ArmConditions arm_conditions(const std::vector<TimingRun> &repeats, Arm arm) {
+    std::vector<double> clocks, watts, celsius;
+    std::size_t read = 0, power_limited = 0, thermal_limited = 0, sync_boost = 0;
+    for (const TimingRun &run : repeats)
+        for (const InterleavedRound &round : run.rounds) {
+            if (round.throttled) continue;
+            const LaunchSample &sample = round[arm];
+            if (!std::isnan(sample.sm_clock_mhz)) clocks.push_back(sample.sm_clock_mhz);
+            if (sample.power.power_w) watts.push_back(*sample.power.power_w);
+            if (sample.power.temperature_c) celsius.push_back(*sample.power.temperature_c);
+            if (!sample.power.clock_reasons) continue;
+            ++read;
+            const std::uint64_t reasons = *sample.power.clock_reasons;
+            power_limited += (reasons & clock_event_reason::power) != 0;
+            thermal_limited += (reasons & clock_event_reason::thermal) != 0;
+            sync_boost += (reasons & clock_event_reason::sync_boost) != 0;
+        }
+    ArmConditions c;
+    if (!clocks.empty()) c.clock_median_mhz = median(clocks);
+    if (!watts.empty()) c.power_median_w = median(watts);
+    if (!celsius.empty()) c.temperature_median_c = median(celsius);
+    if (read > 0) {
+        const double n = static_cast<double>(read);
+        c.power_limited_share = static_cast<double>(power_limited) / n;
+        c.thermal_limited_share = static_cast<double>(thermal_limited) / n;
+        c.sync_boost_share = static_cast<double>(sync_boost) / n;
+    }
+    return c;
+}
+
+}  // namespace
+
+bool arms_at_different_clocks(const std::vector<ArmConditions> &arms, double fraction) {
+    std::vector<double> medians;
+    for (const ArmConditions &arm : arms)
+        if (arm.clock_median_mhz) medians.push_back(*arm.clock_median_mhz);
+    if (medians.size() < 2) return false;
+    const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+    return *high > *low * (1 + fraction);
+}
+
 TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapOptions &bootstrap) {
     if (repeats.empty()) fail(ExitCode::internal, "timing statistics of no measurement");
     const std::size_t arms = repeats.front().rounds.empty() ? 0 : repeats.front().rounds.front().samples.size();
@@ -210,6 +270,7 @@ TimingStats timing_stats(const std::vector<TimingRun> &repeats, const BootstrapO
             pooled.insert(pooled.end(), times.begin(), times.end());
         }
         stats.arms[arm] = summarize(pooled);
+        stats.conditions.push_back(arm_conditions(repeats, arm));
     }
     for (Arm arm = control_arm; arm < arms; ++arm) {
         RepeatedRatio &ratio = stats.ratios[arm];

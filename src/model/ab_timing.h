@@ -68,10 +68,38 @@ private:
     std::size_t position_ = 0;
 };
 
-// One timed launch: the event time and the SM clock read right after it.
+// The reasons NVML gives for an SM clock below the maximum (nvmlClocksEventReason*, NVML API reference),
+// as bits of PowerReading::clock_reasons.
+namespace clock_event_reason {
+inline constexpr std::uint64_t gpu_idle = 0x1;
+inline constexpr std::uint64_t applications_clocks = 0x2;
+inline constexpr std::uint64_t sw_power_cap = 0x4;
+inline constexpr std::uint64_t hw_slowdown = 0x8;
+inline constexpr std::uint64_t sync_boost = 0x10;
+inline constexpr std::uint64_t sw_thermal = 0x20;
+inline constexpr std::uint64_t hw_thermal = 0x40;
+inline constexpr std::uint64_t hw_power_brake = 0x80;
+inline constexpr std::uint64_t display_clocks = 0x100;
+// The groups the time stage counts: held back by power, or by heat.
+inline constexpr std::uint64_t power = sw_power_cap | hw_power_brake;
+inline constexpr std::uint64_t thermal = sw_thermal | hw_thermal | hw_slowdown;
+}  // namespace clock_event_reason
+
+// "power cap, thermal slowdown" for the bits set; "none" for none.
+std::string clock_event_reason_names(std::uint64_t reasons);
+
+// NVML's reading right after a timed launch (gpu/nvml_probe.h): why the clock is what it is (a bit set of
+// clock-event reasons), the power draw and the temperature; each absent where NVML gives none.
+struct PowerReading {
+    std::optional<std::uint64_t> clock_reasons;
+    std::optional<double> power_w, temperature_c;
+};
+
+// One timed launch: the event time, the SM clock read right after it, and NVML's reading.
 struct LaunchSample {
     double time_ms = 0;
     double sm_clock_mhz = 0;
+    PowerReading power = {};
 };
 
 struct InterleavedRound {
@@ -165,8 +193,22 @@ struct RepeatedRatio {
     std::optional<double> within_repeat_half_width;  // median of the repeats' own relative half-widths
 };
 
+// What one arm ran under, over its kept rounds of every repeat: the median SM clock and, where NVML read
+// them, the median power draw and temperature and the share of its launches that NVML said were held
+// back by the power limit, by heat, or by sync boost.
+struct ArmConditions {
+    std::optional<double> clock_median_mhz;
+    std::optional<double> power_median_w, temperature_median_c;
+    std::optional<double> power_limited_share, thermal_limited_share, sync_boost_share;
+};
+
+// Whether the arms ran at clocks that differ by more than `fraction` of the lowest median: then their
+// absolute times depend on what ran beside them, and the time stage says so.
+bool arms_at_different_clocks(const std::vector<ArmConditions> &arms, double fraction);
+
 struct TimingStats {
     std::vector<Summary> arms;          // indexed by arm; kept rounds of every repeat pooled
+    std::vector<ArmConditions> conditions;  // indexed by arm, over the same rounds
     std::vector<RepeatedRatio> ratios;  // indexed by arm; arm 0 (the baseline over itself) is left empty
     double clock_min_mhz = 0, clock_median_mhz = 0, clock_max_mhz = 0;  // every sample, throttled included
     const Summary &operator[](Arm arm) const { return arms.at(arm); }

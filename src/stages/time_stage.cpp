@@ -20,6 +20,7 @@
 #include "support/process_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <thread>
 #include <chrono>
@@ -173,13 +174,18 @@ std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const Tim
 toml::table ArmMeasurement::to_toml() const {
     toml::array rounds;
     for (const InterleavedRound &round : timing.rounds) {
-        toml::array order, times, clocks;
+        toml::array order, times, clocks, reasons, watts, celsius;
         for (Arm arm : round.order) order.push_back(static_cast<std::int64_t>(arm));
+        // NVML's readings: -1 and NaN where it gave none.
         for (const LaunchSample &sample : round.samples) {
             times.push_back(sample.time_ms);
             clocks.push_back(sample.sm_clock_mhz);
+            reasons.push_back(sample.power.clock_reasons ? static_cast<std::int64_t>(*sample.power.clock_reasons) : -1);
+            watts.push_back(sample.power.power_w.value_or(std::nan("")));
+            celsius.push_back(sample.power.temperature_c.value_or(std::nan("")));
         }
         rounds.push_back(toml::table{{"order", order}, {"time_ms", times}, {"sm_clock_mhz", clocks},
+                                     {"clock_reasons", reasons}, {"power_w", watts}, {"temperature_c", celsius},
                                      {"throttled", round.throttled}});
     }
     toml::array arm_accuracy;
@@ -234,8 +240,22 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
                                              " arms");
             InterleavedRound round;
             for (const toml::node &arm : *order) round.order.push_back(static_cast<Arm>(arm.value_or<std::int64_t>(0)));
-            for (std::size_t i = 0; i < times->size(); ++i)
-                round.samples.push_back({(*times)[i].value_or(0.0), (*clocks)[i].value_or(0.0)});
+            const toml::array *reasons = (*r)["clock_reasons"].as_array();
+            const toml::array *watts = (*r)["power_w"].as_array();
+            const toml::array *celsius = (*r)["temperature_c"].as_array();
+            const auto reading = [](const toml::array *values, std::size_t i) -> std::optional<double> {
+                if (!values || i >= values->size()) return std::nullopt;
+                const double value = (*values)[i].value_or(std::nan(""));
+                return std::isnan(value) ? std::nullopt : std::optional<double>(value);
+            };
+            for (std::size_t i = 0; i < times->size(); ++i) {
+                LaunchSample sample{(*times)[i].value_or(0.0), (*clocks)[i].value_or(0.0), {}};
+                const std::int64_t bits = reasons && i < reasons->size() ? (*reasons)[i].value_or<std::int64_t>(-1) : -1;
+                if (bits >= 0) sample.power.clock_reasons = static_cast<std::uint64_t>(bits);
+                sample.power.power_w = reading(watts, i);
+                sample.power.temperature_c = reading(celsius, i);
+                round.samples.push_back(sample);
+            }
             round.throttled = (*r)["throttled"].value_or(false);
             (round.throttled ? m.timing.throttled_rounds : m.timing.kept_rounds) += 1;
             m.timing.rounds.push_back(std::move(round));
@@ -366,7 +386,10 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     SmClockProbe clock(quantize);
     TimingSettings settings = request.settings;
     settings.reference_clock_mhz = request.device.sm_clock_khz / 1000.0;
-    GpuLaunchTimer timer(arm_kernels, launches, clock, flusher.get());
+    std::string no_power;
+    const std::unique_ptr<NvmlProbe> power = NvmlProbe::open(request.device.pci_bus_id, no_power);
+    if (!power) reporter.progress("time: no clock-event reasons, power or temperature per launch: " + no_power);
+    GpuLaunchTimer timer(arm_kernels, launches, clock, flusher.get(), power.get());
     reporter.progress("time: " + std::to_string(arms.size()) + " arms, up to " + fixed(settings.budget_seconds, 0) +
                       " s, stopping once every candidate's half-width is below " +
                       fixed(settings.target_half_width * 100, 3) + "% after at least " +
@@ -662,6 +685,7 @@ TimeFigures setting_figures(const TimeStageInputs &in) {
     f.arch = in.kernels.arch;
     f.repeats = static_cast<std::int64_t>(in.repeats);
     f.expected_sha256 = in.expected_sha256;
+    f.persisting_l2_max_bytes = in.device.persisting_l2_max_bytes;
     return f;
 }
 
@@ -880,12 +904,15 @@ void pin_baseline_output(const TimeStageInputs &in, const std::string &baseline_
 // The figures of the timed rounds: counts, the interval statistics per arm and ratio, the clocks.
 void timed_figures(TimeFigures &f, const TimingStats &stats, const std::vector<std::string> &arms,
                    const AttentionProblem &problem) {
-    f.baseline = ArmTimeFigures::of(stats[baseline_arm], attention_tops(problem, stats[baseline_arm].p50));
-    f.baseline_control = ArmTimeFigures::of(stats[control_arm], attention_tops(problem, stats[control_arm].p50));
+    const auto arm_figures = [&](Arm arm) {
+        return ArmTimeFigures::of(stats[arm], attention_tops(problem, stats[arm].p50), stats.conditions.at(arm));
+    };
+    f.baseline = arm_figures(baseline_arm);
+    f.baseline_control = arm_figures(control_arm);
     f.aa = ratio_figures(stats.ratios[control_arm]);
     for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) {
         CandidateTimeFigures &c = f.candidate_or_add(arms[arm]);
-        c.timing = ArmTimeFigures::of(stats[arm], attention_tops(problem, stats[arm].p50));
+        c.timing = arm_figures(arm);
         c.ratio = ratio_figures(stats.ratios[arm]);
     }
     f.sm_clock_min_mhz = stats.clock_min_mhz;
@@ -1095,6 +1122,7 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
         const fs::path svg = write_time_plot(in, f, stats, arms, runs, kept, aa_band);
         result.artifacts.insert("time_svg", FileArtifact::of(in.run, svg).to_toml());
         f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
+        if (const std::string clocks = arm_conditions_text(f, true); !clocks.empty()) *f.summary += "; " + clocks;
     } else {
         f.summary = in.workload.name + ": " + std::to_string(kept) + " unthrottled rounds, too few for an interval";
     }
