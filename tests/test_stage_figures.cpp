@@ -253,7 +253,8 @@ TEST(FigureFields, TimeFiguresWriteEveryKeyAndReadItBack) {
     expect_keys_and_round_trip("time", f.to_toml(), [](const toml::table &t) { return TimeFigures::from_toml(t).to_toml(); },
                                {"aa", "arch", "baseline", "baseline_accuracy", "baseline_accuracy_conditions",
                                 "baseline_accuracy_passed", "baseline_control", "budget_seconds", "candidate_order",
-                                "candidates", "device", "device_name", "footprint_bytes", "l2_flushed",
+                                "between_process_basis", "candidates", "device", "device_name", "footprint_bytes",
+                                "l2_flushed",
                                 "measure_seconds", "min_rounds", "ncu", "order_seed", "persisting_l2_max_bytes",
                                 "repeats", "rounds", "sha256.baseline", "sha256.expected", "sha256.match",
                                 "sha256.pinned_kernel", "sha256.recorded_pin", "sha256.replaced_pin", "shape",
@@ -266,8 +267,9 @@ TEST(FigureFields, TimeFiguresWriteEveryKeyAndReadItBack) {
                                 "sm_clock_median_mhz", "stdev", "sync_boost_share", "temperature_median_c",
                                 "thermal_limited_share", "tops_p50"});
     expect_keys_and_round_trip("ratio", f.aa->to_toml(), [](const toml::table &t) { return RatioFigures::from_toml(t).to_toml(); },
-                               {"between_repeat_spread", "ci_high", "ci_low", "confidence", "half_width", "median",
-                                "repeat_medians", "resamples", "seed", "within_repeat_half_width"});
+                               {"between_process_sd", "between_repeat_spread", "ci_high", "ci_low", "confidence",
+                                "half_width", "median", "repeat_medians", "resamples", "seed",
+                                "within_repeat_half_width"});
     expect_keys_and_round_trip(
         "candidate", f.candidates.front().to_toml(),
         [](const toml::table &t) { return CandidateTimeFigures::from_toml("fast", t).to_toml(); },

@@ -316,6 +316,27 @@ TEST(TimeSeveralGpus, EveryGpuLostIsExitThree) {
     }
 }
 
+// Issue 39 item 2: a single process's candidate intervals carry the GPU model's between-process
+// component; the A/A control's and a run of several processes' do not.
+TEST(TimeIntervals, OneProcessWidensItsCandidatesByTheBetweenProcessComponentOnly) {
+    const RunDirectory run("/runs/r");
+    TimeStageInputs inputs = several_gpu_inputs(run, {gpu(0, "NVIDIA H200")}, 1);
+    inputs.gpus.clear();
+    inputs.between_process = {0.001, true, "measured"};
+    TimingRun one = measured_at(0.95).timing;
+    const TimingStats raw = timing_stats({one}, inputs.settings.bootstrap);
+    const TimingStats wide = with_between_process(inputs, raw);
+    const RatioInterval &before = raw.vs_baseline(first_candidate_arm), &after = wide.vs_baseline(first_candidate_arm);
+    EXPECT_DOUBLE_EQ(after.median, before.median);
+    EXPECT_LT(after.lo, before.lo);
+    EXPECT_GT(after.hi, before.hi);
+    EXPECT_GT(after.half_width_rel, 1.959 * 0.001) << "at least the component's own 95% half-width";
+    EXPECT_EQ(wide.control_vs_baseline().lo, raw.control_vs_baseline().lo) << "the A/A control is left as measured";
+    inputs.repeats = 3;
+    EXPECT_EQ(with_between_process(inputs, raw).vs_baseline(first_candidate_arm).lo, before.lo)
+        << "several processes measure the component themselves";
+}
+
 // Issue 39 item 4: a --repeat child hands its parent NVML's readings with every sample, and a sample
 // NVML gave nothing for comes back without them.
 TEST(TimeRepeats, AChildsMeasurementCarriesEachLaunchsPowerReadingBack) {

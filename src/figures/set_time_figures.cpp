@@ -1,5 +1,7 @@
 #include "figures/set_time_figures.h"
 
+#include "model/timing_calibration.h"
+
 #include "figures/figure_fields.h"
 #include "model/ab_timing.h"
 #include "support/number_format.h"
@@ -100,7 +102,16 @@ SetCandidateFigures combine_shape_ratios(const std::string &candidate, const std
     if (!all_timed) return c;
     std::vector<WeightedRatios> weighted;
     for (const ShapeRatios &s : shapes) weighted.push_back({s.groups, s.weight});
-    c.geomean = RatioFigures::of(weighted_geomean_interval(weighted, bootstrap));
+    RatioInterval geomean = weighted_geomean_interval(weighted, bootstrap);
+    // Each shape was one process whose interval carries the GPU model's between-process component; the
+    // shapes of one process share that process's offset, so the geometric mean carries it too.
+    const std::optional<double> between = shapes.front().ratio->between_process_sd;
+    const bool carried = between && std::all_of(shapes.begin(), shapes.end(), [&](const ShapeRatios &s) {
+                             return s.ratio->between_process_sd == between;
+                         });
+    if (carried) geomean = with_between_process(geomean, *between);
+    c.geomean = RatioFigures::of(geomean);
+    if (carried) c.geomean->between_process_sd = between;
     // The first of equal medians: the set's order decides a tie, so the answer does not depend on sorting.
     const ShapeRatios *worst = &shapes.front();
     for (const ShapeRatios &s : shapes)

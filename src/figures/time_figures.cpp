@@ -108,7 +108,8 @@ const std::vector<Field<RatioFigures>> &RatioFigures::fields() {
         field("confidence", &R::confidence, "level"),
         field("repeat_medians", &R::repeat_medians, "times the baseline"),
         field("between_repeat_spread", &R::between_repeat_spread, "fraction of the median"),
-        field("within_repeat_half_width", &R::within_repeat_half_width, "fraction of the median")};
+        field("within_repeat_half_width", &R::within_repeat_half_width, "fraction of the median"),
+        field("between_process_sd", &R::between_process_sd, "fraction of the median")};
     return table;
 }
 
@@ -230,6 +231,7 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("l2_flushed", &T::l2_flushed, "L2"),
         field("footprint_bytes", &T::footprint_bytes, "bytes"),
         field("persisting_l2_max_bytes", &T::persisting_l2_max_bytes, "bytes"),
+        field("between_process_basis", &T::between_process_basis, "calibration"),
         field("order_seed", &T::order_seed, "seed"),
         field("warmup_launches", &T::warmup_launches, "launches"),
         field("min_rounds", &T::min_rounds, "rounds"),
@@ -325,6 +327,12 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.ratio) out << "\n  " << c.name << "/baseline " << interval_text(*c.ratio, true) << repeats_text(*c.ratio);
     if (f.aa) out << "\n  A/A control/baseline " << interval_text(*f.aa, true) << repeats_text(*f.aa);
+    for (const CandidateTimeFigures &c : f.candidates)
+        if (c.ratio && c.ratio->between_process_sd) {
+            out << "\n  candidate intervals include a between-process sd of " << fixed(*c.ratio->between_process_sd * 100, 2)
+                << "% (" << f.between_process_basis.value_or(missing_figure) << "); --repeat measures it instead";
+            break;
+        }
     out << "\n  " << count_or_missing(f.rounds) << " rounds";
     if (f.repeats && *f.repeats > 1) out << " in " << *f.repeats << " processes";
     out << ", " << count_or_missing(f.throttled_rounds) << " dropped as throttled; SM clock "

@@ -68,6 +68,9 @@ struct RatioFigures {
     std::vector<double> repeat_medians;               // one per repeat; empty for a single process
     std::optional<double> between_repeat_spread;      // stdev of repeat_medians / median
     std::optional<double> within_repeat_half_width;   // median of the repeats' own relative half-widths
+    // A single process's candidate interval: the between-process standard deviation (over the median)
+    // it was widened by (model/timing_calibration.h); unset when none was added.
+    std::optional<double> between_process_sd;
 
     static RatioFigures of(const RatioInterval &interval);
     // The interval, when median, ci_low and ci_high are all recorded.
@@ -173,6 +176,9 @@ struct TimeFigures {
     // The most of L2 the GPU lets a context set aside for persisting accesses; the stage sets the
     // carve-out to 0 before timing, so that no line set aside survives the flush.
     std::optional<std::int64_t> persisting_l2_max_bytes;
+    // Where the candidate intervals' between-process component comes from (data/timing_calibration.toml):
+    // the GPU model it was measured on, how and when; unset when none was added.
+    std::optional<std::string> between_process_basis;
     std::optional<std::int64_t> order_seed, warmup_launches, min_rounds, repeats;
     std::optional<double> target_half_width, budget_seconds, measure_seconds;
     std::optional<double> sm_clock_min_mhz, sm_clock_median_mhz, sm_clock_max_mhz;

@@ -46,7 +46,8 @@ TimeStageInputs shape_inputs(const TimeSetInputs &in, const SetWorkload &shape, 
                            in.device_index,
                            in.accuracy,
                            in.gpus,
-                           shape_report_name(shape)};
+                           shape_report_name(shape),
+                           in.between_process};
 }
 
 // The shape's workload as a file where the run keeps its logs: what a --repeat child reads, and what
@@ -275,7 +276,8 @@ StageWork time_set_stage_work(StageContext &context, const TimeSetRequest &reque
     const auto inputs = std::make_shared<const TimeSetInputs>(TimeSetInputs{
         run, *set, resolved->kernels, *held_device, resolved->settings,
         request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), device->index,
-        time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}});
+        time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{},
+        between_process_for(*held_device)});
     work.add_inputs = [inputs, resolved, set, held_device](Fingerprint &f) { add_time_set_inputs(f, *inputs); };
     work.run = [inputs, resolved, set, held_device, &reporter] { return time_workload_set(*inputs, reporter); };
     return work;

@@ -52,6 +52,7 @@ struct TimeSetInputs {
     int device_index = 0;
     TimeAccuracy accuracy;
     std::vector<DeviceFacts> gpus;  // several GPUs of one model: every shape on each; empty for one
+    BetweenProcess between_process = {};  // TimeStageInputs::between_process, for every shape
 };
 
 // Several GPUs for a set: Error(usage) naming two of them when they are not all one model.

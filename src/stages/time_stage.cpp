@@ -556,6 +556,17 @@ std::string verify_time_outputs(const Checkpoint &c, const std::optional<std::st
     return "";
 }
 
+TimingStats with_between_process(const TimeStageInputs &in, TimingStats stats) {
+    if (in.repeats * std::max<std::size_t>(in.gpus.size(), 1) > 1) return stats;
+    for (Arm arm = first_candidate_arm; arm < stats.ratios.size(); ++arm)
+        stats.ratios[arm].interval = with_between_process(stats.ratios[arm].interval, in.between_process.relative_sd);
+    return stats;
+}
+
+BetweenProcess between_process_for(const DeviceFacts &device) {
+    return between_process_component(load_timing_calibration(timing_calibration_table().string()), device.name);
+}
+
 TimingSettings repeat_settings(const TimingSettings &settings, std::size_t repeats, std::size_t index) {
     TimingSettings s = settings;
     s.budget_seconds = settings.budget_seconds / static_cast<double>(repeats);
@@ -1113,8 +1124,13 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
         for (const std::string &line : gpu_result_lines(f)) per_gpu += (per_gpu.empty() ? " " : "; ") + line;
         f.summary = in.workload.name + ":" + per_gpu;
     } else if (enough_rounds) {
-        const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
+        const TimingStats stats = with_between_process(in, timing_stats(runs, in.settings.bootstrap));
         timed_figures(f, stats, arms, in.workload.problem);
+        if (process_count(in) == 1 && in.between_process.relative_sd > 0) {
+            for (CandidateTimeFigures &c : f.candidates)
+                if (c.ratio) c.ratio->between_process_sd = in.between_process.relative_sd;
+            f.between_process_basis = in.between_process.basis;
+        }
         // The band the control is judged by, and the plot draws.
         const double aa_band = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
         const std::optional<std::string> noisy = too_noisy_reason(stats.control_vs_baseline(), aa_band);
@@ -1177,7 +1193,7 @@ StageWork time_stage_work(StageContext &context, const TimeRequest &request, con
         resolved->expected_sha256, request.pin,
         /*record_first_pin=*/!resolved->expected_sha256 && !request.pin && !request.workload_file, request.ncu,
         experiment.ncu_metrics, experiment.ncu_seq_len, device.index, time_accuracy(experiment),
-        gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}});
+        gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{}, "time", between_process_for(device)});
     work.add_inputs = [inputs](Fingerprint &f) { add_time_inputs(f, *inputs); };
     work.run = [inputs, &reporter] { return time_workload(*inputs, reporter).result; };
     return work;

@@ -20,6 +20,7 @@
 #include "gpu/gpu_runtime.h"
 #include "model/ab_timing.h"
 #include "model/experiment_manifest.h"
+#include "model/timing_calibration.h"
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
 #include "pipeline/stage_pipeline.h"
@@ -157,7 +158,19 @@ struct TimeStageInputs {
     // The stem of the reports under run.reports(): "time" for the run's workload, "time-SHAPE" for one
     // shape of a set (stages/time_set.h), whose own reports/time.json combines them.
     std::string report_name = "time";
+    // What a single process's candidate intervals add for the variation between processes on this GPU
+    // model (model/timing_calibration.h); not added when several processes measured it.
+    BetweenProcess between_process = {};
 };
+
+// The between-process component for `device`'s model, from the shipped data/timing_calibration.toml.
+BetweenProcess between_process_for(const DeviceFacts &device);
+
+// One process's candidate intervals widened by inputs.between_process (model/timing_calibration.h), so
+// that they cover the median a fresh process would measure; the A/A control's is left as measured, since
+// its two arms share every placement a process fixes, and several processes (--repeat, several GPUs of
+// one model) measure the component themselves.
+TimingStats with_between_process(const TimeStageInputs &inputs, TimingStats stats);
 
 // The manifest's [time] settings with the command line's overrides applied.
 struct TimeOverrides {

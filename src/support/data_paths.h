@@ -15,5 +15,6 @@ std::filesystem::path data_root();
 inline std::filesystem::path default_manifest() { return data_root() / "data/experiments/temporal-pair.toml"; }
 inline std::filesystem::path embedded_kernels() { return data_root() / "kernels"; }
 inline std::filesystem::path arch_limits_table() { return data_root() / "data/arch_limits.toml"; }
+inline std::filesystem::path timing_calibration_table() { return data_root() / "data/timing_calibration.toml"; }
 
 }  // namespace s2tp
