@@ -352,19 +352,20 @@ TEST(TimeRepeats, AChildsMeasurementCarriesEachLaunchsPowerReadingBack) {
     EXPECT_FALSE(none.clock_reasons || none.power_w || none.temperature_c);
 }
 
-// Issue 39 item 3: an exact-mode run of upstream's sm90 kernel on the shipped Wan workload, which pins
-// only the sm89 kernel's output on sm_90a. The sm89 pin is not the sm90 kernel's, so it is not checked;
-// the first passing run records the sm90 kernel's own pin, says so, and the sm89 pin stays as it was.
+// Issue 39 item 3: an exact-mode run of upstream's sm90 kernel with per-warp scales on the shipped Wan
+// workload, which pins the sm89 kernel's output and the per-thread sm90 kernel's on sm_90a, not this
+// one's. Neither pin is this kernel's, so neither is checked; the first passing run records the kernel's
+// own pin, says so, and the others stay as they were.
 TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
     ScratchDirectory dir("first-pin");
     const RunDirectory run(dir.path());
     const std::string sm90_sha(64, '5');
     TimeStageInputs inputs = several_gpu_inputs(run, {gpu(0, "NVIDIA H200")}, 2);
-    inputs.kernels.baseline.abi = &kernel_abi("sageattention-sm90-accum-f32-fuse-v-scale", "the test");
+    inputs.kernels.baseline.abi = &kernel_abi("sageattention-sm90-accum-f32-fuse-v-scale-per-warp", "the test");
     inputs.workload = load_workload(std::filesystem::path(S2TP_SOURCE_ROOT) / "data/workloads/wan21-14b-block24.toml");
     ASSERT_TRUE(expected_output_sha256(inputs.workload, {bare_pin_kernel, "sm_90a"})) << "the shipped sm89 pin";
     inputs.expected_sha256 = expected_output_sha256(inputs.workload, inputs.kernels.pin_key());
-    EXPECT_FALSE(inputs.expected_sha256) << "nothing pins the sm90 kernel on sm_90a yet";
+    EXPECT_FALSE(inputs.expected_sha256) << "nothing pins the per-warp sm90 kernel on sm_90a yet";
     inputs.record_first_pin = true;
     const auto measured = [&](std::size_t) {
         ArmMeasurement m = measured_at(0.95);
@@ -376,7 +377,7 @@ TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
     EXPECT_EQ(timed.result.status, StageStatus::passed) << (timed.result.reasons.empty() ? "" : timed.result.reasons[0]);
     const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
     EXPECT_EQ(f.recorded_pin, true);
-    EXPECT_EQ(f.pinned_kernel, "sageattention-sm90-accum-f32-fuse-v-scale");
+    EXPECT_EQ(f.pinned_kernel, "sageattention-sm90-accum-f32-fuse-v-scale-per-warp");
     EXPECT_EQ(f.expected_sha256, sm90_sha);
     WorkloadSpec pinned = inputs.workload;
     apply_run_pins(pinned, run.pins());
@@ -395,7 +396,7 @@ TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
     });
     EXPECT_EQ(changed.result.status, StageStatus::failed);
     ASSERT_FALSE(changed.result.reasons.empty());
-    EXPECT_NE(changed.result.reasons[0].find("for kernel sageattention-sm90-accum-f32-fuse-v-scale on sm_90a"),
+    EXPECT_NE(changed.result.reasons[0].find("for kernel sageattention-sm90-accum-f32-fuse-v-scale-per-warp on sm_90a"),
               std::string::npos) << changed.result.reasons[0];
 }
 
