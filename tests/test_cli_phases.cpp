@@ -117,6 +117,30 @@ TEST_F(PhasesCli, SeqLenDoesNotApplyToAWorkloadOfTensorFiles) {
     EXPECT_TRUE(contains(r.err, "--seq-len does not apply: the workload 'w' reads tensor files")) << r.err;
 }
 
+// A length whose tensors would pass 2^31 elements is refused before a build checkpoint or a GPU is asked
+// for, with checked arithmetic (99999999999999 x heads x 128 overflows nothing it should not).
+TEST_F(PhasesCli, ASeqLenTooLargeForTheTensorsIsExitTwoBeforeAnythingElse) {
+    fs::create_directories(dir_ / "repo/kernels");
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\n";
+    for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+             {"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "k"}}) {
+        args.insert(args.begin(), {"git", "-C", (dir_ / "repo").string()});
+        ASSERT_EQ(run_process(args).exit_code, 0);
+    }
+    std::ofstream(dir_ / "c.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1 +1 @@\n-// kernel\n+// candidate\n";
+    std::ofstream(dir_ / "m.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\n"
+                                      "commit = \"HEAD\"\nkernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
+                                      "[workload]\nname = \"w\"\nlen_q = 128\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char *length : {"99999999999999", "9223372036854775807", "16777216"}) {
+        r = sage2tp({"phases", "--run", "run", "--seq-len", length});
+        EXPECT_EQ(r.exit_code, 2) << length << ": " << r.err;
+        EXPECT_TRUE(contains(r.err, std::string("--seq-len ") + length)) << r.err;
+        EXPECT_TRUE(contains(r.err, "fewer than 2^31 elements")) << r.err;
+    }
+}
+
 TEST_F(PhasesCli, BashCompletionOffersRunDirectoriesAsItsArgument) {
     fs::create_directories(dir_ / "runs-here/one");
     const std::string script = (fs::path(S2TP_SOURCE_ROOT) / "data/completion/sage2tp.bash").string();

@@ -1,6 +1,7 @@
 // Nothing sage2tp is pointed at may lose a user's files: clean removes only a provable run, entry by
 // entry, with exactly its own worktree registrations, and asks before it does. Fast (git, no nvcc).
 #include "cli_fixture.h"
+#include "formats/checkpoint_store.h"
 
 #include <gtest/gtest.h>
 
@@ -255,6 +256,89 @@ TEST_F(Safety, CompilerFlagsWithShellCharactersAreRefusedAtPrepareWithTheirLine)
         EXPECT_FALSE(fs::exists(dir_ / "flags")) << flag;
     }
     EXPECT_FALSE(fs::exists(dir_ / "pwned"));
+}
+
+// The flags that would run a program of the manifest's choosing, in every spelling, at prepare (their
+// line named) and again at build, for a received run whose experiment.toml carries them: none runs.
+TEST_F(Safety, FlagsThatNameAProgramOrAFileAreRefusedInAManifestAndInAReceivedRun) {
+    const fs::path tool = dir_ / "evil-cc";
+    std::ofstream(tool) << "#!/bin/sh\ntouch " << (dir_ / "pwned").string() << "\nexit 1\n";
+    fs::permissions(tool, fs::perms::owner_all);
+    const std::string path = tool.string(), bin = dir_.string();
+    const std::vector<std::string> hostile = {
+        "-ccbin=" + path,          "-ccbin" + path,           "--compiler-bindir=" + path, "-ccbin",
+        "--compiler-bindir",       "-Xcompiler=-fplugin=" + path, "-Xcompiler=-B" + bin, "--compiler-options=-B" + bin,
+        "-Xlinker=--plugin=" + path, "-Xptxas=--output-file=" + path, "--dryrun", "-dryrun",
+        "-include=/etc/passwd",    "-include",                "--pre-include=/etc/passwd", "-I/etc",
+        "--options-file=" + path,  "-optf=" + path,           "-odir=" + bin,              "--keep-dir=" + bin,
+        "-Xcompiler",              "-Xlinker",                "--run-args=x",              "--run",
+    };
+    for (const std::string &flag : hostile) {
+        std::ofstream(dir_ / "f.toml") << slurp(dir_ / "m.toml") << "[build]\narch = \"sm_90a\"\nnvcc_flags = [\"-O3\", \""
+                                       << flag << "\"]\n";
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "flags"});
+        EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find("f.toml:"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("not one a manifest may carry"), std::string::npos) << flag << ": " << r.err;
+        EXPECT_FALSE(fs::exists(dir_ / "flags")) << flag;
+    }
+    // A received run: its experiment.toml edited after prepare, and the digest its checkpoint records
+    // with it, as a sender would (or an older sage2tp that let the flag through).
+    const fs::path run = prepare_run("received");
+    auto digest = [&] { return run_process({"sha256sum", (run / "experiment.toml").string()}).out.substr(0, 64); };
+    const std::string before = digest();
+    std::string manifest = slurp(run / "experiment.toml");
+    const std::string from = "nvcc_flags = [";
+    const auto at = manifest.find(from);
+    ASSERT_NE(at, std::string::npos) << manifest;
+    manifest.insert(at + from.size(), "\"-ccbin=" + path + "\", ");
+    std::ofstream(run / "experiment.toml", std::ios::trunc) << manifest;
+    CheckpointRead prepared = read_checkpoint(run / "checkpoints/01-prepare.toml");
+    ASSERT_TRUE(prepared.checkpoint) << prepared.problem;
+    bool restamped = false;
+    for (auto &&[name, artifact] : prepared.checkpoint->artifacts)
+        if (toml::table *fields = artifact.as_table(); fields && (*fields)["sha256"].value_or(std::string()) == before) {
+            fields->insert_or_assign("sha256", digest());
+            restamped = true;
+        }
+    ASSERT_TRUE(restamped);
+    write_checkpoint(run / "checkpoints/01-prepare.toml", *prepared.checkpoint);
+    const ProcessResult r = sage2tp({"build", "--run", "received", "--arch", "sm_90a", "--no-cache"});
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    if (r.exit_code != 3) {  // 3: no nvcc on this host, so nothing could have run it anyway
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find("-ccbin"), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "pwned")) << "a manifest's flag ran " << path;
+}
+
+// The flags the shipped manifests carry are still accepted.
+TEST_F(Safety, TheFlagsTheShippedManifestsCarryAreAccepted) {
+    std::ofstream(dir_ / "f.toml") << slurp(dir_ / "m.toml")
+                                   << "[build]\narch = \"sm_90a\"\nnvcc_flags = [\"-O3\", \"-std=c++17\", \"-U__CUDA_NO_HALF_OPERATORS__\", "
+                                      "\"--use_fast_math\", \"-diag-suppress=174\", \"-D_GLIBCXX_USE_CXX11_ABI=1\", \"-lineinfo\", "
+                                      "\"-Xptxas=-v\", \"-maxrregcount=128\"]\n";
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "flags"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// Sizes from a manifest go through checked arithmetic: 2^62 tokens x 40 heads was SIGFPE (exit 136),
+// 2^63 - 1 tokens passed prepare.
+TEST_F(Safety, AWorkloadWhoseSizesOverflowIsExitTwoNamingTheKey) {
+    std::string manifest = slurp(dir_ / "m.toml");
+    const std::string from = "len_q = 128\n";
+    ASSERT_NE(manifest.find(from), std::string::npos);
+    for (const std::string &shape : {std::string("len_q = 4611686018427387904\nheads_q = 40\n"),
+                                     std::string("len_q = 9223372036854775807\n"),
+                                     std::string("len_q = 16777216\nlen_kv = 16777216\n")}) {
+        std::string text = manifest;
+        text.replace(text.find(from), from.size(), shape);
+        std::ofstream(dir_ / "f.toml") << text;
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "huge"});
+        EXPECT_EQ(r.exit_code, 2) << shape << r.out << r.err;
+        EXPECT_NE(r.err.find("len_q"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(dir_ / "huge")) << shape;
+    }
 }
 
 TEST_F(Safety, CompareRefusesAnSvgPathThatIsNotARegularFile) {
