@@ -104,8 +104,9 @@ struct RunSelection {
 // sage2tp-runs in the working directory or one above it (as git finds its repository), absolute when
 // it is above; else "sage2tp-runs", where prepare makes it.
 std::filesystem::path default_runs_root();
-// The selection a command's [RUN] word makes: the run directory at that path when there is one, else
-// the run of that id under the selection's root.
+// The selection a command's [RUN] word makes: the path when it holds a '/' or something is there (a
+// missing path or a file is then "no such run", never "invalid run id"), else the run of that id under
+// the selection's root.
 RunSelection select_run_word(RunSelection selection, const std::string &word);
 std::optional<std::filesystem::path> existing_run(const RunSelection &selection);
 // existing_run, for the stages after prepare: Error(precondition) naming 'sage2tp prepare' when none exists.

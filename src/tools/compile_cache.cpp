@@ -154,10 +154,11 @@ void remove_whole(const fs::path &entry, const fs::path &trash_root) {
 }
 
 // A store directory (manifests, entries, tmp) as a real directory: anything else there, a link
-// above all, is removed (never followed) and a directory made in its place.
+// above all, is removed (never followed) and a directory made in its place. A directory is never
+// removed here, so that fillers racing to make it never remove each other's.
 fs::path store_directory(const fs::path &path) {
     if (!is_real_directory(path)) {
-        remove_without_following(path);
+        if (what_is_at(path) != "missing") remove_without_following(path);
         std::error_code ec;
         fs::create_directories(path, ec);
         if (ec) fail(ExitCode::usage, "cannot create '" + path.string() + "': " + ec.message());
