@@ -275,6 +275,7 @@ TEST_F(Safety, FlagsThatNameAProgramOrAFileAreRefusedInAManifestAndInAReceivedRu
         "-include=/etc/passwd",    "-include",                "--pre-include=/etc/passwd", "-I/etc",
         "--options-file=" + path,  "-optf=" + path,           "-odir=" + bin,              "--keep-dir=" + bin,
         "-Xcompiler",              "-Xlinker",                "--run-args=x",              "--run",
+        "-Xptxas=-dlcm=ca,--output-file=" + path,
     };
     for (const std::string &flag : hostile) {
         std::ofstream(dir_ / "f.toml") << slurp(dir_ / "m.toml") << "[build]\narch = \"sm_90a\"\nnvcc_flags = [\"-O3\", \""

@@ -268,8 +268,11 @@ constexpr std::string_view manifest_flag_prefixes[] = {
 bool manifest_may_carry(const std::string &flag) {
     for (std::string_view word : manifest_flag_words)
         if (flag == word) return true;
+    // nvcc splits an -Xptxas value at ',' into several ptxas options: one value, one option.
+    const bool ptxas = flag.rfind("-Xptxas=", 0) == 0;
     for (std::string_view prefix : manifest_flag_prefixes)
-        if (flag.size() > prefix.size() && flag.compare(0, prefix.size(), prefix) == 0) return true;
+        if (flag.size() > prefix.size() && flag.compare(0, prefix.size(), prefix) == 0)
+            return !ptxas || flag.find(',') == std::string::npos;
     return false;
 }
 
