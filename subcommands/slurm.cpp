@@ -32,6 +32,9 @@ int collect_command(const Args &args) {
         ("format", "text, markdown or csv", cxxopts::value<std::string>()->default_value("text"), "FORMAT");
     if (!cl.parse()) return 0;
     const RunDirectory run(require_existing_run(cl.selection()));
+    // Unlocked (a waiting `sage2tp slurm` holds the run), but it writes reports/cluster.toml: the same
+    // refusal of planted links as every command that writes in a run.
+    run.refuse_planted_links();
     const std::string format = cl.result()["format"].as<std::string>();
     cluster_table(ClusterVerdicts{}, format);  // a bad --format is refused before Slurm is asked
     const std::filesystem::path submission =

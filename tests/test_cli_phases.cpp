@@ -31,6 +31,22 @@ protected:
     void SetUp() override {
         ASSERT_FALSE(binary.empty()) << "SAGE2TP_BIN is not set";
     }
+    // A git repository of one tiny kernel and a patch of it (repo/, c.patch); returns a manifest of that
+    // experiment with a generated workload (len_q 128).
+    std::string write_tiny_experiment() {
+        fs::create_directories(dir_ / "repo/kernels");
+        std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 0;\n";
+        for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+                 {"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "k"}}) {
+            args.insert(args.begin(), {"git", "-C", (dir_ / "repo").string()});
+            EXPECT_EQ(run_process(args).exit_code, 0);
+        }
+        std::ofstream(dir_ / "c.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n"
+                                           "-int schedule = 0;\n+int schedule = 1;\n";
+        return "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\n"
+               "commit = \"HEAD\"\nkernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
+               "[workload]\nname = \"w\"\nlen_q = 128\n";
+    }
     // No GPU is ever used: CUDA_VISIBLE_DEVICES hides any the host has.
     ProcessResult sage2tp(std::vector<std::string> args) {
         args.insert(args.begin(), binary);
@@ -91,18 +107,7 @@ TEST_F(PhasesCli, ItNeedsAPassedFreshBuild) {
 }
 
 TEST_F(PhasesCli, SeqLenDoesNotApplyToAWorkloadOfTensorFiles) {
-    fs::create_directories(dir_ / "repo/kernels");
-    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 0;\n";
-    for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-             {"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "k"}}) {
-        args.insert(args.begin(), {"git", "-C", (dir_ / "repo").string()});
-        ASSERT_EQ(run_process(args).exit_code, 0);
-    }
-    std::ofstream(dir_ / "c.patch") << "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1,2 +1,2 @@\n // kernel\n"
-                                       "-int schedule = 0;\n+int schedule = 1;\n";
-    const std::string manifest = "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\nrepository = \"repo\"\n"
-                                 "commit = \"HEAD\"\nkernel_sources = [\"kernels/k.cu\"]\n[candidate]\npatch = \"c.patch\"\n"
-                                 "[workload]\nname = \"w\"\nlen_q = 128\n";
+    const std::string manifest = write_tiny_experiment();
     std::ofstream(dir_ / "plain.toml") << manifest;
     const AttentionProblem problem = load_experiment(dir_ / "plain.toml").workload.problem;
     const GeneratedInputs inputs = generate_inputs(problem.shape, problem.dtype, 7);
@@ -115,6 +120,20 @@ TEST_F(PhasesCli, SeqLenDoesNotApplyToAWorkloadOfTensorFiles) {
     r = sage2tp({"phases", "--run", "run", "--seq-len", "64"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_TRUE(contains(r.err, "--seq-len does not apply: the workload 'w' reads tensor files")) << r.err;
+}
+
+// A length whose tensors would pass 2^31 elements is refused before a build checkpoint or a GPU is asked
+// for, with checked arithmetic (99999999999999 x heads x 128 overflows nothing it should not).
+TEST_F(PhasesCli, ASeqLenTooLargeForTheTensorsIsExitTwoBeforeAnythingElse) {
+    std::ofstream(dir_ / "m.toml") << write_tiny_experiment();
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const char *length : {"99999999999999", "9223372036854775807", "16777216"}) {
+        r = sage2tp({"phases", "--run", "run", "--seq-len", length});
+        EXPECT_EQ(r.exit_code, 2) << length << ": " << r.err;
+        EXPECT_TRUE(contains(r.err, std::string("--seq-len ") + length)) << r.err;
+        EXPECT_TRUE(contains(r.err, "fewer than 2^31 elements")) << r.err;
+    }
 }
 
 TEST_F(PhasesCli, BashCompletionOffersRunDirectoriesAsItsArgument) {

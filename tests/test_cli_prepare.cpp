@@ -515,7 +515,8 @@ TEST_F(Cli, TimeOptionsUseTheManifestsRanges) {
 TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
     ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
     for (const char *budget : {"0.6", "0.8"}) {
-        const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", (dir_ / "m.toml").string(),
+        // A new file in the run's reports/, as the parent names it (any other is refused, Safety's test).
+        const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", (dir_ / "run/reports/time-repeat-1.toml").string(),
                                          "--budget", budget, "--min-rounds", "20", "--target-half-width", "0.0005",
                                          "--order-seed", "42", "--device", "0"});
         EXPECT_NE(r.exit_code, 2) << budget << ": " << r.err;

@@ -593,3 +593,54 @@ TEST_F(Reliability, PrepareNewTwiceInOneSecondMakesTwoRuns) {
         EXPECT_TRUE(checkpoint(dir_ / "sage2tp-runs" / run, "01-prepare.toml")) << run;
     }
 }
+
+// The compile cache as a careless or hostile user leaves it: the baseline's entry copied over the
+// candidate's, the two swapped, the candidate's a link to the baseline's, the candidate's cubin replaced
+// by the baseline's with its digest rewritten. Each `build --force` then builds the candidate's own
+// cubin (never a silent A/A), says which entry it dropped, and repairs the store.
+TEST_F(Reliability, ATamperedCompileCacheNeverServesTheBaselinesCubinForTheCandidate) {
+    write_experiment();
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    const std::map<std::string, std::string> cached{{"SAGE2TP_CACHE", (dir_ / "cache").string()}};
+    ProcessResult r = run_sage2tp({"build", "--run", "run"}, dir_, cached);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    expect_good_build(dir_ / "run", "first build");
+    // The store's entries (whatever its layout version), and the baseline's and the candidate's entry:
+    // the one holding the cubin that variant's build holds.
+    fs::path entries;
+    for (const auto &e : fs::directory_iterator(dir_ / "cache"))
+        if (fs::is_directory(e.path() / "entries")) entries = e.path() / "entries";
+    ASSERT_FALSE(entries.empty());
+    auto entry_of = [&](const std::string &variant) {
+        const std::string built = sha256_file(dir_ / "run/builds" / variant / "k.sm_90a.cubin");
+        for (const auto &e : fs::directory_iterator(entries))
+            if (fs::is_regular_file(fs::symlink_status(e.path() / "cubin")) && sha256_file(e.path() / "cubin") == built)
+                return e.path();
+        return fs::path();
+    };
+    for (const std::string damage : {"copied", "swapped", "linked", "re-digested"}) {
+        const fs::path baseline = entry_of("baseline"), candidate = entry_of("candidate");
+        ASSERT_FALSE(baseline.empty() || candidate.empty()) << damage;
+        if (damage == "copied") {
+            fs::remove_all(candidate);
+            fs::copy(baseline, candidate, fs::copy_options::recursive);
+        } else if (damage == "swapped") {
+            fs::rename(candidate, dir_ / "aside");
+            fs::rename(baseline, candidate);
+            fs::rename(dir_ / "aside", baseline);
+        } else if (damage == "linked") {
+            fs::remove_all(candidate);
+            fs::create_directory_symlink(baseline, candidate);
+        } else {
+            const std::string from = sha256_file(candidate / "cubin"), to = sha256_file(baseline / "cubin");
+            fs::copy_file(baseline / "cubin", candidate / "cubin", fs::copy_options::overwrite_existing);
+            std::string digests = slurp(candidate / "digests");
+            digests.replace(digests.find(from), from.size(), to);
+            std::ofstream(candidate / "digests", std::ios::trunc) << digests;
+        }
+        r = run_sage2tp({"build", "--run", "run", "--force"}, dir_, cached);
+        ASSERT_EQ(r.exit_code, 0) << damage << ": " << r.out << r.err;
+        expect_good_build(dir_ / "run", damage);
+        EXPECT_NE(r.err.find("compile cache entry " + candidate.string()), std::string::npos) << damage << ": " << r.err;
+    }
+}

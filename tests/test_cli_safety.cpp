@@ -1,13 +1,16 @@
 // Nothing sage2tp is pointed at may lose a user's files: clean removes only a provable run, entry by
 // entry, with exactly its own worktree registrations, and asks before it does. Fast (git, no nvcc).
 #include "cli_fixture.h"
+#include "formats/checkpoint_store.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -211,10 +214,11 @@ TEST_F(Safety, PlantedLinksInARunMakeNoWriteOrDeleteOutsideIt) {
         {"trees", true},            {"trees/baseline", true},     {"trees/candidate", true},  {"builds", true},
         {"builds/baseline", true},  {"builds/candidate", true},   {"logs", true},             {"reports", true},
         {"inputs", true},           {"inputs/candidate.patch", false}, {".prepare-new", true}, {".prepare-new/trees", true},
-        {".prepare-old", true},     {".lock", false}};
+        {".prepare-old", true},     {".lock", false},              {"slurm", true},            {".sage2tp-run", false}};
     const std::vector<std::vector<std::string>> commands{
         {"prepare", "--run", "run"},          {"prepare", "--force", "--run", "run"}, {"build", "--run", "run", "--nvcc", "/bin/false"},
-        {"status", "--run", "run"},           {"compare", "run", "--svg", "c.svg"},    {"clean", "--yes", "run"}};
+        {"status", "--run", "run"},           {"compare", "run", "--svg", "c.svg"},    {"slurm", "collect", "--run", "run"},
+        {"slurm", "--run", "run", "--arch", "sm_90a"}, {"clean", "--yes", "run"}};
     int covered = 0, changed = 0;
     for (const auto &[entry, directory] : entries) {
         fs::remove_all(dir_ / "run");
@@ -255,6 +259,284 @@ TEST_F(Safety, CompilerFlagsWithShellCharactersAreRefusedAtPrepareWithTheirLine)
         EXPECT_FALSE(fs::exists(dir_ / "flags")) << flag;
     }
     EXPECT_FALSE(fs::exists(dir_ / "pwned"));
+}
+
+// The flags that would run a program of the manifest's choosing, in every spelling, at prepare (their
+// line named) and again at build, for a received run whose experiment.toml carries them: none runs.
+TEST_F(Safety, FlagsThatNameAProgramOrAFileAreRefusedInAManifestAndInAReceivedRun) {
+    const fs::path tool = dir_ / "evil-cc";
+    std::ofstream(tool) << "#!/bin/sh\ntouch " << (dir_ / "pwned").string() << "\nexit 1\n";
+    fs::permissions(tool, fs::perms::owner_all);
+    const std::string path = tool.string(), bin = dir_.string();
+    const std::vector<std::string> hostile = {
+        "-ccbin=" + path,          "-ccbin" + path,           "--compiler-bindir=" + path, "-ccbin",
+        "--compiler-bindir",       "-Xcompiler=-fplugin=" + path, "-Xcompiler=-B" + bin, "--compiler-options=-B" + bin,
+        "-Xlinker=--plugin=" + path, "-Xptxas=--output-file=" + path, "--dryrun", "-dryrun",
+        "-include=/etc/passwd",    "-include",                "--pre-include=/etc/passwd", "-I/etc",
+        "--options-file=" + path,  "-optf=" + path,           "-odir=" + bin,              "--keep-dir=" + bin,
+        "-Xcompiler",              "-Xlinker",                "--run-args=x",              "--run",
+        "-Xptxas=-dlcm=ca,--output-file=" + path,
+    };
+    for (const std::string &flag : hostile) {
+        std::ofstream(dir_ / "f.toml") << slurp(dir_ / "m.toml") << "[build]\narch = \"sm_90a\"\nnvcc_flags = [\"-O3\", \""
+                                       << flag << "\"]\n";
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "flags"});
+        EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find("f.toml:"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("not one a manifest may carry"), std::string::npos) << flag << ": " << r.err;
+        EXPECT_FALSE(fs::exists(dir_ / "flags")) << flag;
+    }
+    // A received run: its experiment.toml edited after prepare, and the digest its checkpoint records
+    // with it, as a sender would (or an older sage2tp that let the flag through).
+    const fs::path run = prepare_run("received");
+    auto digest = [&] { return run_process({"sha256sum", (run / "experiment.toml").string()}).out.substr(0, 64); };
+    const std::string before = digest();
+    std::string manifest = slurp(run / "experiment.toml");
+    const std::string from = "nvcc_flags = [";
+    const auto at = manifest.find(from);
+    ASSERT_NE(at, std::string::npos) << manifest;
+    manifest.insert(at + from.size(), "\"-ccbin=" + path + "\", ");
+    std::ofstream(run / "experiment.toml", std::ios::trunc) << manifest;
+    CheckpointRead prepared = read_checkpoint(run / "checkpoints/01-prepare.toml");
+    ASSERT_TRUE(prepared.checkpoint) << prepared.problem;
+    bool restamped = false;
+    for (auto &&[name, artifact] : prepared.checkpoint->artifacts)
+        if (toml::table *fields = artifact.as_table(); fields && (*fields)["sha256"].value_or(std::string()) == before) {
+            fields->insert_or_assign("sha256", digest());
+            restamped = true;
+        }
+    ASSERT_TRUE(restamped);
+    write_checkpoint(run / "checkpoints/01-prepare.toml", *prepared.checkpoint);
+    const ProcessResult r = sage2tp({"build", "--run", "received", "--arch", "sm_90a", "--no-cache"});
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    if (r.exit_code != 3) {  // 3: no nvcc on this host, so nothing could have run it anyway
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find("-ccbin"), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "pwned")) << "a manifest's flag ran " << path;
+}
+
+// The flags the shipped manifests carry are still accepted.
+TEST_F(Safety, TheFlagsTheShippedManifestsCarryAreAccepted) {
+    std::ofstream(dir_ / "f.toml") << slurp(dir_ / "m.toml")
+                                   << "[build]\narch = \"sm_90a\"\nnvcc_flags = [\"-O3\", \"-std=c++17\", \"-U__CUDA_NO_HALF_OPERATORS__\", "
+                                      "\"--use_fast_math\", \"-diag-suppress=174\", \"-D_GLIBCXX_USE_CXX11_ABI=1\", \"-lineinfo\", "
+                                      "\"-Xptxas=-v\", \"-maxrregcount=128\"]\n";
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "flags"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// Sizes from a manifest go through checked arithmetic: 2^62 tokens x 40 heads was SIGFPE (exit 136),
+// 2^63 - 1 tokens passed prepare.
+TEST_F(Safety, AWorkloadWhoseSizesOverflowIsExitTwoNamingTheKey) {
+    std::string manifest = slurp(dir_ / "m.toml");
+    const std::string from = "len_q = 128\n";
+    ASSERT_NE(manifest.find(from), std::string::npos);
+    for (const std::string &shape : {std::string("len_q = 4611686018427387904\nheads_q = 40\n"),
+                                     std::string("len_q = 9223372036854775807\n"),
+                                     std::string("len_q = 16777216\nlen_kv = 16777216\n")}) {
+        std::string text = manifest;
+        text.replace(text.find(from), from.size(), shape);
+        std::ofstream(dir_ / "f.toml") << text;
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "f.toml", "--run", "huge"});
+        EXPECT_EQ(r.exit_code, 2) << shape << r.out << r.err;
+        EXPECT_NE(r.err.find("len_q"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(dir_ / "huge")) << shape;
+    }
+}
+
+// `slurm` and `slurm collect` refuse planted links as every writing command does (slurm/ is part of the
+// run layout): nothing is written through a slurm/ or reports/ link. Fake Slurm clients (an squeue that
+// knows no task) let collect get as far as writing; no cluster is needed for the refusal.
+TEST_F(Safety, SlurmAndSlurmCollectRefusePlantedLinks) {
+    const fs::path run = prepare_run("run");
+    fs::create_directories(dir_ / "bin");
+    for (const char *tool : {"squeue", "sinfo", "sbatch"}) {
+        std::ofstream(dir_ / "bin" / tool) << "#!/bin/sh\nexit 0\n";
+        fs::permissions(dir_ / "bin" / tool, fs::perms::owner_all);
+    }
+    const std::map<std::string, std::string> slurm_path{{"PATH", (dir_ / "bin").string() + ":" + std::getenv("PATH")}};
+    fs::create_directories(dir_ / "victim");
+    std::ofstream(dir_ / "victim" / "keep.txt") << "mine\n";
+
+    fs::create_directory_symlink(dir_ / "victim", run / "slurm");
+    ProcessResult r = sage2tp({"slurm", "--run", "run", "--arch", "sm_90a", "--no-wait"}, slurm_path);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+    r = sage2tp({"slurm", "collect", "--run", "run"}, slurm_path);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    fs::remove(run / "slurm");
+
+    fs::create_directories(run / "slurm" / "S");
+    std::ofstream(run / "slurm" / "S" / "plan.toml") << "job = \"7\"\n";
+    std::ofstream(run / "slurm" / "latest") << "S\n";
+    fs::remove_all(run / "reports");
+    fs::create_directory_symlink(dir_ / "victim", run / "reports");
+    r = sage2tp({"slurm", "collect", "--run", "run"}, slurm_path);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "victim" / "cluster.toml")) << "slurm collect wrote through reports/";
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir_ / "victim")) ++entries;
+    EXPECT_EQ(entries, 1u);
+}
+
+// A plan.toml or a task's result.toml that is a FIFO is refused (exit 2, naming it), never waited on.
+TEST_F(Safety, SlurmCollectRefusesAFifoInsteadOfAPlanOrAResult) {
+    const fs::path run = prepare_run("run");
+    fs::create_directories(dir_ / "bin");
+    std::ofstream(dir_ / "bin" / "squeue") << "#!/bin/sh\nexit 0\n";
+    fs::permissions(dir_ / "bin" / "squeue", fs::perms::owner_all);
+    const std::map<std::string, std::string> slurm_path{{"PATH", (dir_ / "bin").string() + ":" + std::getenv("PATH")}};
+    fs::create_directories(run / "slurm" / "S" / "task-0");
+    std::ofstream(run / "slurm" / "latest") << "S\n";
+    for (const std::string fifo : {"plan.toml", "task-0/result.toml"}) {
+        SCOPED_TRACE(fifo);
+        fs::remove(run / "slurm" / "S" / "plan.toml");
+        if (fifo != "plan.toml")
+            std::ofstream(run / "slurm" / "S" / "plan.toml")
+                << "job = \"7\"\n[[task]]\ntask = 0\narch = \"sm_90a\"\narch_feature = \"sm_90\"\ngpu_kind = \"any\"\n"
+                   "repeat = 1\nconstraint = \"sm_90\"\nrun = \"slurm/S/task-0/run\"\n";
+        ASSERT_EQ(::mkfifo((run / "slurm" / "S" / fifo).c_str(), 0644), 0);
+        ProcessOptions options;
+        options.working_directory = dir_;
+        options.extra_environment = slurm_path;
+        options.timeout = std::chrono::seconds(20);
+        const ProcessResult r = run_process({sage2tp_binary(), "slurm", "collect", "--run", "run"}, options);
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find(fifo.substr(fifo.find('/') + 1)), std::string::npos) << r.err;
+        fs::remove(run / "slurm" / "S" / fifo);
+    }
+}
+
+// A .lock hard-linked to a file elsewhere would get the pid written into that file: every command that
+// locks refuses it (exit 2) and the file keeps its bytes.
+TEST_F(Safety, AHardLinkedLockIsRefusedAndTheFileItSharesIsNotWritten) {
+    const fs::path run = prepare_run("run");
+    std::ofstream(dir_ / "victim.txt") << "precious\n";
+    fs::remove(run / ".lock");
+    fs::create_hard_link(dir_ / "victim.txt", run / ".lock");
+    for (const std::vector<std::string> &command : std::vector<std::vector<std::string>>{
+             {"prepare", "--manifest", "m.toml", "--run", "run"},
+             {"build", "--run", "run", "--arch", "sm_90a"},
+             {"sanitize", "--run", "run"},
+             {"gate", "--run", "run"},
+             {"clean", "--run", "run", "--yes"}}) {
+        const ProcessResult r = sage2tp(command);
+        EXPECT_EQ(r.exit_code, 2) << command[0] << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find("link"), std::string::npos) << command[0] << ": " << r.err;
+        EXPECT_EQ(slurp(dir_ / "victim.txt"), "precious\n") << command[0] << " wrote through the hard-linked .lock";
+    }
+    EXPECT_TRUE(fs::exists(run / "experiment.toml"));
+}
+
+// A clean that fails midway (here: a mount point in the run that cannot be removed) leaves a run that a
+// later clean finishes, registrations included, though experiment.toml and a tree are gone by then.
+TEST_F(Safety, ACleanInterruptedMidwayIsFinishedByTheNextClean) {
+    const fs::path run = prepare_run("run");
+    if (::mount("tmpfs", (run / "trees/candidate").c_str(), "tmpfs", 0, "size=64k") != 0)
+        GTEST_SKIP() << "mounting a tmpfs in the run needs root (CAP_SYS_ADMIN): " << std::strerror(errno);
+    ProcessResult r = sage2tp({"clean", "--yes", "run"});
+    ::umount((run / "trees/candidate").c_str());
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run / "experiment.toml")) << "the first clean did not get as far as the issue's";
+    EXPECT_FALSE(fs::exists(run / "trees/baseline"));
+    r = sage2tp({"clean", "--yes", "run"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run));
+    EXPECT_EQ(worktree_list(dir_ / "repo").find("run/trees"), std::string::npos) << worktree_list(dir_ / "repo");
+}
+
+// A run that went through `sage2tp slurm` holds slurm/: it is cleaned and prepared again like any run.
+TEST_F(Safety, ARunWithSlurmSubmissionsIsCleanedAndPreparedAgain) {
+    const fs::path run = prepare_run("run");
+    fs::create_directories(run / "slurm" / "20261206T000000Z" / "task-0");
+    std::ofstream(run / "slurm" / "latest") << "20261206T000000Z\n";
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "--force"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = sage2tp({"clean", "--yes", "run"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(run));
+}
+
+// prepare prunes no registration of the user's: not their stale worktree's, not even when it fails.
+TEST_F(Safety, PrepareLeavesTheUsersOwnStaleRegistrationsAlone) {
+    git(dir_ / "repo", {"worktree", "add", "--detach", (dir_ / "mine").string()});
+    fs::remove_all(dir_ / "mine");
+    ASSERT_NE(worktree_list(dir_ / "repo").find("mine"), std::string::npos);
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "failing", "--commit", "no-such-commit"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(worktree_list(dir_ / "repo").find("mine"), std::string::npos) << "a failed prepare pruned the user's registration";
+    prepare_run("run");
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "--force"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(worktree_list(dir_ / "repo").find("mine"), std::string::npos) << "prepare pruned the user's registration";
+    // sage2tp's own stale registrations (a run deleted by hand) still go.
+    fs::remove_all(dir_ / "run");
+    ASSERT_NE(worktree_list(dir_ / "repo").find("run/trees"), std::string::npos);
+    prepare_run("again");
+    EXPECT_EQ(worktree_list(dir_ / "repo").find("run/trees"), std::string::npos) << worktree_list(dir_ / "repo");
+    EXPECT_NE(worktree_list(dir_ / "repo").find("mine"), std::string::npos);
+}
+
+// A directory is a run by its own marker, not by the names of the folders it holds: a .lock beside
+// trees/ or inputs/ of the user's makes no run, and prepare deletes nothing there.
+TEST_F(Safety, ALockBesideFoldersOfARunsNamesIsNoRun) {
+    for (const char *folder : {"trees", "inputs", "builds"}) {
+        SCOPED_TRACE(folder);
+        const fs::path dir = dir_ / (std::string("look-alike-") + folder);
+        const fs::path mine = directory_with_a_file(dir / folder / "baseline");
+        std::ofstream(dir / ".lock") << "";
+        const ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", dir.string()});
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find("not a run"), std::string::npos) << r.err;
+        EXPECT_EQ(slurp(mine), "uncommitted work\n");
+        EXPECT_EQ(sage2tp({"clean", "--yes", dir.string()}).exit_code, 4);
+        EXPECT_TRUE(fs::exists(mine));
+    }
+}
+
+// "no such run" (4) for a path that is missing or names a file, as sage2tp-clean(1) says; not "invalid
+// run id" (2).
+TEST_F(Safety, CleanOfAMissingPathOrAFileExitsFour) {
+    std::ofstream(dir_ / "file.txt") << "mine\n";
+    for (const std::string target : {(dir_ / "no/such/run").string(), std::string("no/such/run"), std::string("file.txt"),
+                                     (dir_ / "file.txt").string()}) {
+        const ProcessResult r = sage2tp({"clean", "--yes", target});
+        EXPECT_EQ(r.exit_code, 4) << target << ": " << r.out << r.err;
+        EXPECT_EQ(r.err.find("invalid run id"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(slurp(dir_ / "file.txt"), "mine\n");
+}
+
+// A prepare that cannot write its lock on a full disk leaves no new run directory behind.
+TEST_F(Safety, APrepareOnAFullDiskLeavesNoNewRunDirectory) {
+    fs::create_directories(dir_ / "small");
+    if (::mount("tmpfs", (dir_ / "small").c_str(), "tmpfs", 0, "size=64k") != 0)
+        GTEST_SKIP() << "mounting a 64 KiB tmpfs needs root (CAP_SYS_ADMIN): " << std::strerror(errno);
+    {
+        std::ofstream fill(dir_ / "small" / "fill", std::ios::binary);
+        const std::string block(4096, 'x');
+        for (int i = 0; i < 64 && fill; ++i) fill << block;
+    }
+    const ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", (dir_ / "small" / "new-run").string()});
+    const bool left = fs::exists(dir_ / "small" / "new-run");
+    ::umount((dir_ / "small").c_str());
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(left) << "the failed prepare left its new run directory behind: " << r.err;
+}
+
+// time --repeat-child writes only a new measurement file in its run's reports/, never a file elsewhere.
+TEST_F(Safety, TimeRepeatChildRefusesAFileOutsideTheRunsReports) {
+    const fs::path run = prepare_run("run");
+    std::ofstream(dir_ / "victim.toml") << "precious = true\n";
+    for (const std::string target : {(dir_ / "victim.toml").string(), (run / "experiment.toml").string()}) {
+        const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", target, "--budget", "1", "--min-rounds", "1",
+                                         "--target-half-width", "0.01", "--order-seed", "1"});
+        EXPECT_EQ(r.exit_code, 2) << target << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find("--repeat-child"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(slurp(dir_ / "victim.toml"), "precious = true\n");
 }
 
 TEST_F(Safety, CompareRefusesAnSvgPathThatIsNotARegularFile) {

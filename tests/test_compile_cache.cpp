@@ -4,6 +4,7 @@
 #include "support/errors.h"
 #include "scratch_directory.h"
 #include "support/file_io.h"
+#include "support/hashing.h"
 #include "tools/compile_cache.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,9 @@ namespace s2tp::unit_compile_cache {
 
 namespace {
 
+// The store's layout version (a folder of the cache root).
+constexpr const char *kStore = "v2";
+
 class CompileCacheTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -39,7 +43,8 @@ protected:
                  "trees/baseline/k.cu"},
                 work,
                 "trees/baseline/k.cu",
-                "release 13.0, V13.0.88"};
+                "release 13.0, V13.0.88",
+                {5, 7}};
     }
 
     ScratchDirectory scratch{"cache"};
@@ -49,11 +54,11 @@ protected:
 std::size_t entry_count(const fs::path &root) {
     std::size_t n = 0;
     std::error_code ec;
-    for (fs::directory_iterator it(root / "v1" / "entries", ec), end; !ec && it != end; it.increment(ec)) ++n;
+    for (fs::directory_iterator it(root / kStore / "entries", ec), end; !ec && it != end; it.increment(ec)) ++n;
     return n;
 }
 
-fs::path only_entry(const fs::path &root) { return fs::directory_iterator(root / "v1" / "entries")->path(); }
+fs::path only_entry(const fs::path &root) { return fs::directory_iterator(root / kStore / "entries")->path(); }
 
 }  // namespace
 
@@ -163,7 +168,7 @@ TEST_F(CompileCacheTest, ConcurrentFillersNeverShowAHalfWrittenEntry) {
     EXPECT_EQ(wrong, 0);
     EXPECT_TRUE(corrupt.empty()) << corrupt.front();
     EXPECT_EQ(entry_count(dir / "cache"), 1u);
-    EXPECT_TRUE(fs::is_empty(dir / "cache" / "v1" / "tmp"));
+    EXPECT_TRUE(fs::is_empty(dir / "cache" / kStore / "tmp"));
     std::vector<std::string> none;
     EXPECT_TRUE(cache.lookup(compile(), none));
 }
@@ -227,12 +232,194 @@ TEST_F(CompileCacheTest, AFullDiskFailsWithExitTwoAndKeepsWhatWasStored) {
         EXPECT_NE(std::string(e.what()).find("SAGE2TP_CACHE=off"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
     }
-    EXPECT_TRUE(fs::is_empty(small / "cache" / "v1" / "tmp"));
+    EXPECT_TRUE(fs::is_empty(small / "cache" / kStore / "tmp"));
     write("trees/baseline/k.h", "#define N 4\n");
     std::vector<std::string> corrupt;
     auto kept = cache.lookup(compile(), corrupt);
     EXPECT_TRUE(kept && kept->cubin == "CUBIN");
     ::umount(small.c_str());
+}
+
+// The tampering suite: a cache entry is served only for the compile whose key it records, with the bytes
+// its digests and name vouch for. Each case stores the baseline's and the candidate's compiles, damages
+// the store as a careless user or a hostile one would, and asks for the candidate: the baseline's cubin
+// must never come back.
+class CompileCacheTampering : public CompileCacheTest {
+protected:
+    void SetUp() override {
+        CompileCacheTest::SetUp();
+        fs::create_directories(work / "trees" / "candidate");
+        write("trees/candidate/k.cu", "#include \"k.h\"\n__global__ void k() { /* pair */ }\n");
+        write("trees/candidate/k.h", "#define N 4\n");
+        write("c.d", "builds/candidate/k.cubin : trees/candidate/k.cu \\\n    trees/candidate/k.h\n");
+        cache.store(compile(), work / "k.d", {"BASELINE-CUBIN", "baseline log"});
+        baseline_entry = only_entry(dir / "cache");
+        cache.store(candidate(), work / "c.d", {"CANDIDATE-CUBIN", "candidate log"});
+        for (const auto &e : fs::directory_iterator(entries_of(dir / "cache")))
+            if (e.path() != baseline_entry) candidate_entry = e.path();
+        ASSERT_FALSE(candidate_entry.empty());
+    }
+
+    CacheableCompile candidate() const {
+        CacheableCompile c = compile("builds/candidate/k.cubin");
+        c.argv[5] = "c.d";
+        c.argv.back() = "trees/candidate/k.cu";
+        c.source = "trees/candidate/k.cu";
+        return c;
+    }
+
+    // The candidate is looked up after the damage: never the baseline's bytes; the damage reported,
+    // naming the entry; and once stored again, the candidate's own cubin.
+    void expect_candidate_never_gets_the_baseline(bool damage_reported = true) {
+        std::vector<std::string> corrupt;
+        const auto hit = cache.lookup(candidate(), corrupt);
+        EXPECT_TRUE(!hit || hit->cubin == "CANDIDATE-CUBIN") << "served " << hit->cubin;
+        if (damage_reported) {
+            EXPECT_FALSE(hit);
+            ASSERT_FALSE(corrupt.empty());
+            EXPECT_NE(corrupt[0].find(candidate_entry.filename().string()), std::string::npos) << corrupt[0];
+        }
+        cache.store(candidate(), work / "c.d", {"CANDIDATE-CUBIN", "candidate log"});
+        std::vector<std::string> after;
+        const auto again = cache.lookup(candidate(), after);
+        ASSERT_TRUE(again);
+        EXPECT_EQ(again->cubin, "CANDIDATE-CUBIN");
+        EXPECT_TRUE(after.empty()) << after.front();
+        // The baseline's own entry still serves the baseline.
+        const auto baseline = cache.lookup(compile(), after);
+        EXPECT_TRUE(!baseline || baseline->cubin == "BASELINE-CUBIN");
+    }
+
+    static fs::path entries_of(const fs::path &root) { return only_entry(root).parent_path(); }
+
+    CompileCache cache{dir / "cache", 1 << 20};
+    fs::path baseline_entry, candidate_entry;
+};
+
+TEST_F(CompileCacheTampering, SwappedEntriesAreReportedAndRebuilt) {
+    const fs::path aside = dir / "aside";
+    fs::rename(candidate_entry, aside);
+    fs::rename(baseline_entry, candidate_entry);
+    fs::rename(aside, baseline_entry);
+    expect_candidate_never_gets_the_baseline();
+}
+
+TEST_F(CompileCacheTampering, ACopyOfTheBaselinesEntryIsReportedAndRebuilt) {
+    fs::remove_all(candidate_entry);
+    fs::copy(baseline_entry, candidate_entry, fs::copy_options::recursive);
+    expect_candidate_never_gets_the_baseline();
+}
+
+TEST_F(CompileCacheTampering, AnEntryThatIsALinkIsReportedAndOnlyTheLinkRemoved) {
+    fs::remove_all(candidate_entry);
+    fs::create_directory_symlink(baseline_entry, candidate_entry);
+    expect_candidate_never_gets_the_baseline();
+    EXPECT_TRUE(fs::is_regular_file(baseline_entry / "cubin"));
+}
+
+TEST_F(CompileCacheTampering, AFileInAnEntryThatIsALinkIsReported) {
+    fs::remove(candidate_entry / "cubin");
+    fs::create_symlink(baseline_entry / "cubin", candidate_entry / "cubin");
+    expect_candidate_never_gets_the_baseline();
+    EXPECT_TRUE(fs::is_regular_file(baseline_entry / "cubin"));
+}
+
+TEST_F(CompileCacheTampering, ATruncatedEntryIsReportedAndRebuilt) {
+    fs::resize_file(candidate_entry / "cubin", 3);
+    expect_candidate_never_gets_the_baseline();
+}
+
+// The baseline's cubin put in the candidate's entry, with its digests file rewritten to match.
+TEST_F(CompileCacheTampering, AnEntryWithRecomputedDigestsIsReportedAndRebuilt) {
+    fs::copy_file(baseline_entry / "cubin", candidate_entry / "cubin", fs::copy_options::overwrite_existing);
+    std::string digests = read_text_file(candidate_entry / "digests");
+    const std::string candidate_digest = sha256_hex("CANDIDATE-CUBIN"), baseline_digest = sha256_hex("BASELINE-CUBIN");
+    const auto at = digests.find(candidate_digest);
+    ASSERT_NE(at, std::string::npos) << digests;
+    digests.replace(at, candidate_digest.size(), baseline_digest);
+    write("../cache-digests", digests);
+    fs::copy_file(dir / "cache-digests", candidate_entry / "digests", fs::copy_options::overwrite_existing);
+    expect_candidate_never_gets_the_baseline();
+}
+
+TEST_F(CompileCacheTampering, ARegularFileInPlaceOfAnEntryIsReportedAndRebuilt) {
+    fs::remove_all(candidate_entry);
+    write("../not-an-entry", "junk");
+    fs::copy_file(dir / "not-an-entry", candidate_entry);
+    expect_candidate_never_gets_the_baseline();
+}
+
+// The baseline's manifest (which files it read) copied over the candidate's: its files are all unchanged,
+// so only the entry's recorded key can tell.
+TEST_F(CompileCacheTampering, TheBaselinesManifestInPlaceOfTheCandidatesIsNeverServed) {
+    const fs::path manifests = entries_of(dir / "cache").parent_path() / "manifests";
+    std::vector<fs::path> files;
+    for (const auto &e : fs::directory_iterator(manifests)) files.push_back(e.path());
+    ASSERT_EQ(files.size(), 2u);
+    const bool first_is_baseline = read_text_file(files[0]).find("trees/baseline") != std::string::npos;
+    const fs::path baseline_manifest = first_is_baseline ? files[0] : files[1];
+    const fs::path candidate_manifest = first_is_baseline ? files[1] : files[0];
+    fs::copy_file(baseline_manifest, candidate_manifest, fs::copy_options::overwrite_existing);
+    expect_candidate_never_gets_the_baseline(false);
+}
+
+// "-I -o -DX": -o is -I's value here, not the output; -DX must stay in the key.
+TEST_F(CompileCacheTest, FlagsThatLookLikeAnOutputOptionStayInTheKey) {
+    CompileCache cache(dir / "cache", 1 << 20);
+    auto with_flags = [&](const std::string &define) {
+        CacheableCompile c = compile();
+        c.argv.insert(c.argv.begin() + 3, {"-I", "-o", define});
+        c.output_arguments = {8, 10};
+        return c;
+    };
+    cache.store(with_flags("-DX"), work / "k.d", {"CUBIN-X", "log"});
+    std::vector<std::string> corrupt;
+    const auto hit = cache.lookup(with_flags("-DY"), corrupt);
+    EXPECT_FALSE(hit) << "-DY got -DX's cubin " << hit->cubin;
+    EXPECT_TRUE(cache.lookup(with_flags("-DX"), corrupt));
+}
+
+// A cache directory named through a link is resolved once; a link planted inside the store is never
+// written through.
+TEST_F(CompileCacheTest, ALinkedCacheRootIsResolvedAndALinkInsideTheStoreIsNotFollowed) {
+    fs::create_directories(dir / "real-cache");
+    fs::create_directory_symlink(dir / "real-cache", dir / "linked-cache");
+    {
+        CompileCache cache(dir / "linked-cache", 1 << 20);
+        cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+        std::vector<std::string> corrupt;
+        EXPECT_TRUE(cache.lookup(compile(), corrupt));
+    }
+    fs::create_directories(dir / "elsewhere");
+    CompileCache cache(dir / "other-cache", 1 << 20);
+    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    const fs::path entries = only_entry(dir / "other-cache").parent_path();
+    fs::remove_all(entries);
+    fs::create_directory_symlink(dir / "elsewhere", entries);
+    write("trees/baseline/k.h", "#define N 5\n");
+    try {
+        cache.store(compile(), work / "k.d", {"CUBIN5", "log"});
+    } catch (const Error &) {
+    }
+    EXPECT_TRUE(fs::is_empty(dir / "elsewhere"));
+}
+
+// Entries in a directory others may write to, or someone else's, could be anyone's.
+TEST_F(CompileCacheTest, ACacheDirectoryOthersMayWriteToOrThatIsAFileIsRefused) {
+    fs::create_directories(dir / "shared-cache");
+    fs::permissions(dir / "shared-cache", fs::perms::group_write | fs::perms::others_write, fs::perm_options::add);
+    write("../file-cache", "not a directory");
+    for (const char *name : {"shared-cache", "file-cache"}) {
+        SCOPED_TRACE(name);
+        try {
+            CompileCache cache(dir / name, 1 << 20);
+            ADD_FAILURE() << "accepted";
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), ExitCode::usage);
+            EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("SAGE2TP_CACHE=off"), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(CompileCacheSettings, OffOrADirectoryOrTheXdgCacheAndASizeLimit) {

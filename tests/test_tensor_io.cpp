@@ -241,6 +241,29 @@ TEST(TensorType, AttentionShapeGeometry) {
     expect_usage_error([] { parse_layout("NDH"); }, {"NDH"});
 }
 
+// Extents up to 2^63 - 1 are refused with a message, never wrapped below the limit (2^62 x 40 heads
+// was SIGFPE), and "fewer than 2^31 elements" means fewer.
+TEST(AttentionShape, SizesThatOverflowOrReach2To31ElementsAreRefused) {
+    AttentionShape s;
+    s.head_dim = 128;
+    s.len_q = s.len_kv = std::int64_t(1) << 62;
+    s.heads_q = s.heads_kv = 40;
+    expect_usage_error([&] { s.validate("huge"); }, {"huge", "len_q", "fewer than 2^31"});
+    s.len_q = s.len_kv = INT64_MAX;
+    s.heads_q = s.heads_kv = 1;
+    expect_usage_error([&] { s.validate("max"); }, {"max", "fewer than 2^31"});
+    s.len_q = 64;
+    expect_usage_error([&] { s.validate("kv"); }, {"kv", "len_kv", "fewer than 2^31"});
+    // Exactly 2^31 elements: 2^24 tokens x 128; one token fewer is accepted.
+    s.len_q = s.len_kv = std::int64_t(1) << 24;
+    expect_usage_error([&] { s.validate("exact"); }, {"exact", "2147483648 elements"});
+    s.len_q = s.len_kv = (std::int64_t(1) << 24) - 64;
+    s.validate("below");
+    s.batch = std::int64_t(1) << 40;
+    s.heads_q = s.heads_kv = std::int64_t(1) << 30;
+    expect_usage_error([&] { s.validate("wide"); }, {"wide", "more than 2^63"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // .npy
 

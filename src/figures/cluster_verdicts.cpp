@@ -1,6 +1,7 @@
 #include "figures/cluster_verdicts.h"
 
 #include "figures/figure_fields.h"
+#include "formats/toml_schema.h"
 #include "support/errors.h"
 #include "pipeline/run_directory.h"
 
@@ -49,13 +50,7 @@ std::filesystem::path cluster_verdicts_path(const RunDirectory &run) { return ru
 std::optional<ClusterVerdicts> read_cluster_verdicts(const RunDirectory &run) {
     const std::filesystem::path file = cluster_verdicts_path(run);
     if (!std::filesystem::exists(file)) return std::nullopt;
-    toml::table table;
-    try {
-        table = toml::parse_file(file.string());
-    } catch (const toml::parse_error &e) {
-        fail(ExitCode::usage, file.string() + ": " + std::string(e.description()));
-    }
-    return ClusterVerdicts::from_toml(table, file.string());
+    return ClusterVerdicts::from_toml(parse_toml_file(file.string()), file.string());
 }
 
 ClusterTaskVerdict judge_cluster_task(const ClusterTaskIdentity &identity, const std::optional<ClusterSlurmState> &slurm,

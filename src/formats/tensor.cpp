@@ -1,5 +1,7 @@
 #include "formats/tensor.h"
 
+#include "support/integer_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -171,12 +173,22 @@ void AttentionShape::validate(const std::string &what) const {
     if (heads_q % heads_kv != 0)
         fail(ExitCode::usage, what + ": heads_q (" + std::to_string(heads_q) +
                                   ") is not a multiple of heads_kv (" + std::to_string(heads_kv) + ")");
-    // The kernel indexes with 32-bit arithmetic; keep every tensor (V padded to 64 tokens) well inside.
+    // The kernel indexes with 32-bit arithmetic; keep every tensor (V padded to 64 tokens) below 2^31
+    // elements. Each product is checked: extents from a manifest may be anything up to 2^63 - 1.
     const std::int64_t limit = std::int64_t(1) << 31;
-    const std::int64_t padded_kv = (len_kv + 63) / 64 * 64;
-    const std::int64_t largest = std::max(len_q * heads_q, padded_kv * heads_kv);
-    if (batch > limit || largest > limit / batch || head_dim > limit / (batch * largest))
-        fail(ExitCode::usage, what + ": tensors of " + to_string() + " exceed 2^31 elements");
+    const std::optional<std::int64_t> q_elements = checked_product({batch, len_q, heads_q, head_dim});
+    // round_up itself would overflow near 2^63; a length of 2^31 or more is too long anyway.
+    const std::optional<std::int64_t> kv_elements =
+        checked_product({batch, len_kv < limit ? round_up(len_kv, 64) : limit, heads_kv, head_dim});
+    if (!q_elements || *q_elements >= limit)
+        fail(ExitCode::usage, what + ": Q and O of " + to_string() + " (batch x len_q x heads_q x head_dim = " +
+                                  (q_elements ? std::to_string(*q_elements) : std::string("more than 2^63")) +
+                                  " elements) must have fewer than 2^31 elements");
+    if (!kv_elements || *kv_elements >= limit)
+        fail(ExitCode::usage, what + ": K and V of " + to_string() +
+                                  " (batch x len_kv padded to 64 x heads_kv x head_dim = " +
+                                  (kv_elements ? std::to_string(*kv_elements) : std::string("more than 2^63")) +
+                                  " elements) must have fewer than 2^31 elements");
 }
 
 std::string AttentionShape::to_string() const {

@@ -243,7 +243,52 @@ fs::path find_manifest(const std::string &word) {
                               "; the shipped manifests (" + shipped.string() + "): " + list);
 }
 
+namespace {
+
+// The nvcc flags a manifest may carry: each changes how the kernel compiles, none names a program, a
+// plugin, or a file to run, include, read options from or write (unlike -ccbin, --compiler-bindir,
+// -Xcompiler, -Xlinker, --dryrun, -include, -I, --options-file, -odir, --keep-dir, ...). A flag is one
+// of the words, or a prefix followed by its value.
+constexpr std::string_view manifest_flag_words[] = {
+    "-O0", "-O1", "-O2", "-O3", "--use_fast_math", "-use_fast_math", "-lineinfo", "--generate-line-info", "-G",
+    "--device-debug", "-w", "--disable-warnings", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
+    "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda", "-extended-lambda", "--restrict", "-restrict",
+    "--extra-device-vectorization", "-extra-device-vectorization", "-Wno-deprecated-gpu-targets",
+    "-Wno-deprecated-declarations", "-Xptxas=-v", "-Xptxas=--verbose", "-Xptxas=-O0", "-Xptxas=-O1", "-Xptxas=-O2",
+    "-Xptxas=-O3", "-Xptxas=--warn-on-spills", "-Xptxas=-warn-spills", "-Xptxas=--warn-on-local-memory-usage",
+    "-Xptxas=-warn-lmem-usage",
+};
+constexpr std::string_view manifest_flag_prefixes[] = {
+    "-D", "--define-macro=", "-U", "--undefine-macro=", "-std=", "--std=", "-maxrregcount=", "--maxrregcount=",
+    "-ftz=", "--ftz=", "-prec-div=", "--prec-div=", "-prec-sqrt=", "--prec-sqrt=", "-fmad=", "--fmad=",
+    "-diag-suppress=", "--diag-suppress=", "-diag_suppress=", "--diag_suppress=", "-diag-warn=", "--diag-warn=",
+    "-diag-error=", "--diag-error=", "-Xptxas=-dlcm=", "-Xptxas=-dscm=",
+};
+
+bool manifest_may_carry(const std::string &flag) {
+    for (std::string_view word : manifest_flag_words)
+        if (flag == word) return true;
+    // nvcc splits an -Xptxas value at ',' into several ptxas options: one value, one option.
+    const bool ptxas = flag.rfind("-Xptxas=", 0) == 0;
+    for (std::string_view prefix : manifest_flag_prefixes)
+        if (flag.size() > prefix.size() && flag.compare(0, prefix.size(), prefix) == 0)
+            return !ptxas || flag.find(',') == std::string::npos;
+    return false;
+}
+
+}  // namespace
+
 void check_compiler_flag(const std::string &flag, const std::string &where) {
+    if (!manifest_may_carry(flag))
+        fail(ExitCode::usage, where + ": the flag '" + flag + "' is not one a manifest may carry: a flag that names a "
+                                  "program, a plugin or a file (-ccbin, --compiler-bindir, -Xcompiler, -Xlinker, "
+                                  "--dryrun, -include, -I, --options-file, ...) would let whoever wrote the manifest "
+                                  "choose what this host runs or reads. A manifest may carry -O0..-O3, "
+                                  "--use_fast_math, -lineinfo, -G, -w, -D..., -U..., -std=..., -maxrregcount=..., "
+                                  "--ftz=, --prec-div=, --prec-sqrt=, --fmad=, -diag-suppress=..., --expt-relaxed-constexpr, "
+                                  "--extended-lambda, --restrict, -Xptxas=-v and the others sage2tp-experiment(5) "
+                                  "lists; include directories go in [source] include_dirs, and the host compiler is the "
+                                  "one nvcc finds on the host that builds (its PATH, or NVCC_CCBIN in its environment)");
     for (char c : flag) {
         const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_=.,/+:@%").find(c) != std::string_view::npos;
         if (allowed) continue;

@@ -24,7 +24,8 @@ AttentionProblem read_attention_problem(TableReader &r, bool with_lse) {
     p.dtype = parse_dtype(r.choice("dtype", {"f16", "bf16"}, "bf16"));
     p.sm_scale = static_cast<float>(r.number_or("sm_scale", default_sm_scale(s.head_dim), 1e-6, 1e3));
     p.with_lse = with_lse;
-    if (s.len_q < 1) fail(ExitCode::usage, r.position() + ": len_q must be at least 1");
+    if (s.len_q < 1 || s.len_q >= (std::int64_t(1) << 31))
+        fail(ExitCode::usage, r.position() + ": len_q must be at least 1 and below 2^31, got " + std::to_string(s.len_q));
     try {
         p.validate();
     } catch (const Error &e) {

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -51,8 +52,22 @@ void RunDirectory::lock(Links links) {
                                   (ec ? ec.message() : std::string("it exists and is not a directory")));
     if (links == Links::refuse) refuse_planted_links();
     auto lock_file = root_ / ".lock";
-    lock_fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    lock_fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (lock_fd_ < 0) fail(ExitCode::usage, "cannot open lock file '" + lock_file.string() + "': " + std::strerror(errno));
+    // The pid is written into the lock file: one that is a hard link shares its bytes with a file
+    // elsewhere (a copied run may carry one), and one that is no regular file is no lock of ours.
+    struct stat st {};
+    if (::fstat(lock_fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+        const bool linked = S_ISREG(st.st_mode) && st.st_nlink > 1;
+        ::close(lock_fd_);
+        lock_fd_ = -1;
+        fail(ExitCode::usage, "lock file '" + lock_file.string() + "' " +
+                                  (linked ? "has " + std::to_string(st.st_nlink) +
+                                                " hard links: it shares its bytes with a file elsewhere, which the pid "
+                                                "would overwrite"
+                                          : std::string("is not a regular file")) +
+                                  "; remove it (rm '" + lock_file.string() + "') and run the command again");
+    }
     // The supervisors of this run's children hold the lock too, until their child's process group is
     // gone: even when this process is SIGKILLed, the lock is not free while a child can still write.
     keep_open_in_children(lock_fd_);
@@ -206,7 +221,10 @@ fs::path default_runs_root() {
 
 RunSelection select_run_word(RunSelection selection, const std::string &word) {
     std::error_code ec;
-    if (fs::is_directory(word, ec)) selection.run_dir = word;
+    // A path (it names a directory level, or something is there) is a run directory, missing or not a
+    // directory as it may be: "no such run", never "invalid run id".
+    const bool path = word.find('/') != std::string::npos || fs::symlink_status(word, ec).type() != fs::file_type::not_found;
+    if (path) selection.run_dir = word;
     else selection.run_id = word;
     return selection;
 }
@@ -312,8 +330,8 @@ void mark_latest(const RunSelection &selection, const fs::path &run) {
 const std::vector<std::string> &run_layout_entries() {
     static const std::vector<std::string> entries{"experiment.toml", "pins.toml",    "last-stop.toml", "checkpoints",  "trees",
                                                   "builds",          "logs",         "reports",      "inputs",
-                                                  ".prepare-new",    ".prepare-old", ".build-new",   ".build-old",
-                                                  ".lock"};
+                                                  "slurm",           ".prepare-new", ".prepare-old", ".build-new",
+                                                  ".build-old",      ".sage2tp-run", ".sage2tp-removing", ".lock"};
     return entries;
 }
 
@@ -352,17 +370,35 @@ std::string why_not_removable_run(const fs::path &root) {
 std::string why_not_a_run(const fs::path &root, RunMarkers markers) {
     std::error_code ec;
     const fs::path at = fs::absolute(root, ec).lexically_normal();
-    if (markers == RunMarkers::optional_when_empty && fs::is_empty(at, ec)) return "";
-    if (!fs::is_regular_file(fs::symlink_status(at / ".lock", ec))) return "it has no .lock, which every sage2tp run has";
-    if (markers == RunMarkers::required && !fs::is_regular_file(fs::symlink_status(at / "experiment.toml", ec)) &&
-        !fs::is_directory(fs::symlink_status(at / ".prepare-new", ec)))
-        return "it has no experiment.toml, which prepare makes in every run";
+    bool only_lock = true;
+    std::string foreign;  // the first name that is no part of a run
     for (fs::directory_iterator it(at, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (!is_layout_entry(name)) return "it holds '" + name + "', which is no part of a run";
+        if (foreign.empty() && !is_layout_entry(name)) foreign = name;
+        // A temporary file of an atomic write (.NAME.tmp-XXXX) is a half-written entry, not content.
+        only_lock = only_lock && (name == ".lock" || (is_layout_entry(name) && name.find(".tmp-") != std::string::npos));
     }
     if (ec) return "it cannot be listed: " + ec.message();
+    // Empty, or a lock alone (a prepare killed before it marked the run, maybe midway through writing
+    // the marker): nothing there to lose.
+    if (markers == RunMarkers::optional_when_empty && only_lock) return "";
+    const auto is_file = [&](const char *name) { return fs::is_regular_file(fs::symlink_status(at / name, ec)); };
+    // A clean killed midway leaves its removal marker, and maybe no lock: a later clean finishes the job.
+    if (!is_file(".sage2tp-removing")) {
+        if (!is_file(".lock")) return "it has no .lock, which every sage2tp run has";
+        // Recognised by its own marker, never by the names of the folders it holds; experiment.toml marks
+        // a run prepared before the marker existed.
+        if (!is_file(".sage2tp-run") && !is_file("experiment.toml"))
+            return "it has no .sage2tp-run, the marker prepare puts in every run";
+    }
+    if (!foreign.empty()) return "it holds '" + foreign + "', which is no part of a run";
     return "";
+}
+
+void RunDirectory::mark_as_run() const {
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(run_marker(), ec)))
+        write_file_atomically(run_marker(), "a sage2tp run directory: sage2tp clean removes it whole\n");
 }
 
 }  // namespace s2tp

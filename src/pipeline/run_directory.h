@@ -8,6 +8,9 @@
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
 //   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
 //   <run>/.build-new/ .build-old/       build's staging, the same
+//   <run>/slurm/                   sage2tp slurm's submissions (tools/slurm_submission.h)
+//   <run>/.sage2tp-run             the marker that makes a directory a run (written by prepare)
+//   <run>/.sage2tp-removing        written by clean before it removes anything: a later clean finishes
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run
 //
 // Every path sage2tp reads back from a run is relative to the run directory, so a run prepared and
@@ -31,7 +34,8 @@ public:
 
     // Takes the exclusive lock or throws Error(usage) naming the pid that holds it. First refuses
     // (Error(usage)) a run with a symbolic link at an entry of its layout (refuse_planted_links), except
-    // for clean, which removes links themselves and never follows them.
+    // for clean, which removes links themselves and never follows them; and a .lock that is not a
+    // regular file or has more than one hard link (the pid written into it would land elsewhere).
     enum class Links { refuse, removed_without_following };
     void lock(Links links = Links::refuse);
     // Error(usage) naming the first symbolic link among the run layout's entries and what they hold
@@ -40,6 +44,10 @@ public:
 
     const std::filesystem::path &root() const { return root_; }
     std::filesystem::path manifest() const { return root_ / "experiment.toml"; }
+    std::filesystem::path run_marker() const { return root_ / ".sage2tp-run"; }
+    std::filesystem::path removal_marker() const { return root_ / ".sage2tp-removing"; }
+    // Writes run_marker() unless it is there: prepare, holding the lock, before anything else.
+    void mark_as_run() const;
     std::filesystem::path pins() const { return root_ / "pins.toml"; }  // time --pin's output SHA-256 pins
     std::filesystem::path last_stop() const { return root_ / "last-stop.toml"; }  // see StageStop
     std::filesystem::path checkpoints() const { return root_ / "checkpoints"; }
@@ -96,8 +104,9 @@ struct RunSelection {
 // sage2tp-runs in the working directory or one above it (as git finds its repository), absolute when
 // it is above; else "sage2tp-runs", where prepare makes it.
 std::filesystem::path default_runs_root();
-// The selection a command's [RUN] word makes: the run directory at that path when there is one, else
-// the run of that id under the selection's root.
+// The selection a command's [RUN] word makes: the path when it holds a '/' or something is there (a
+// missing path or a file is then "no such run", never "invalid run id"), else the run of that id under
+// the selection's root.
 RunSelection select_run_word(RunSelection selection, const std::string &word);
 std::optional<std::filesystem::path> existing_run(const RunSelection &selection);
 // existing_run, for the stages after prepare: Error(precondition) naming 'sage2tp prepare' when none exists.
@@ -118,13 +127,15 @@ std::optional<std::filesystem::path> latest_run(const std::filesystem::path &run
 // The names a run directory may hold (the layout above).
 const std::vector<std::string> &run_layout_entries();
 // Why `root` may not be removed as a run, "" when it may: it must be provably a run (a directory with
-// .lock and experiment.toml, or prepare's staging, holding nothing but the run layout's entries and
-// their temporary files), and neither the root directory, the working directory or one holding it,
+// its marker (see why_not_a_run), holding nothing but the run layout's entries and their temporary
+// files), and neither the root directory, the working directory or one holding it,
 // $HOME or one holding it, nor a directory with .git.
 std::string why_not_removable_run(const std::filesystem::path &root);
 // Why the directory `root` is not a run, "" when it is: it holds nothing but the run layout's entries,
-// with .lock and (when `markers` is required) experiment.toml or prepare's staging. An empty directory
-// is one for prepare to make a run in (optional_when_empty).
+// with .lock and its marker .sage2tp-run (or, for a run prepared before the marker existed,
+// experiment.toml), or clean's .sage2tp-removing. A run is recognised by its marker, never by the
+// names of its folders. An empty directory, or one holding only .lock, is one for prepare to make a
+// run in (optional_when_empty).
 enum class RunMarkers { required, optional_when_empty };
 std::string why_not_a_run(const std::filesystem::path &root, RunMarkers markers);
 // Creates `dir` (and its parents) for prepare; true when this process made it, false when it was there

@@ -199,6 +199,7 @@ StageContext::StageContext(Stage stage, const std::filesystem::path &root) : sta
 StageContext::StageContext(const std::filesystem::path &root, std::optional<Experiment> experiment)
     : stage_(Stage::prepare), run_(root), experiment_(std::move(experiment)) {
     run_.lock();
+    run_.mark_as_run();
 }
 
 const std::vector<StageState> &StageContext::states() const {

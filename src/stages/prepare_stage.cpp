@@ -242,12 +242,16 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
 
 PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const PrepareRequest &request, const Reporter &reporter) {
     PrepareOutcome outcome;
-    StageContext context(root, request.experiment);
     try {
+        // Inside: a lock or a marker that cannot be written (a full disk) must not leave the new
+        // directory behind either.
+        StageContext context(root, request.experiment);
         reporter.progress("run directory: " + root.string());
         outcome = prepare_stage(context, request, reporter);
     } catch (...) {
-        if (made_here) remove_without_following(root);
+        // Never while another process holds the run: a directory made here is no one else's, but a
+        // prepare that lost the race for its lock must leave it to the winner.
+        if (made_here && !lock_holder(root)) remove_without_following(root);
         throw;
     }
     if (outcome.exit_code != ExitCode::ok && made_here) remove_without_following(root);

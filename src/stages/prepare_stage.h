@@ -43,8 +43,9 @@ PrepareOutcome prepare_stage(StageContext &context, const PrepareRequest &reques
 
 // prepare_stage in the run directory `root`, which it opens (and locks). A prepare that fails in a run
 // directory it made (`made_here`: a new run id or --run DIR) removes it again, leaving no empty run;
-// but only once it holds the lock: a prepare that made the directory and then lost the lock to another
-// prepare of it leaves it to that one.
+// also when its lock or the run's marker cannot be written (a full disk); but never while another
+// process holds the lock: a prepare that made the directory and then lost the lock to another prepare
+// of it leaves it to that one.
 PrepareOutcome prepare_in_run(const std::filesystem::path &root, bool made_here, const PrepareRequest &request,
                               const Reporter &reporter);
 

@@ -477,7 +477,16 @@ RepeatChildRequest RepeatChildRequest::from_args(const CommandLine &cl, const fs
     };
     RepeatChildRequest request;
     request.run = run;
-    request.measurement_file = fs::absolute(args["repeat-child"].as<std::string>());
+    request.measurement_file = fs::absolute(args["repeat-child"].as<std::string>()).lexically_normal();
+    // The parent names a file of its run's reports/ that it removed first; anything else could be a
+    // file of the user's, which the measurement would replace.
+    std::error_code ec;
+    const fs::path reports = fs::weakly_canonical(RunDirectory(run).reports(), ec);
+    if (fs::weakly_canonical(request.measurement_file.parent_path(), ec) != reports ||
+        request.measurement_file.extension() != ".toml" ||
+        fs::symlink_status(request.measurement_file, ec).type() != fs::file_type::not_found)
+        fail(ExitCode::usage, "--repeat-child '" + request.measurement_file.string() + "' is not a new .toml file in " +
+                                  reports.string() + ": it is internal to --repeat, whose parent names one there");
     if (cl.has("workload")) request.workload_file = fs::absolute(args["workload"].as<std::string>());
     request.budget_seconds = required("budget").as<double>();
     request.min_rounds = static_cast<std::size_t>(required("min-rounds").as<double>());

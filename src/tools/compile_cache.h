@@ -9,14 +9,19 @@
 //
 // Keys, in two levels as a make-style dependency file needs (the headers a compile reads are known
 // only after it ran):
-//   * the direct key: nvcc's version, the argument vector (the nvcc path and output paths left out,
-//     so that a moved toolkit or a staging directory is the same compile) and the compiled file's bytes.
-//     It names a manifest: every file the last compile with that key read (nvcc -MD), with its SHA-256.
-//   * the entry key: the direct key and the manifest. An entry holds the cubin, the output and their
-//     digests. A lookup re-hashes every file of the manifest; any difference is a miss.
-// Entries appear whole (written into a temporary directory and renamed into place), so two fillers
-// never see each other's half-written entries; an entry whose files do not match its digests is
-// reported, removed and compiled again.
+//   * the direct key: nvcc's version, the environment variables nvcc reads its flags and host compiler
+//     from, the argument vector (each argument framed by its length; the nvcc path and the output
+//     paths, which the caller names by position, stand as placeholders, so that a moved toolkit or a
+//     staging directory is the same compile) and the compiled file's bytes. It names a manifest: every
+//     file the last compile with that key read (nvcc -MD), with its SHA-256, and the entry it made.
+//   * the entry key: the direct key's whole text and the manifest's files. An entry records that
+//     text, and the SHA-256 of the cubin and the output; its name is the SHA-256 of both.
+// A lookup re-hashes every file of the manifest (any difference is a miss), then serves an entry only
+// when the key it records is the one the compile derives, its files match its digests and its name
+// matches both: an entry copied, swapped or linked from another compile, or re-digested after its cubin
+// was replaced, is reported, removed and compiled again. No link inside the store is followed.
+// Entries appear whole (written into a temporary directory in the store and renamed into place), so
+// two fillers never see each other's half-written entries.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +48,8 @@ struct CacheableCompile {
     std::filesystem::path working_directory;        // relative paths in argv and the dependency file
     std::filesystem::path source;                   // the compiled file, relative to working_directory
     std::string compiler_version;                   // nvcc_version()
+    // Positions in argv of the output paths (the values of -o and -MF): not inputs, left out of the key.
+    std::vector<std::size_t> output_arguments;
 };
 
 struct CachedOutputs {
@@ -52,6 +59,9 @@ struct CachedOutputs {
 
 class CompileCache {
 public:
+    // `root` is resolved once (a link to the cache is followed here, and nowhere inside it) and made
+    // when missing. Error(usage) naming it when it is not a directory, is not owned by this user, or
+    // others may write to it: an entry there could be anyone's.
     CompileCache(std::filesystem::path root, std::uint64_t max_bytes);
 
     const std::filesystem::path &root() const { return root_; }

@@ -173,7 +173,9 @@ std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment 
         if (with_torch)
             for (const auto &dir : torch_include_dirs) job.argv.push_back("-I" + dir);
         job.argv.insert(job.argv.end(), {"-MD", "-MF", (out_dir / (stem + ".d")).string()});
+        job.output_arguments.push_back(job.argv.size() - 1);
         job.argv.insert(job.argv.end(), {"-o", cubin.string(), (tree / source).string()});
+        job.output_arguments.push_back(job.argv.size() - 2);
         jobs.push_back(std::move(job));
     };
     for (const std::string &variant : experiment.variant_names()) {
@@ -205,7 +207,7 @@ std::string quoted_command(const std::vector<std::string> &argv) {
 namespace {
 
 CacheableCompile cacheable(const CompileJob &job, const CompileCaching &caching) {
-    return {job.argv, job.working_directory, fs::path(job.argv.back()), caching.compiler_version};
+    return {job.argv, job.working_directory, fs::path(job.argv.back()), caching.compiler_version, job.output_arguments};
 }
 
 // The compile's outcome, from the cache when it holds it.

@@ -44,6 +44,7 @@ struct CompileJob {
     // nvcc runs in the run directory with paths relative to it (see plan_compiles).
     std::filesystem::path working_directory;
     std::vector<std::string> argv;
+    std::vector<std::size_t> output_arguments;  // the positions in argv of the output paths (-MF's, -o's)
 };
 
 struct CompileOutcome {

@@ -204,6 +204,11 @@ WorkloadSpec phase_workload(const Experiment &experiment, std::int64_t seq_len) 
     if (workload.q_file)
         fail(ExitCode::usage, "--seq-len does not apply: the workload '" + workload.name + "' reads tensor files");
     workload.problem.shape.len_q = workload.problem.shape.len_kv = seq_len;
+    try {
+        workload.problem.validate();  // before any GPU is asked for
+    } catch (const Error &e) {
+        fail(ExitCode::usage, "--seq-len " + std::to_string(seq_len) + ": " + e.what());
+    }
     return workload;
 }
 

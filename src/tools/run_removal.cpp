@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -20,11 +21,14 @@ RunRemoval plan_run_removal(const fs::path &run) {
                                          "); nothing was removed");
     RunRemoval removal;
     removal.root = fs::canonical(run);
+    const RunDirectory layout(removal.root);
+    // The markers last, the removal marker very last: until it goes, a later clean knows the run.
+    const std::vector<fs::path> last{layout.run_marker(), removal.root / ".lock", layout.removal_marker()};
     std::error_code ec;
     for (const fs::directory_entry &entry : fs::directory_iterator(removal.root, ec))
-        if (entry.path().filename() != ".lock") removal.entries.push_back(entry.path());
+        if (std::find(last.begin(), last.end(), entry.path()) == last.end()) removal.entries.push_back(entry.path());
     std::sort(removal.entries.begin(), removal.entries.end());
-    removal.entries.push_back(removal.root / ".lock");
+    removal.entries.insert(removal.entries.end(), last.begin(), last.end());
     // Without its experiment.toml (or with one this sage2tp cannot read), the trees' own .git files still
     // name their repositories, believed when they point back into the run.
     Experiment experiment;
@@ -34,14 +38,43 @@ RunRemoval plan_run_removal(const fs::path &run) {
         } catch (const Error &) {
         }
     removal.registrations = run_registrations(removal.root, experiment);
+    // A clean killed midway recorded the repositories before it removed the trees and experiment.toml
+    // that name them; their registrations of worktrees inside this run are found there.
+    if (fs::is_regular_file(fs::symlink_status(layout.removal_marker(), ec))) try {
+            std::istringstream lines(read_text_file(layout.removal_marker(), max_toml_bytes));
+            for (std::string line; std::getline(lines, line);) {
+                if (line.empty()) continue;
+                for (WorktreeRegistration &r : registrations_in(line, removal.root))
+                    if (std::none_of(removal.registrations.begin(), removal.registrations.end(),
+                                     [&](const WorktreeRegistration &known) { return known.admin == r.admin; }))
+                        removal.registrations.push_back(std::move(r));
+            }
+        } catch (const Error &) {
+            // Unreadable: the registrations the trees still name are removed all the same.
+        }
     return removal;
 }
 
 void remove_run(const RunRemoval &removal) {
     RunDirectory run(removal.root);
     run.lock(RunDirectory::Links::removed_without_following);
-    for (const fs::path &entry : removal.entries) remove_without_following(entry, ExitCode::internal);
+    // Before anything goes: the marker that keeps the run a run for a later clean should this one be
+    // killed or fail midway, with the repositories whose registrations it is to remove.
+    run.mark_as_run();
+    std::string repositories;
+    for (const WorktreeRegistration &r : removal.registrations) {
+        const std::string line = r.admin.parent_path().parent_path().string() + "\n";
+        if (repositories.find(line) == std::string::npos) repositories += line;
+    }
+    write_file_atomically(run.removal_marker(), repositories);
+    const auto is_marker = [&](const fs::path &entry) {
+        return entry == run.run_marker() || entry == run.removal_marker() || entry == removal.root / ".lock";
+    };
+    for (const fs::path &entry : removal.entries)
+        if (!is_marker(entry)) remove_without_following(entry, ExitCode::internal);
     remove_run_registrations(removal.registrations);
+    for (const fs::path &entry : removal.entries)
+        if (is_marker(entry)) remove_without_following(entry, ExitCode::internal);
     if (::rmdir(removal.root.c_str()) != 0) {
         std::string left;
         std::error_code ec;

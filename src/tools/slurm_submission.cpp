@@ -1,6 +1,7 @@
 #include "tools/slurm_submission.h"
 
 #include "figures/figure_fields.h"
+#include "formats/toml_schema.h"
 #include "support/errors.h"
 #include "support/data_paths.h"
 #include "support/file_io.h"
@@ -30,14 +31,6 @@ std::string toml_text(const toml::table &table) {
     std::ostringstream out;
     out << table << "\n";
     return out.str();
-}
-
-toml::table parse_toml_file(const fs::path &file) {
-    try {
-        return toml::parse_file(file.string());
-    } catch (const toml::parse_error &e) {
-        fail(ExitCode::usage, file.string() + ": " + std::string(e.description()));
-    }
 }
 
 // The run as it is, without its lock, its Slurm submissions and prepare's staging: what a task needs.
@@ -84,7 +77,8 @@ toml::table plan_to_toml(const std::string &job, const std::vector<SlurmTaskPlan
 }
 
 SlurmPlanFile read_plan(const fs::path &file) {
-    const toml::table table = parse_toml_file(file);
+    // Read as every TOML file is (formats/toml_schema.h): a FIFO or a device is refused, never waited on.
+    const toml::table table = parse_toml_file(file.string());
     SlurmPlanFile plan;
     plan.job = figure_fields::string_of(table, "job");
     plan.devices = figure_fields::string_of(table, "devices");
@@ -299,7 +293,7 @@ ClusterVerdicts collect_slurm_array(const RunDirectory &run, const fs::path &sub
             slurm = ClusterSlurmState{it->second.state, it->second.reason, it->second.node};
         std::optional<ClusterTaskResult> result;
         const fs::path result_file = task_dir(submission, t.task) / "result.toml";
-        if (fs::exists(result_file)) result = cluster_task_result_from_toml(parse_toml_file(result_file));
+        if (fs::exists(fs::symlink_status(result_file))) result = cluster_task_result_from_toml(parse_toml_file(result_file.string()));
         verdicts.tasks.push_back(
             judge_cluster_task(ClusterTaskIdentity{t.task, t.arch, t.gpu_kind, t.run, t.repeat}, slurm, result));
     }

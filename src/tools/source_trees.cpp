@@ -132,6 +132,21 @@ std::string first_line_of_small_file(const fs::path &file) {
     return trimmed(line);
 }
 
+// The file sage2tp puts in the admin directory of each worktree it adds (<git directory>/worktrees/<id>),
+// so that it removes the stale registrations of its own worktrees only, never the user's.
+constexpr const char *worktree_mark = "sage2tp-worktree";
+
+// Marks the worktree just added at `tree` (its .git file names its admin directory) as sage2tp's.
+void mark_own_worktree(const fs::path &tree) {
+    const std::string line = first_line_of_small_file(tree / ".git");
+    const std::string prefix = "gitdir: ";
+    if (line.rfind(prefix, 0) != 0) return;
+    const fs::path admin = fs::path(line.substr(prefix.size())).lexically_normal();
+    std::error_code ec;
+    if (admin.parent_path().filename() == "worktrees" && fs::is_directory(fs::symlink_status(admin, ec)))
+        write_file_atomically(admin / worktree_mark, "added by sage2tp prepare for " + tree.string() + "\n");
+}
+
 // The worktree a registration <git-common-dir>/worktrees/<id> is for: its gitdir file names the
 // worktree's .git file.
 fs::path registered_worktree(const fs::path &admin) {
@@ -237,10 +252,25 @@ void remove_trees(const fs::path &trees, const Experiment &experiment, const fs:
     // goes too. Only the run's own: a registration is removed when it names a worktree inside the run
     // that no longer exists, as `git worktree prune` would (locked or not).
     remove_registrations_of_missing_worktrees(directories, run_root);
-    // The manifest's repositories also keep registrations of runs deleted by hand: prune those.
+    // The manifest's repositories also keep registrations of runs deleted by hand: those of sage2tp's
+    // own worktrees (marked when they were added) go; the user's, stale or not, are never touched.
     std::error_code ec;
-    for (const auto &repository : user_repositories(experiment))
-        if (fs::is_directory(repository, ec)) git({"-C", repository, "worktree", "prune"});
+    for (const fs::path &directory : git_directories({}, run_root, experiment)) {
+        const fs::path worktrees = directory / "worktrees";
+        if (!fs::is_directory(fs::symlink_status(worktrees, ec))) continue;
+        for (fs::directory_iterator it(worktrees, ec), end; !ec && it != end; it.increment(ec)) {
+            if (!fs::is_directory(fs::symlink_status(it->path(), ec)) ||
+                !fs::is_regular_file(fs::symlink_status(it->path() / worktree_mark, ec)))
+                continue;
+            const fs::path worktree = registered_worktree(it->path());
+            if (!worktree.empty() && fs::symlink_status(worktree, ec).type() == fs::file_type::not_found)
+                remove_without_following(it->path());
+        }
+    }
+}
+
+std::vector<WorktreeRegistration> registrations_in(const fs::path &git_directory, const fs::path &run_root) {
+    return registrations_inside(git_directory, fs::absolute(run_root).lexically_normal());
 }
 
 void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations) {
@@ -294,6 +324,7 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
         trees.commit = resolve_commit(base.repository, base.commit);
         git_or_fail({"-C", base.repository, "worktree", "add", "-f", "-f", "--detach", baseline.string(), trees.commit}, std::nullopt,
                     "git worktree add (baseline) failed");
+        mark_own_worktree(baseline);
     } else {
         trees.commit = commit_embedded_kernels(baseline, embedded_kernels);
         baseline_repository = baseline.string();
@@ -308,10 +339,12 @@ PreparedTrees make_trees(const fs::path &trees_directory, const Experiment &expe
             tree.commit = trees.commit;
             git_or_fail({"-C", baseline_repository, "worktree", "add", "-f", "-f", "--detach", directory.string(), trees.commit},
                         std::nullopt, failure);
+            mark_own_worktree(directory);
         } else if (cand.kind == "git") {
             tree.commit = resolve_commit(cand.repository, cand.commit);
             git_or_fail({"-C", cand.repository, "worktree", "add", "-f", "-f", "--detach", directory.string(), tree.commit},
                         std::nullopt, failure);
+            mark_own_worktree(directory);
         } else {
             tree.commit = commit_embedded_kernels(directory, embedded_kernels);
         }

@@ -55,14 +55,19 @@ struct WorktreeRegistration {
 // experiment's git sources and those the run's trees are worktrees of. A tree's .git file is believed
 // only when its registration points back into the run, so a planted one names no other repository.
 std::vector<WorktreeRegistration> run_registrations(const std::filesystem::path &run_root, const Experiment &experiment);
+// The registrations in the git directory `git_directory` (a repository's .git, as
+// `git rev-parse --git-common-dir` names it) of worktrees inside the run `run_root`.
+std::vector<WorktreeRegistration> registrations_in(const std::filesystem::path &git_directory,
+                                                   const std::filesystem::path &run_root);
 // Removes those of `registrations` whose worktree no longer exists: exactly the run's own, nothing a
 // `git worktree prune` of the whole repository would also drop.
 void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations);
 
 // Removes a trees directory of the run `run_root` (its trees/, or prepare's staging copy) without
-// following links, and the registrations of its worktrees (as run_registrations finds them); then runs
-// `git worktree prune` in the experiment's own repositories, which drops the registrations of runs
-// deleted by hand.
+// following links, and the registrations of its worktrees (as run_registrations finds them); then, in
+// the experiment's own repositories, the registrations of sage2tp's worktrees whose directories are
+// gone (runs deleted by hand): those whose admin directory holds sage2tp's mark, never the user's own
+// (no `git worktree prune`).
 void remove_trees(const std::filesystem::path &trees, const Experiment &experiment, const std::filesystem::path &run_root);
 
 // Renames the trees directory `from` to `to` (which must not exist) and re-links every worktree in it
