@@ -500,7 +500,7 @@ TEST_F(Safety, ALockBesideFoldersOfARunsNamesIsNoRun) {
 // run id" (2).
 TEST_F(Safety, CleanOfAMissingPathOrAFileExitsFour) {
     std::ofstream(dir_ / "file.txt") << "mine\n";
-    for (const std::string target : {(dir_ / "no/such/run").string(), std::string("no/such/run"), std::string("file.txt"),
+    for (const std::string &target : {(dir_ / "no/such/run").string(), std::string("no/such/run"), std::string("file.txt"),
                                      (dir_ / "file.txt").string()}) {
         const ProcessResult r = sage2tp({"clean", "--yes", target});
         EXPECT_EQ(r.exit_code, 4) << target << ": " << r.out << r.err;
@@ -530,7 +530,7 @@ TEST_F(Safety, APrepareOnAFullDiskLeavesNoNewRunDirectory) {
 TEST_F(Safety, TimeRepeatChildRefusesAFileOutsideTheRunsReports) {
     const fs::path run = prepare_run("run");
     std::ofstream(dir_ / "victim.toml") << "precious = true\n";
-    for (const std::string target : {(dir_ / "victim.toml").string(), (run / "experiment.toml").string()}) {
+    for (const std::string &target : {(dir_ / "victim.toml").string(), (run / "experiment.toml").string()}) {
         const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", target, "--budget", "1", "--min-rounds", "1",
                                          "--target-half-width", "0.01", "--order-seed", "1"});
         EXPECT_EQ(r.exit_code, 2) << target << ": " << r.out << r.err;
