@@ -24,7 +24,8 @@ int gate_command(const Args &args) {
                                    "(default: the manifest's max_spill_growth_bytes)",
          cxxopts::value<double>(), "BYTES")
         ("max-ratio", "relative speed gate: the candidate/baseline ratio interval must lie entirely below this "
-                      "(default: the manifest's max_ratio_upper, else off)",
+                      "(default: the manifest's max_ratio_upper; 1.0, faster, when it sets none, and off only when it "
+                      "says \"off\")",
          cxxopts::value<double>(), "RATIO")
         ("max-geomean-ratio", "over a workload set: the geometric-mean ratio interval must lie entirely below this "
                               "(default: the manifest's max_geomean_ratio_upper, else off)",

@@ -27,8 +27,14 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     if (!cl.parse()) return 0;
 
     RunSelection selection = cl.selection();
-    const std::optional<fs::path> existing = cl.has("new") ? std::nullopt : existing_run(selection);
+    // --new starts a run: the one --run or --run-id names, which must not hold a run yet, else a new one
+    // named after the experiment.
+    const bool named = selection.run_dir || selection.run_id;
+    const std::optional<fs::path> existing = !cl.has("new") || named ? existing_run(selection) : std::nullopt;
     std::error_code ec;
+    if (cl.has("new") && named && fs::exists(*existing, ec) && !fs::is_empty(*existing, ec))
+        fail(ExitCode::usage, "--new: '" + existing->string() + "' holds a run already; name a new one, or leave out "
+                              "--new to prepare that run again");
     if (existing && fs::is_directory(*existing, ec))
         if (const std::string why = why_not_a_run(*existing, RunMarkers::optional_when_empty); !why.empty())
             fail(ExitCode::usage, "will not prepare in '" + existing->string() + "': it is not empty and not a run (" + why +
@@ -79,6 +85,8 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     if (cl.has("patch")) request.overrides.candidate_patch = fs::absolute(cl.result()["patch"].as<std::string>()).lexically_normal().string();
     if (cl.has("no-patch")) request.overrides.candidate_patch = "";
     request.experiment = load_experiment(request.manifest, request.overrides);
+    if (existing && prepared && cl.has("manifest") && !cl.has("force"))
+        check_same_experiment(*existing, request.experiment.name, request.manifest);
     // The same for its repository, at another path (or nowhere) on this host.
     if (reuse && !cl.has("repository") && !cl.has("force"))
         if (const auto absent = absent_repository(request.experiment))
@@ -91,7 +99,7 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     request.force = cl.has("force");
     request.embedded_kernels = [] { return embedded_kernels(); };
 
-    if (cl.has("new")) selection.run_id = new_run_id(request.experiment.name, selection.runs_root);
+    if (cl.has("new") && !named) selection.run_id = new_run_id(request.experiment.name, selection.runs_root);
     // run_for_prepare makes a new run's directory itself; an existing path is claimed by mkdir.
     const fs::path root = existing ? *existing : run_for_prepare(selection, request.experiment.name);
     const bool made_here = existing ? claim_run_directory(*existing) : true;

@@ -101,6 +101,20 @@ TEST_F(Cli, EveryCommandHasHelp) {
     }
 }
 
+// Issue 36 item 2: the gate's help states the relative speed gate's real default, as sage2tp-gate(1) and
+// Experiment::default_max_ratio_upper have it (1.0), not "off".
+TEST_F(Cli, TheGatesHelpStatesTheRatioGatesRealDefault) {
+    const ProcessResult r = sage2tp({"gate", "--help"});
+    ASSERT_EQ(r.exit_code, 0);
+    std::string help;  // the option's text, its wrapped lines joined
+    for (char c : r.out) help += c == '\n' ? ' ' : c;
+    while (help.find("  ") != std::string::npos) help.replace(help.find("  "), 2, " ");
+    EXPECT_NE(help.find("1.0, faster, when it sets none"), std::string::npos) << r.out;
+    EXPECT_EQ(help.find("max_ratio_upper, else off"), std::string::npos) << r.out;
+    EXPECT_NE(slurp(fs::path(S2TP_SOURCE_ROOT) / "man/sage2tp-gate.1").find(".Ic max_ratio_upper ,\nelse 1.0."),
+              std::string::npos);
+}
+
 TEST_F(Cli, StatusWithoutARunIsAPreconditionError) {
     ProcessResult r = sage2tp({"status"});
     EXPECT_EQ(r.exit_code, 4);
@@ -130,6 +144,42 @@ TEST_F(Cli, PrepareEmbeddedDefaultThenUpToDate) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out.front(), '{') << r.out;
     EXPECT_NE(r.out.find("\"status\" : \"passed\""), std::string::npos) << r.out;
+}
+
+// Issue 36 item 1: a prepare naming another experiment never re-purposes the latest run without a word,
+// and --new --run-id X makes X.
+TEST_F(Cli, AnotherExperimentIsNeverPreparedOverTheLatestRunSilently) {
+    // The shipped embedded experiment under another name: another experiment on the same kernels.
+    std::string other = slurp(fs::path(S2TP_SOURCE_ROOT) / "data/experiments/temporal-pair.toml");
+    other.replace(other.find("name = \"temporal-pair\""), std::string("name = \"temporal-pair\"").size(),
+                  "name = \"long-sequence\"");
+    for (const std::string folder : {"patches", "workloads"})
+        for (std::size_t at; (at = other.find("\"../" + folder + "/")) != std::string::npos;)
+            other.replace(at, folder.size() + 5, "\"" + std::string(S2TP_SOURCE_ROOT) + "/data/" + folder + "/");
+    std::ofstream(dir_ / "long-sequence.toml") << other;
+    ASSERT_EQ(sage2tp({"prepare", "--run-id", "tp", "-q"}).exit_code, 0);
+    const std::string held = slurp(dir_ / "sage2tp-runs/tp/experiment.toml");
+    ProcessResult r = sage2tp({"prepare", "--manifest", "long-sequence.toml"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("holds the experiment 'temporal-pair'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is the experiment 'long-sequence'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("Pass --new"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(dir_ / "sage2tp-runs/tp/experiment.toml"), held) << "the run is left as it was";
+    EXPECT_EQ(sage2tp({"prepare", "--manifest", "temporal-pair"}).exit_code, 0) << "the same experiment again";
+
+    r = sage2tp({"prepare", "--manifest", "long-sequence.toml", "--new", "--run-id", "long"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "sage2tp-runs/long/experiment.toml")) << "--new --run-id X makes X";
+    EXPECT_EQ(fs::canonical(dir_ / "sage2tp-runs/latest"), fs::canonical(dir_ / "sage2tp-runs/long"));
+    r = sage2tp({"prepare", "--manifest", "long-sequence.toml", "--new", "--run-id", "tp"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--new: '"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("holds a run already"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(dir_ / "sage2tp-runs/tp/experiment.toml"), held);
+
+    r = sage2tp({"prepare", "--manifest", "long-sequence.toml", "--run-id", "tp", "--force"});
+    EXPECT_EQ(r.exit_code, 0) << "--force re-purposes the run on purpose: " << r.err;
+    EXPECT_NE(slurp(dir_ / "sage2tp-runs/tp/experiment.toml").find("long-sequence"), std::string::npos);
 }
 
 TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {
@@ -660,8 +710,10 @@ TEST_F(Cli, TwoCandidatesGetATreeAndAPatchCopyEach) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << r.out;
 
-    // Prepared again with one candidate: the other candidates' trees and patch copies go.
-    r = sage2tp({"prepare", "--run", "two", "--manifest", (fs::path(S2TP_SOURCE_ROOT) / "data/experiments/temporal-pair.toml").string()});
+    // Prepared again with one candidate (another experiment, so on purpose: --force): the other
+    // candidates' trees and patch copies go.
+    r = sage2tp({"prepare", "--run", "two", "--force", "--manifest",
+                 (fs::path(S2TP_SOURCE_ROOT) / "data/experiments/temporal-pair.toml").string()});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_TRUE(fs::is_directory(run / "trees/candidate"));
     for (const char *gone : {"trees/comment-a", "trees/comment-b", "inputs/comment-a.patch", "inputs/comment-b.patch"})

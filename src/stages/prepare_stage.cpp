@@ -1,5 +1,6 @@
 #include "stages/prepare_stage.h"
 
+#include "formats/toml_schema.h"
 #include "pipeline/file_artifact.h"
 
 #include "tools/gpu_session.h"
@@ -271,6 +272,17 @@ ExitCode keep_copied_run(const fs::path &root, const std::string &absent, const 
                                                   "passed, intact one; pass --manifest (and --repository) to prepare it again");
     kept.keep_reason = "prepared from " + absent + ", which is not on this host";
     return run_stage(context, kept, reporter);
+}
+
+void check_same_experiment(const fs::path &run, const std::string &experiment_name, const fs::path &manifest) {
+    const RunDirectory directory(run);
+    const toml::table resolved = parse_toml_file(directory.manifest().string());
+    const std::string held = resolved["experiment"]["name"].value_or(std::string());
+    if (held.empty() || held == experiment_name) return;
+    fail(ExitCode::usage, "the run " + run.string() + " holds the experiment '" + held + "'; --manifest " +
+                              manifest.string() + " is the experiment '" + experiment_name +
+                              "': preparing it there would make that run's later stages stale. Pass --new for a "
+                              "run of its own, or --force to prepare it over this one");
 }
 
 std::optional<std::string> absent_repository(const Experiment &experiment) {

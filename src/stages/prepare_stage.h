@@ -54,6 +54,12 @@ PrepareOutcome prepare_in_run(const std::filesystem::path &root, bool made_here,
 // as recorded, else Error(usage).
 ExitCode keep_copied_run(const std::filesystem::path &run, const std::string &absent, const Reporter &reporter);
 
+// A run holds one experiment: preparing another in it would make its build, times and verdict stale
+// without a word. Error(usage) naming both experiments and `manifest` when the run at `run` was prepared
+// from an experiment not named `experiment_name` (prepare --new or --force are the ways on).
+void check_same_experiment(const std::filesystem::path &run, const std::string &experiment_name,
+                           const std::filesystem::path &manifest);
+
 // The repository of a git source of `experiment` that is not a git repository on this host, if any.
 std::optional<std::string> absent_repository(const Experiment &experiment);
 
