@@ -9,6 +9,7 @@
 #include "support/text_scan.h"
 
 #include <algorithm>
+#include <utility>
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -282,14 +283,25 @@ void remove_run_registrations(const std::vector<WorktreeRegistration> &registrat
 void relink_trees(const fs::path &trees, const fs::path &moved_from, const fs::path &run_root) {
     // Worktrees are registered by absolute path in both directions. A main repository that moved along
     // (an embedded baseline whose candidate is its worktree) is found under `trees`.
+    std::vector<std::pair<fs::path, fs::path>> moved;  // tree, its registration
+    std::error_code ec;
     for (const fs::path &tree : tree_directories(trees)) {
         const fs::path admin = own_worktree_admin(tree, run_root, trees, moved_from);
-        if (admin.empty()) continue;
-        std::error_code ec;
-        if (!fs::is_directory(admin, ec)) continue;  // pruned, or a run copied to a host without the repository
+        // An empty one: pruned, or a run copied to a host without the repository.
+        if (!admin.empty() && fs::is_directory(admin, ec)) moved.emplace_back(tree, admin);
+    }
+    // git reads every registration of the repository to repair one, so a registration that a killed
+    // `git worktree add` of this run left half-written (its commondir empty) fails the repair. It names
+    // a worktree inside the run that is no longer there, and no tree being moved is its.
+    for (const auto &[tree, admin] : moved)
+        for (const WorktreeRegistration &r : registrations_inside(admin.parent_path().parent_path(), run_root)) {
+            const bool moving = std::any_of(moved.begin(), moved.end(), [&](const auto &m) { return m.second == r.admin; });
+            if (!moving && fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found)
+                remove_without_following(r.admin);
+        }
+    for (const auto &[tree, admin] : moved)
         git_or_fail({"--git-dir=" + admin.parent_path().parent_path().string(), "worktree", "repair", tree.string()},
                     std::nullopt, "git worktree repair failed");
-    }
 }
 
 void move_trees(const fs::path &from, const fs::path &to, const fs::path &run_root) {
