@@ -22,6 +22,27 @@ std::string count_or_missing(const std::optional<std::int64_t> &count) {
     return count ? std::to_string(*count) : std::string(missing_figure);
 }
 
+// "outputs poisoned before every timed launch, rounds on 3 input sets; re-checked after 9 rounds:
+// baseline 9, baseline_control 9, candidate 9 (1 failed)", or why there is nothing to say.
+std::string recheck_text(const TimeFigures &f) {
+    if (f.recheck.empty()) return "timed outputs not re-checked (recorded by a sage2tp that did not)";
+    std::string arms;
+    std::int64_t most = 0;
+    const auto add = [&](const std::string &name) {
+        const auto found = f.recheck.find(name);
+        if (found == f.recheck.end()) return;
+        const ArmRecheckFigures &r = found->second;
+        most = std::max(most, r.rounds.value_or(0));
+        arms += (arms.empty() ? "" : ", ") + name + " " + count_or_missing(r.rounds) +
+                (r.failed.value_or(0) > 0 ? " (" + std::to_string(*r.failed) + " failed)" : "");
+    };
+    add("baseline");
+    add("baseline_control");
+    for (const CandidateTimeFigures &c : f.candidates) add(c.name);
+    return "outputs poisoned before every timed launch, rounds on " + count_or_missing(f.input_sets) +
+           " input sets; re-checked after up to " + std::to_string(most) + " rounds: " + arms;
+}
+
 std::string repeats_text(const RatioFigures &r) {
     if (r.repeat_medians.empty()) return "";
     std::string medians;
@@ -154,6 +175,13 @@ const std::vector<Field<GpuTimeResult>> &GpuTimeResult::fields() {
     return table;
 }
 
+const std::vector<Field<ArmRecheckFigures>> &ArmRecheckFigures::fields() {
+    using R = ArmRecheckFigures;
+    static const std::vector<Field<R>> table{field("rounds", &R::rounds, "rounds"),
+                                             field("failed", &R::failed, "rounds")};
+    return table;
+}
+
 const std::vector<Field<NcuRunFigures>> &NcuRunFigures::fields() {
     using N = NcuRunFigures;
     static const std::vector<Field<N>> table{field("exit_code", &N::exit_code, "status"),
@@ -212,6 +240,8 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         named_tables("candidates", "candidate_order", &T::candidates, "by name"),
         field("rounds", &T::rounds, "rounds"),
         field("throttled_rounds", &T::throttled_rounds, "rounds"),
+        field("input_sets", &T::input_sets, "sets"),
+        named_map("recheck", &T::recheck, "by arm"),
         field("stopped_by", &T::stopped_by, "rule"),
         field("l2_flushed", &T::l2_flushed, "L2"),
         field("footprint_bytes", &T::footprint_bytes, "bytes"),
@@ -286,7 +316,9 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     if (f.aa) out << "\n  A/A control/baseline " << interval_text(*f.aa, true) << repeats_text(*f.aa);
     out << "\n  " << count_or_missing(f.rounds) << " rounds";
     if (f.repeats && *f.repeats > 1) out << " in " << *f.repeats << " processes";
-    out << ", " << count_or_missing(f.throttled_rounds) << " dropped as throttled; SM clock "
+    out << ", " << count_or_missing(f.throttled_rounds) << " dropped as throttled";
+    out << "\n  " << recheck_text(f);
+    out << "; SM clock "
         << fixed_or_missing(f.sm_clock_min_mhz, 0) << " .. " << fixed_or_missing(f.sm_clock_max_mhz, 0)
         << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0) << "); stopped by "
         << f.stopped_by.value_or(missing_figure) << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");

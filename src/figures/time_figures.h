@@ -116,6 +116,15 @@ struct GpuTimeResult {
     static const std::vector<Field<GpuTimeResult>> &fields();
 };
 
+// One arm's re-checked timed rounds (model/ab_timing.h, RecheckPlan), summed over the processes: the
+// rounds after which its outputs were checked against what the round's input set must give, and how
+// many of those checks failed.
+struct ArmRecheckFigures {
+    std::optional<std::int64_t> rounds, failed;
+
+    static const std::vector<Field<ArmRecheckFigures>> &fields();
+};
+
 // One ncu profile (time --ncu) of one variant.
 struct NcuRunFigures {
     std::optional<std::int64_t> exit_code;
@@ -158,6 +167,10 @@ struct TimeFigures {
     std::vector<CandidateTimeFigures> candidates;  // in the manifest's order
 
     std::optional<std::int64_t> rounds, throttled_rounds;  // summed over the repeats
+    // The input sets the rounds rotated among, and each arm's re-checks by arm name (baseline,
+    // baseline_control, each candidate's): absent from a checkpoint of a sage2tp that did not re-check.
+    std::optional<std::int64_t> input_sets;
+    std::map<std::string, ArmRecheckFigures> recheck;
     std::optional<std::string> stopped_by;         // "half_width" | "budget" (the last repeat's with several)
     std::optional<bool> l2_flushed;
     std::optional<std::int64_t> footprint_bytes;

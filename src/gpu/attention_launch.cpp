@@ -146,10 +146,14 @@ InputsByRecipe::InputsByRecipe(const CubinModule &quantize_module, const Attenti
 const DeviceQuantizedInputs &InputsByRecipe::get(const QuantizationRecipe &recipe) {
     for (const auto &[made_for, set] : sets_)
         if (made_for == recipe) return *set;
+    if (inputs_.q.size() == 0)
+        fail(ExitCode::internal, "quantizing " + problem_.describe() + " for another recipe after its q, k, v were freed");
     sets_.emplace_back(recipe,
                        std::make_unique<DeviceQuantizedInputs>(quantize_on_gpu(quantize_, problem_, inputs_, {}, recipe)));
     return *sets_.back().second;
 }
+
+void InputsByRecipe::release_unquantized() { inputs_ = DeviceInputs{}; }
 
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
                                       const DeviceInputs &inputs, const GivenMeans &given,

@@ -92,6 +92,10 @@ public:
     const DeviceQuantizedInputs &get(const QuantizationRecipe &recipe);
     // The q, k, v every recipe is quantized from (what the float64 reference reads).
     const DeviceInputs &unquantized() const { return inputs_; }
+    // Frees q, k and v once every recipe needed is quantized and the reference has read them (the time
+    // stage holds several input sets at once); get() of a recipe not quantized yet then throws
+    // Error(internal).
+    void release_unquantized();
 
 private:
     const CubinModule &quantize_;
