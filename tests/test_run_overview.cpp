@@ -326,7 +326,7 @@ TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows)
     // One table per section, each column as wide as its widest cell: the set's longest row name sets it.
     EXPECT_NE(text.find("\nworkload set                 wan21-14b: 2 shapes\n"), std::string::npos) << text;
     EXPECT_NE(text.find("\nt2v-480p candidate/baseline  0.9900"), std::string::npos) << text;
-    EXPECT_NE(text.find("\nGATE CONDITION           STATUS       FIGURE\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nGATE CONDITION            STATUS       FIGURE\n"), std::string::npos) << text;
     EXPECT_NE(text.find("t2v-480p candidate/baseline"), std::string::npos) << text;
     EXPECT_NE(text.find("0.9900 (95% CI 0.9880 .. 0.9920)"), std::string::npos) << text;
     EXPECT_NE(text.find("1.0100 (95% CI 1.0050 .. 1.0150)"), std::string::npos) << text;

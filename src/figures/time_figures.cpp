@@ -255,6 +255,7 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("sm_clock_mhz.min", &T::sm_clock_min_mhz, "MHz"),
         field("sm_clock_mhz.median", &T::sm_clock_median_mhz, "MHz"),
         field("sm_clock_mhz.max", &T::sm_clock_max_mhz, "MHz"),
+        field("tensor_peak_tops", &T::tensor_peak_tops, "TOPS"),
         field("ncu", &T::ncu, "profiles"),
         field("summary", &T::summary, "line")};
     return table;
@@ -320,7 +321,9 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     out << "\n  " << recheck_text(f);
     out << "; SM clock "
         << fixed_or_missing(f.sm_clock_min_mhz, 0) << " .. " << fixed_or_missing(f.sm_clock_max_mhz, 0)
-        << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0) << "); stopped by "
+        << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0)
+        << (f.tensor_peak_tops ? ", dense tensor peak there " + fixed(*f.tensor_peak_tops, 0) + " TOPS" : std::string())
+        << "); stopped by "
         << f.stopped_by.value_or(missing_figure) << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.ratio && c.ratio->median) {

@@ -177,6 +177,10 @@ struct TimeFigures {
     std::optional<std::int64_t> order_seed, warmup_launches, min_rounds, repeats;
     std::optional<double> target_half_width, budget_seconds, measure_seconds;
     std::optional<double> sm_clock_min_mhz, sm_clock_median_mhz, sm_clock_max_mhz;
+    // The GPU's dense INT8/FP8 tensor peak at the median SM clock (data/arch_limits.toml), in TOPS:
+    // what the gate's tensor-peak condition judges each arm's tops_p50 by; absent when the arch's
+    // row does not say.
+    std::optional<double> tensor_peak_tops;
     std::optional<NcuFigures> ncu;
     std::optional<std::string> summary;
 

@@ -1238,6 +1238,9 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     } else if (enough_rounds) {
         const TimingStats stats = timing_stats(runs, in.settings.bootstrap);
         timed_figures(f, stats, arms, in.workload.problem);
+        f.tensor_peak_tops = dense_tensor_peak_tops(
+            resolve_arch(load_arch_limits(arch_limits_table().string()), in.kernels.arch), in.device.sm_count,
+            stats.clock_median_mhz);
         // The band the control is judged by, and the plot draws.
         const double aa_band = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
         const std::optional<std::string> noisy = too_noisy_reason(stats.control_vs_baseline(), aa_band);

@@ -93,8 +93,7 @@ std::vector<Row> gate_rows(const StageState &state) {
     for (const auto &[name, c] : f.candidates) {
         rows.push_back({"gate", "candidate " + name, c.result.passed ? "PASS" : "FAIL", c.summary});
         for (const GateCondition &condition : c.result.conditions)
-            rows.push_back({"gate", condition.name, gate_status_text(condition.status),
-                            condition.figure + (condition.detail.empty() ? "" : " (" + condition.detail + ")")});
+            rows.push_back({"gate", condition.name, condition_status_text(condition), condition_figure_text(condition)});
     }
     return rows;
 }
