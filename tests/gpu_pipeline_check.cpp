@@ -27,6 +27,9 @@
 //                                        inputs, one entry per input set; its bytes are right, so time
 //                                        passes with every re-check good, and gate exits 1 on
 //                                        plausible-ratio and tensor-peak
+//   gpu_pipeline_check smem-tail-bug     tests/manifests/smem-tail-bug.toml: V's tail past len_kv read from
+//                                        unwritten shared memory; parity, which fills shared memory with
+//                                        NaN before every launch, exits 1 on the short one-tile shapes
 //   gpu_pipeline_check stage-times       (benchmark) the embedded default through every stage, each
 //                                        stage's wall time printed, and the time to a verdict after build
 //
@@ -293,6 +296,28 @@ void cheat_caught_by_gate(const Pipeline &pipeline, const fs::path &manifest, Ex
     expect.check(contains(text, "PASS         checked-output"), "checked-output passes: the bytes were right");
 }
 
+void smem_tail_bug(const Pipeline &pipeline, const fs::path &manifest, Expectations &expect) {
+    if (!prepare_and_build(pipeline, {"--manifest", manifest.string()}, expect)) return;
+    expect.check(pipeline.stage("sanitize", {"--skip"}).exit_code == 0, "sanitize --skip exits 0");
+    const ProcessResult parity = pipeline.stage("parity", {});
+    expect.check(parity.exit_code == 1, "parity exits 1 (stop condition)");
+    const Checkpoint c = pipeline.checkpoint("04-parity.toml");
+    const std::int64_t differing = c.figures["candidates"]["candidate"]["shapes_differing"].value_or<std::int64_t>(0);
+    expect.check(differing > 0, "shapes differ: " + std::to_string(differing));
+    bool only_one_tile = true;
+    if (const toml::array *differences = c.figures["candidates"]["candidate"]["differences"].as_array())
+        for (const auto &node : *differences) {
+            const toml::table &d = *node.as_table();
+            const std::string shape = d["shape"].value_or(std::string());
+            std::cout << "  differs: " << shape << ": " << d["differing_elements"].value_or<std::int64_t>(0)
+                      << " elements, baseline " << d["baseline_value"].value_or(std::string()) << ", candidate "
+                      << d["candidate_value"].value_or(std::string()) << std::endl;
+            const std::size_t at = shape.find("nkv=");
+            only_one_tile = only_one_tile && at != std::string::npos && std::atoll(shape.c_str() + at + 4) < 64;
+        }
+    expect.check(only_one_tile, "only one-tile shapes differ (a longer tail keeps the previous tile's V)");
+}
+
 void default_experiment(const Pipeline &pipeline, Expectations &expect) {
     if (!prepare_and_build(pipeline, {}, expect)) return;
     expect.check(pipeline.stage("sanitize", {}).exit_code == 0, "sanitize exits 0");
@@ -366,9 +391,9 @@ int main(int argc, char **argv) {
         {"cheat-no-op", {false, kWanOutputElements, kWanOutputElements}}};
     const bool is_cheat = cheats.count(mode) > 0 || mode == "cheat-input-cache";
     if (mode != "broken-rounding" && mode != "missing-barrier" && mode != "long-sequence-fault" && mode != "default" &&
-        mode != "stage-times" && mode != "workload-set" && !is_cheat) {
+        mode != "stage-times" && mode != "workload-set" && mode != "smem-tail-bug" && !is_cheat) {
         std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|long-sequence-fault|default|stage-times|"
-                     "workload-set|cheat-early-exit|cheat-half-work|cheat-no-op|cheat-input-cache\n";
+                     "workload-set|cheat-early-exit|cheat-half-work|cheat-no-op|cheat-input-cache|smem-tail-bug\n";
         return kExitUsage;
     }
     const char *binary = std::getenv("SAGE2TP_BIN");
@@ -383,6 +408,7 @@ int main(int argc, char **argv) {
         return kExitSkip;
     }
     if (mode != "broken-rounding" && mode != "long-sequence-fault" && mode != "workload-set" && !is_cheat &&
+        mode != "smem-tail-bug" &&
         !find_cuda_tool("compute-sanitizer")) {
         std::cout << "SKIP: compute-sanitizer is not installed" << std::endl;
         return kExitSkip;
@@ -404,6 +430,8 @@ int main(int argc, char **argv) {
             workload_set(pipeline, fs::path(data_dir) / "tests/data/small-set.toml", expect);
         else if (mode == "stage-times")
             stage_times(pipeline, expect);
+        else if (mode == "smem-tail-bug")
+            smem_tail_bug(pipeline, fs::path(data_dir) / "tests/manifests/smem-tail-bug.toml", expect);
         else if (mode == "cheat-input-cache")
             cheat_caught_by_gate(pipeline, fs::path(data_dir) / "tests/manifests" / (mode + ".toml"), expect);
         else if (is_cheat)

@@ -119,6 +119,10 @@ struct AttentionOutputs {
 };
 AttentionOutputs allocate_outputs(const AttentionProblem &problem, const std::string &label);
 void poison_outputs(AttentionOutputs &outputs);
+// Fills every SM's shared memory of the current GPU with NaN (0xFF bytes) by the quantize cubin's
+// s2tp_fill_shared_nan, one block of the largest dynamic shared memory per SM, on the default stream:
+// before a launch, so that shared memory the kernel reads without writing it shows as NaN in its output.
+void fill_shared_memory_with_nan(const CubinModule &quantize_module);
 Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &outputs);  // dtype, q_shape()
 Tensor download_lse(const AttentionProblem &problem, const AttentionOutputs &outputs);     // f32, lse_shape()
 
