@@ -22,27 +22,6 @@ std::string count_or_missing(const std::optional<std::int64_t> &count) {
     return count ? std::to_string(*count) : std::string(missing_figure);
 }
 
-// "outputs poisoned before every timed launch, rounds on 3 input sets; re-checked after 9 rounds:
-// baseline 9, baseline_control 9, candidate 9 (1 failed)", or why there is nothing to say.
-std::string recheck_text(const TimeFigures &f) {
-    if (f.recheck.empty()) return "timed outputs not re-checked (recorded by a sage2tp that did not)";
-    std::string arms;
-    std::int64_t most = 0;
-    const auto add = [&](const std::string &name) {
-        const auto found = f.recheck.find(name);
-        if (found == f.recheck.end()) return;
-        const ArmRecheckFigures &r = found->second;
-        most = std::max(most, r.rounds.value_or(0));
-        arms += (arms.empty() ? "" : ", ") + name + " " + count_or_missing(r.rounds) +
-                (r.failed.value_or(0) > 0 ? " (" + std::to_string(*r.failed) + " failed)" : "");
-    };
-    add("baseline");
-    add("baseline_control");
-    for (const CandidateTimeFigures &c : f.candidates) add(c.name);
-    return "outputs poisoned before every timed launch, rounds on " + count_or_missing(f.input_sets) +
-           " input sets; re-checked after up to " + std::to_string(most) + " rounds: " + arms;
-}
-
 std::string repeats_text(const RatioFigures &r) {
     if (r.repeat_medians.empty()) return "";
     std::string medians;
@@ -268,6 +247,25 @@ TimeFigures TimeFigures::from_toml(const toml::table &t) { return read_fields(fi
 std::string interval_text(const RatioFigures &r, bool with_half_width) {
     return s2tp::interval_text(r.median, r.ci_low, r.ci_high, r.confidence,
                                with_half_width ? ", half-width " + percent_or_missing(r.half_width) : "");
+}
+
+std::string recheck_text(const TimeFigures &f) {
+    if (f.recheck.empty()) return "timed outputs not re-checked (recorded by a sage2tp that did not)";
+    std::string arms;
+    std::int64_t most = 0;
+    const auto add = [&](const std::string &name) {
+        const auto found = f.recheck.find(name);
+        if (found == f.recheck.end()) return;
+        const ArmRecheckFigures &r = found->second;
+        most = std::max(most, r.rounds.value_or(0));
+        arms += (arms.empty() ? "" : ", ") + name + " " + count_or_missing(r.rounds) +
+                (r.failed.value_or(0) > 0 ? " (" + std::to_string(*r.failed) + " failed)" : "");
+    };
+    add("baseline");
+    add("baseline_control");
+    for (const CandidateTimeFigures &c : f.candidates) add(c.name);
+    return "outputs poisoned before every timed launch, rounds on " + count_or_missing(f.input_sets) +
+           " input sets; re-checked after up to " + std::to_string(most) + " rounds: " + arms;
 }
 
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {

@@ -200,6 +200,11 @@ struct TimeFigures {
 // adds ", half-width 0.089%" inside the parentheses.
 std::string interval_text(const RatioFigures &ratio, bool with_half_width);
 
+// The re-checks of the timed rounds in one line, as time and report print them: "outputs poisoned before
+// every timed launch, rounds on 3 input sets; re-checked after up to 9 rounds: baseline 9,
+// baseline_control 9, candidate 9 (1 failed)", or that a checkpoint records none.
+std::string recheck_text(const TimeFigures &figures);
+
 std::string time_figures_text(const TimeFigures &figures, const std::string &plot);
 
 // The per-GPU verdict rows of GPUs of several models, one per GPU and candidate ("GPU 1 NVIDIA H100 ...

@@ -1211,7 +1211,8 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     const bool stable = result.reasons.empty();
     f.outputs_match = stable;
     if (in.pin && stable) pin_baseline_output(in, base_sha, f, reporter);
-    else if (in.pin) result.reasons.push_back("nothing pinned: the outputs changed while being timed");
+    else if (in.pin)
+        result.reasons.push_back("nothing pinned: an output differed between processes or failed a re-check");
 
     std::vector<TimingRun> runs;
     std::size_t kept = 0;

@@ -77,6 +77,7 @@ std::vector<Row> time_rows(const StageState &state) {
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median, c.name)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
+    rows.push_back({"time", "timed outputs", "", recheck_text(f)});
     if (shows_gpu_table(f.gpus))
         for (const std::string &gpu : gpu_table_lines(f.gpus)) rows.push_back({"time", "GPU", "", gpu});
     for (const std::string &verdict : gpu_result_lines(f)) rows.push_back({"time", "GPU verdict", "", verdict});
