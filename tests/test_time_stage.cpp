@@ -330,9 +330,11 @@ TEST(TimeRepeats, AFailedRecheckFailsTheStageAndIsCountedPerArm) {
     const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), [&](std::size_t p) {
         ++children;
         ArmMeasurement m = measured_at(0.5);
-        if (p == 1) {
+        if (p == 1) {  // stopped by its failed re-check after 4 rounds, fewer than min_rounds
+            m.timing.rounds.resize(4);
+            m.timing.kept_rounds = 4;
             m.timing.rounds.back().rechecked = true;
-            m.timing.recheck_failures.push_back({39, 0, 2, "left 99 output elements unwritten (still the NaN poison)"});
+            m.timing.recheck_failures.push_back({3, 0, 2, "left 99 output elements unwritten (still the NaN poison)"});
             m.timing.stopped_by = StopReason::recheck_failed;
         }
         return m;
@@ -340,17 +342,18 @@ TEST(TimeRepeats, AFailedRecheckFailsTheStageAndIsCountedPerArm) {
     EXPECT_EQ(children, 2) << "no repeat after the one that failed its re-check";
     EXPECT_EQ(timed.result.status, StageStatus::failed);
     EXPECT_TRUE(mentions(timed.result.reasons, "the wide-v left 99 output elements unwritten (still the NaN poison) in "
-                                               "timed round 40 on input set 0 in repeat 2"));
+                                               "timed round 4 on input set 0 in repeat 2"));
+    EXPECT_FALSE(mentions(timed.result.reasons, "raise --budget")) << "the re-check ended it, not the budget";
     const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
     EXPECT_EQ(f.input_sets, 3);
     ASSERT_EQ(f.recheck.size(), 3u);
-    EXPECT_EQ(f.recheck.at("baseline").rounds, 10 + 10);
+    EXPECT_EQ(f.recheck.at("baseline").rounds, 10 + 1);
     EXPECT_EQ(f.recheck.at("baseline").failed, 0);
-    EXPECT_EQ(f.recheck.at("wide-v").rounds, 10 + 10);
+    EXPECT_EQ(f.recheck.at("wide-v").rounds, 10 + 1);
     EXPECT_EQ(f.recheck.at("wide-v").failed, 1);
     EXPECT_EQ(f.outputs_match, false);
-    EXPECT_NE(time_figures_text(f, "").find("re-checked after up to 20 rounds: baseline 20, baseline_control 20, "
-                                            "wide-v 20 (1 failed)"),
+    EXPECT_NE(time_figures_text(f, "").find("re-checked after up to 11 rounds: baseline 11, baseline_control 11, "
+                                            "wide-v 11 (1 failed)"),
               std::string::npos)
         << time_figures_text(f, "");
 }

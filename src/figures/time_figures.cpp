@@ -293,7 +293,11 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     for (const std::string &line : per_gpu) out << "\n    " << line;
     const bool timed = f.baseline.has_value() || std::any_of(f.candidates.begin(), f.candidates.end(),
                                                              [](const CandidateTimeFigures &c) { return c.ratio; });
-    if (!timed) return out.str() + ncu_text();
+    if (!timed) {
+        // A failed re-check can end sampling before there is an interval: what was checked still shows.
+        if (!f.recheck.empty()) out << "\n  " << recheck_text(f);
+        return out.str() + ncu_text();
+    }
 
     std::size_t width = std::string("  baseline").size() + 2;
     for (const CandidateTimeFigures &c : f.candidates) width = std::max(width, c.name.size() + 4);

@@ -1224,6 +1224,8 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
 
     for (std::size_t r = 0; r < runs.size(); ++r) {
         const std::size_t process = measured.process[r];
+        // A failed re-check ended that sampling early: its reason is the one to give, not the budget.
+        if (runs[r].stopped_by == StopReason::recheck_failed) continue;
         if (auto reason = too_few_rounds_reason(runs[r], process_settings(in, process), repeat_where(in, process)))
             result.reasons.push_back(*reason);
     }
