@@ -1,7 +1,8 @@
 // The quantization cubin: what turns f16/bf16 Q, K, V into the attention kernel's inputs, shared by both
 // arms of the experiment (not part of the A/B). The cubin also holds, each in its own file, the float64
 // reference attention (reference_attention.cuh), the input generator (input_generator.cuh), the output
-// checks (output_checks.cuh) and the SM clock probe (sm_clock_probe.cuh).
+// checks (output_checks.cuh), the SM clock probe (sm_clock_probe.cuh) and the shared-memory fill before
+// parity launches (shared_memory_fill.cuh).
 //
 // Byte-for-byte targets are upstream SageAttention's quantizers (reference sections 1.3 and 1.4), built
 // like them with -O3 --use_fast_math. That flag matters here: it turns `a / b` into div.approx.ftz.f32
@@ -546,3 +547,6 @@ extern "C" __global__ void s2tp_quant_v_fp8_pad128_bf16(const s2tp_quant_v_fp8_p
     }
 S2TP_SM80_QUANTIZERS(f16, __half)
 S2TP_SM80_QUANTIZERS(bf16, __nv_bfloat16)
+
+// The shared-memory fill, last, so that the entries before it keep their PTX labels.
+#include "shared_memory_fill.cuh"

@@ -261,6 +261,19 @@ typedef struct s2tp_clock_probe_params {
 
 #define S2TP_CLOCK_PROBE_ENTRY "s2tp_sm_clock_probe"
 
+/* ---- Shared memory dirtied before a parity launch (lives in the quantization cubin) ---- */
+
+/* Entry point s2tp_fill_shared_nan: writes 0xFF to the first `bytes` of the block's dynamic shared
+ * memory (a NaN in f16, bf16 and f32; -1 in int8), in 16-byte stores. Launched with one block of the
+ * largest dynamic shared memory per SM, grid (SM count, 1, 1), block (S2TP_FILL_SHARED_THREADS, 1, 1),
+ * so that every SM's shared memory holds NaN when the next kernel starts. */
+#define S2TP_FILL_SHARED_THREADS 1024
+typedef struct s2tp_fill_shared_params {
+    uint32_t bytes; /* a multiple of 16, at most the launch's dynamic shared memory */
+} s2tp_fill_shared_params;
+
+#define S2TP_FILL_SHARED_ENTRY "s2tp_fill_shared_nan"
+
 #ifdef __cplusplus
 }
 #endif

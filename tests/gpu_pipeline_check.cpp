@@ -15,6 +15,21 @@
 //                                        (time --workload-set): one interval per shape, the weighted
 //                                        geometric mean and the worst shape; gate decides per shape and
 //                                        for the set
+//   gpu_pipeline_check cheat-early-exit  tests/manifests/cheat-early-exit.toml (issue 39's cheating self-test):
+//                                        a launch counter returns at once after 8 launches; sanitize and
+//                                        parity pass, time exits 1 on a re-checked round naming the candidate,
+//                                        the elements left unwritten, the round and the input set; gate FAILs
+//   gpu_pipeline_check cheat-half-work   tests/manifests/cheat-half-work.toml: half the query tiles on timed
+//                                        launches; caught the same way, with about half the elements unwritten
+//   gpu_pipeline_check cheat-no-op       tests/manifests/cheat-no-op.toml: nothing at all on long sequences;
+//                                        time exits 1 on the first outputs, every element unwritten, nothing timed
+//   gpu_pipeline_check cheat-input-cache tests/manifests/cheat-input-cache.toml: an output cache keyed by the
+//                                        inputs, one entry per input set; its bytes are right, so time
+//                                        passes with every re-check good, and gate exits 1 on
+//                                        plausible-ratio and tensor-peak
+//   gpu_pipeline_check smem-tail-bug     tests/manifests/smem-tail-bug.toml: V's tail past len_kv read from
+//                                        unwritten shared memory; parity, which fills shared memory with
+//                                        NaN before every launch, exits 1 on the short one-tile shapes
 //   gpu_pipeline_check stage-times       (benchmark) the embedded default through every stage, each
 //                                        stage's wall time printed, and the time to a verdict after build
 //
@@ -211,6 +226,98 @@ void long_sequence_fault(const Pipeline &pipeline, const fs::path &manifest, Exp
                  "the report names the long shape and the condition relative to the baseline");
 }
 
+// How a planted cheat must be caught by the time stage.
+struct CheatExpectation {
+    bool timed = true;  // false: caught by the first outputs, before any round
+    std::int64_t min_unwritten = 1, max_unwritten = 0;  // the candidate's elements left NaN, inclusive
+};
+
+// Wan 480p's output: 40 heads x 32,760 tokens x 128.
+constexpr std::int64_t kWanOutputElements = std::int64_t{40} * 32760 * 128;
+
+std::int64_t unwritten_count(const std::string &text) {
+    const std::string marker = "the candidate left ";
+    const std::size_t at = text.find(marker);
+    if (at == std::string::npos) return -1;
+    return std::atoll(text.c_str() + at + marker.size());
+}
+
+void cheat(const Pipeline &pipeline, const fs::path &manifest, const CheatExpectation &caught, Expectations &expect) {
+    if (!prepare_and_build(pipeline, {"--manifest", manifest.string()}, expect)) return;
+    expect.check(pipeline.stage("sanitize", {"--skip"}).exit_code == 0, "sanitize --skip exits 0");
+    expect.check(pipeline.stage("parity", {}).exit_code == 0, "parity exits 0 (its shapes are short: the cheat computes)");
+    const ProcessResult time = pipeline.stage("time", {});
+    expect.check(time.exit_code == 1, "time exits 1 (stop condition)");
+    const std::string text = time.out + time.err;
+    const std::int64_t unwritten = unwritten_count(text);
+    expect.check(unwritten >= caught.min_unwritten && unwritten <= caught.max_unwritten,
+                 "the reason counts the candidate's elements left unwritten: " + std::to_string(unwritten) + " in [" +
+                     std::to_string(caught.min_unwritten) + ", " + std::to_string(caught.max_unwritten) + "]");
+    const Checkpoint c = pipeline.checkpoint("05-time.toml");
+    expect.check(c.status == StageStatus::failed, "the time checkpoint records a failure");
+    if (caught.timed) {
+        expect.check(contains(text, "unwritten (still the NaN poison) in timed round ") && contains(text, " on input set "),
+                     "the reason names the timed round and the input set");
+        expect.check(c.figures["stopped_by"].value_or(std::string()) == "recheck_failed", "figures.stopped_by = recheck_failed");
+        expect.check(c.figures["recheck"]["candidate"]["failed"].value_or<std::int64_t>(0) >= 1,
+                     "figures.recheck.candidate.failed >= 1");
+        expect.check(c.figures["recheck"]["baseline"]["failed"].value_or<std::int64_t>(-1) == 0 &&
+                         c.figures["recheck"]["baseline"]["rounds"].value_or<std::int64_t>(0) >= 1,
+                     "the baseline's re-checks all held");
+    } else {
+        expect.check(contains(text, "not timed"), "nothing was timed");
+    }
+    const ProcessResult gate = pipeline.stage("gate", {});
+    // 1: a FAIL verdict; 4: the gate refuses a run whose time stage failed. Either way, no PASS.
+    expect.check(gate.exit_code == 1 || gate.exit_code == 4, "gate exits 1 or 4: no PASS for a cheat");
+}
+
+// A cheat whose bytes are right: only the gate's plausibility conditions can catch it.
+void cheat_caught_by_gate(const Pipeline &pipeline, const fs::path &manifest, Expectations &expect) {
+    if (!prepare_and_build(pipeline, {"--manifest", manifest.string()}, expect)) return;
+    expect.check(pipeline.stage("sanitize", {"--skip"}).exit_code == 0, "sanitize --skip exits 0");
+    expect.check(pipeline.stage("parity", {}).exit_code == 0, "parity exits 0");
+    expect.check(pipeline.stage("time", {}).exit_code == 0, "time exits 0: every re-check finds the right bytes");
+    const Checkpoint c = pipeline.checkpoint("05-time.toml");
+    expect.check(c.figures["recheck"]["candidate"]["rounds"].value_or<std::int64_t>(0) >= 1 &&
+                     c.figures["recheck"]["candidate"]["failed"].value_or<std::int64_t>(-1) == 0,
+                 "the candidate's re-checks held");
+    const double ratio = c.figures["candidates"]["candidate"]["ratio"]["median"].value_or(1.0);
+    const double tops = c.figures["candidates"]["candidate"]["timing"]["tops_p50"].value_or(0.0);
+    const double peak = c.figures["tensor_peak_tops"].value_or(0.0);
+    std::cout << "  candidate/baseline " << ratio << ", " << tops << " TOPS against a peak of " << peak << std::endl;
+    const ProcessResult gate = pipeline.stage("gate", {});
+    expect.check(gate.exit_code == 1, "gate exits 1");
+    const std::string text = gate.out + gate.err;
+    expect.check(contains(text, "FAIL         plausible-ratio") && contains(text, "< 0.5"),
+                 "gate FAILs plausible-ratio, the median below 0.5");
+    expect.check(contains(text, "FAIL         tensor-peak") && contains(text, "> the dense tensor peak"),
+                 "gate FAILs tensor-peak, above the GPU's dense peak");
+    expect.check(contains(text, "PASS         checked-output"), "checked-output passes: the bytes were right");
+}
+
+void smem_tail_bug(const Pipeline &pipeline, const fs::path &manifest, Expectations &expect) {
+    if (!prepare_and_build(pipeline, {"--manifest", manifest.string()}, expect)) return;
+    expect.check(pipeline.stage("sanitize", {"--skip"}).exit_code == 0, "sanitize --skip exits 0");
+    const ProcessResult parity = pipeline.stage("parity", {});
+    expect.check(parity.exit_code == 1, "parity exits 1 (stop condition)");
+    const Checkpoint c = pipeline.checkpoint("04-parity.toml");
+    const std::int64_t differing = c.figures["candidates"]["candidate"]["shapes_differing"].value_or<std::int64_t>(0);
+    expect.check(differing > 0, "shapes differ: " + std::to_string(differing));
+    bool only_one_tile = true;
+    if (const toml::array *differences = c.figures["candidates"]["candidate"]["differences"].as_array())
+        for (const auto &node : *differences) {
+            const toml::table &d = *node.as_table();
+            const std::string shape = d["shape"].value_or(std::string());
+            std::cout << "  differs: " << shape << ": " << d["differing_elements"].value_or<std::int64_t>(0)
+                      << " elements, baseline " << d["baseline_value"].value_or(std::string()) << ", candidate "
+                      << d["candidate_value"].value_or(std::string()) << std::endl;
+            const std::size_t at = shape.find("nkv=");
+            only_one_tile = only_one_tile && at != std::string::npos && std::atoll(shape.c_str() + at + 4) < 64;
+        }
+    expect.check(only_one_tile, "only one-tile shapes differ (a longer tail keeps the previous tile's V)");
+}
+
 void default_experiment(const Pipeline &pipeline, Expectations &expect) {
     if (!prepare_and_build(pipeline, {}, expect)) return;
     expect.check(pipeline.stage("sanitize", {}).exit_code == 0, "sanitize exits 0");
@@ -277,10 +384,16 @@ void stage_times(const Pipeline &pipeline, Expectations &expect) {
 
 int main(int argc, char **argv) {
     const std::string mode = argc == 2 ? argv[1] : "";
+    const std::map<std::string, CheatExpectation> cheats{
+        {"cheat-early-exit", {true, kWanOutputElements, kWanOutputElements}},
+        // The odd query tiles: 128 of 256, the last (odd) one holding 120 of 128 rows.
+        {"cheat-half-work", {true, kWanOutputElements / 2 - 40 * 8 * 128, kWanOutputElements / 2}},
+        {"cheat-no-op", {false, kWanOutputElements, kWanOutputElements}}};
+    const bool is_cheat = cheats.count(mode) > 0 || mode == "cheat-input-cache";
     if (mode != "broken-rounding" && mode != "missing-barrier" && mode != "long-sequence-fault" && mode != "default" &&
-        mode != "stage-times" && mode != "workload-set") {
+        mode != "stage-times" && mode != "workload-set" && mode != "smem-tail-bug" && !is_cheat) {
         std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|long-sequence-fault|default|stage-times|"
-                     "workload-set\n";
+                     "workload-set|cheat-early-exit|cheat-half-work|cheat-no-op|cheat-input-cache|smem-tail-bug\n";
         return kExitUsage;
     }
     const char *binary = std::getenv("SAGE2TP_BIN");
@@ -294,7 +407,8 @@ int main(int argc, char **argv) {
         std::cout << "SKIP: no usable GPU: " << probe.reason << std::endl;
         return kExitSkip;
     }
-    if (mode != "broken-rounding" && mode != "long-sequence-fault" && mode != "workload-set" &&
+    if (mode != "broken-rounding" && mode != "long-sequence-fault" && mode != "workload-set" && !is_cheat &&
+        mode != "smem-tail-bug" &&
         !find_cuda_tool("compute-sanitizer")) {
         std::cout << "SKIP: compute-sanitizer is not installed" << std::endl;
         return kExitSkip;
@@ -316,6 +430,12 @@ int main(int argc, char **argv) {
             workload_set(pipeline, fs::path(data_dir) / "tests/data/small-set.toml", expect);
         else if (mode == "stage-times")
             stage_times(pipeline, expect);
+        else if (mode == "smem-tail-bug")
+            smem_tail_bug(pipeline, fs::path(data_dir) / "tests/manifests/smem-tail-bug.toml", expect);
+        else if (mode == "cheat-input-cache")
+            cheat_caught_by_gate(pipeline, fs::path(data_dir) / "tests/manifests" / (mode + ".toml"), expect);
+        else if (is_cheat)
+            cheat(pipeline, fs::path(data_dir) / "tests/manifests" / (mode + ".toml"), cheats.at(mode), expect);
         else
             default_experiment(pipeline, expect);
     } catch (const std::exception &e) {

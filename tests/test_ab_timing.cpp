@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -134,14 +135,37 @@ public:
     std::set<std::size_t> throttled_samples;  // indices of timed calls that report a low clock
     double throttled_time_ms = 1000.0;        // what a throttled sample reports as its time
     std::vector<std::pair<bool, Arm>> calls;  // (timed?, arm) in call order
+    std::vector<std::size_t> call_sets;       // the input set of each call
     double seconds = 0.0;
+    std::size_t sets = 3;
+    // A planted cheat: the candidate computes its first `honest_launches` timed launches, then nothing.
+    std::optional<std::size_t> honest_launches;
+    std::size_t rechecks = 0;
 
     std::size_t arms() const override { return base_ms.size(); }
-    void warm_up(Arm arm) override { calls.emplace_back(false, arm); }
+    std::size_t input_sets() const override { return sets; }
+    void use_input_set(std::size_t set) override {
+        ASSERT_LT(set, sets);
+        set_ = set;
+    }
+    void warm_up(Arm arm) override {
+        calls.emplace_back(false, arm);
+        call_sets.push_back(set_);
+    }
+    std::vector<RecheckFailure> recheck() override {
+        ++rechecks;
+        if (!honest_launches || candidate_launches_ <= *honest_launches) return {};
+        RecheckFailure failure;
+        failure.arm = first_candidate_arm;
+        failure.what = "left 7 output elements unwritten";
+        return {failure};
+    }
 
     LaunchSample timed(Arm arm) override {
         const std::size_t index = timed_calls_++;
         calls.emplace_back(true, arm);
+        call_sets.push_back(set_);
+        if (arm == first_candidate_arm) ++candidate_launches_;
         const bool first_in_round = index % base_ms.size() == 0;
         double time = base_ms[arm] * (1.0 + (first_in_round ? first_position_penalty : 0.0));
         if (noise > 0.0) time *= 1.0 + noise * (2.0 * static_cast<double>(random_.below(1u << 20)) / (1u << 20) - 1.0);
@@ -156,7 +180,7 @@ public:
     }
 
 private:
-    std::size_t timed_calls_ = 0;
+    std::size_t timed_calls_ = 0, candidate_launches_ = 0, set_ = 0;
     SplitMix64 random_{7};
 };
 
@@ -201,6 +225,100 @@ TEST(MeasureInterleaved, WarmsUpEveryLaunchThenFollowsTheSeededOrders) {
         }
     }
     EXPECT_EQ(call, timer.calls.size()) << "every timed launch belongs to a recorded round";
+}
+
+// ---- Re-checked rounds and rotated input sets ----
+
+TEST(RecheckPlan, NeverTheSameSetTwiceInARowAndAboutTheAskedShareRechecked) {
+    RecheckPlan plan(99, 3, 0.25), same(99, 3, 0.25), other(100, 3, 0.25);
+    std::size_t previous = 99, rechecked = 0;
+    std::map<std::size_t, int> per_set;
+    bool differs = false;
+    for (int i = 0; i < 4000; ++i) {
+        const RecheckPlan::Round round = plan.next(), again = same.next(), elsewhere = other.next();
+        EXPECT_EQ(round.input_set, again.input_set);
+        EXPECT_EQ(round.rechecked, again.rechecked);
+        differs = differs || round.input_set != elsewhere.input_set || round.rechecked != elsewhere.rechecked;
+        ASSERT_LT(round.input_set, 3u);
+        ASSERT_NE(round.input_set, previous) << "round " << i << " reads the set of the round before it";
+        previous = round.input_set;
+        ++per_set[round.input_set];
+        rechecked += round.rechecked;
+    }
+    EXPECT_TRUE(differs) << "another seed, another plan";
+    for (std::size_t set = 0; set < 3; ++set) EXPECT_NEAR(per_set[set], 4000 / 3, 150) << "set " << set;
+    EXPECT_NEAR(static_cast<double>(rechecked) / 4000, 0.25, 0.03);
+    RecheckPlan one_set(1, 1, 1.0);
+    for (int i = 0; i < 10; ++i) {
+        const RecheckPlan::Round round = one_set.next();
+        EXPECT_EQ(round.input_set, 0u);
+        EXPECT_TRUE(round.rechecked);
+    }
+    EXPECT_THROW(RecheckPlan(1, 0, 0.5), Error);
+    EXPECT_THROW(RecheckPlan(1, 3, 1.5), Error);
+    EXPECT_EQ(input_set_seed(20261129, 0), 20261129u) << "set 0 is the workload's own, so the pins hold for it";
+    EXPECT_NE(input_set_seed(20261129, 1), input_set_seed(20261129, 2));
+}
+
+TEST(MeasureInterleaved, EachRoundReadsItsPlannedSetAndTheLastRoundIsAlwaysRechecked) {
+    SyntheticTimer timer;
+    TimingSettings settings = settings_for_tests();
+    settings.recheck_fraction = 0.0;  // the plan draws none: the last round is checked all the same
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    EXPECT_EQ(run.input_sets, 3u);
+    EXPECT_TRUE(run.recheck_failures.empty());
+    ASSERT_FALSE(run.rounds.empty());
+    EXPECT_EQ(run.rechecked_rounds(), 1u);
+    EXPECT_TRUE(run.rounds.back().rechecked);
+    EXPECT_EQ(timer.rechecks, 1u);
+    // Warm-up passes rotate over the sets; every timed launch of a round reads the round's set, which
+    // is never the previous round's, as the seeded plan says.
+    EXPECT_EQ(timer.call_sets[0], 0u);
+    EXPECT_EQ(timer.call_sets[three_arms], 1u);
+    RecheckPlan plan(settings.order_seed, 3, 0.0);
+    std::size_t call = settings.warmup_launches * three_arms;
+    for (std::size_t r = 0; r < run.rounds.size(); ++r) {
+        EXPECT_EQ(run.rounds[r].input_set, plan.next().input_set) << "round " << r;
+        if (r > 0) EXPECT_NE(run.rounds[r].input_set, run.rounds[r - 1].input_set) << "round " << r;
+        for (std::size_t i = 0; i < three_arms; ++i, ++call) EXPECT_EQ(timer.call_sets.at(call), run.rounds[r].input_set);
+    }
+
+    SyntheticTimer every;
+    settings.recheck_fraction = 1.0;
+    const TimingRun all = measure_interleaved(every, settings, every.clock());
+    EXPECT_EQ(all.rechecked_rounds(), all.rounds.size());
+    EXPECT_EQ(every.rechecks, all.rounds.size()) << "the last round is not checked twice";
+}
+
+// The cheat: a candidate that computes its first launches and then returns at once. Its first
+// outputs are right; a re-checked round finds what it left, and sampling stops there.
+TEST(MeasureInterleaved, ACandidateThatStopsComputingFailsTheFirstRecheckAfter) {
+    SyntheticTimer timer;
+    timer.honest_launches = 10;
+    TimingSettings settings = settings_for_tests();
+    settings.recheck_fraction = 0.25;
+    const TimingRun run = measure_interleaved(timer, settings, timer.clock());
+    EXPECT_EQ(run.stopped_by, StopReason::recheck_failed);
+    ASSERT_EQ(run.recheck_failures.size(), 1u);
+    const RecheckFailure &failure = run.recheck_failures.front();
+    EXPECT_EQ(failure.arm, first_candidate_arm);
+    EXPECT_EQ(failure.round, run.rounds.size() - 1) << "sampling stops at the round that failed";
+    EXPECT_GE(failure.round, 10u) << "its first 10 launches were honest";
+    EXPECT_EQ(failure.input_set, run.rounds.back().input_set);
+    EXPECT_TRUE(run.rounds.back().rechecked);
+    EXPECT_STREQ(stop_reason_name(StopReason::recheck_failed), "recheck_failed");
+    EXPECT_EQ(stop_reason_of("recheck_failed"), StopReason::recheck_failed);
+    EXPECT_EQ(stop_reason_of("half_width"), StopReason::half_width);
+    EXPECT_EQ(stop_reason_of("budget"), StopReason::budget);
+
+    // Even when the plan re-checks no round, the last one catches it.
+    SyntheticTimer late;
+    late.honest_launches = 10;
+    settings.recheck_fraction = 0.0;
+    const TimingRun caught = measure_interleaved(late, settings, late.clock());
+    EXPECT_EQ(caught.stopped_by, StopReason::recheck_failed);
+    ASSERT_EQ(caught.recheck_failures.size(), 1u);
+    EXPECT_EQ(caught.recheck_failures.front().round, caught.rounds.size() - 1);
 }
 
 TEST(MeasureInterleaved, NoiselessSamplesStopAtTheFirstCheckAfterMinRounds) {

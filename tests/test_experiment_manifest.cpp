@@ -3,6 +3,8 @@
 #include "build_config.h"
 #include "model/experiment_manifest.h"
 
+#include "figures/gate_figures.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -516,6 +518,34 @@ TEST_F(ManifestErrors, SetRatioBoundsAreReadCheckedAndKept) {
     const std::string typed = error_for("len_q = 256\n", "len_q = 256\n[gate]\nmax_worst_ratio_upper = \"1.02\"\n");
     EXPECT_NE(typed.find("m.toml:14:"), std::string::npos) << typed;
     EXPECT_NE(typed.find("'max_worst_ratio_upper' must be"), std::string::npos) << typed;
+}
+
+// [[gate.waiver]]: a known condition and a reason, kept through the resolved copy; a name that is no
+// condition, or a blank reason, is an error naming the line.
+TEST_F(ManifestErrors, GateWaiversNameAConditionAndGiveAReason) {
+    std::ofstream(dir_ / "m.toml") << valid()
+                                   << "[gate]\n[[gate.waiver]]\ncondition = \"plausible-ratio\"\n"
+                                      "reason = \"skips masked tiles by design\"\n";
+    const Experiment e = load_experiment(dir_ / "m.toml");
+    ASSERT_EQ(e.gate_waivers.size(), 1u);
+    EXPECT_EQ(e.gate_waivers[0].condition, "plausible-ratio");
+    EXPECT_EQ(e.gate_waivers[0].reason, "skips masked tiles by design");
+    std::ofstream(dir_ / "resolved.toml") << experiment_to_toml(e);
+    EXPECT_EQ(load_experiment(dir_ / "resolved.toml").gate_waivers, e.gate_waivers);
+    EXPECT_TRUE(load_experiment(source_root / "data/experiments/temporal-pair.toml").gate_waivers.empty());
+
+    const std::string unknown = error_for(
+        "len_q = 256\n", "len_q = 256\n[gate]\n[[gate.waiver]]\ncondition = \"plausible-ratios\"\nreason = \"x\"\n");
+    EXPECT_NE(unknown.find("m.toml:15:"), std::string::npos) << unknown;
+    EXPECT_NE(unknown.find("'plausible-ratios' is no gate condition"), std::string::npos) << unknown;
+    EXPECT_NE(unknown.find("plausible-ratio"), std::string::npos) << unknown;
+    const std::string blank = error_for(
+        "len_q = 256\n", "len_q = 256\n[gate]\n[[gate.waiver]]\ncondition = \"spills\"\nreason = \" \"\n");
+    EXPECT_NE(blank.find("m.toml:16:"), std::string::npos) << blank;
+    EXPECT_NE(blank.find("needs a reason"), std::string::npos) << blank;
+    const std::string missing =
+        error_for("len_q = 256\n", "len_q = 256\n[gate]\n[[gate.waiver]]\ncondition = \"spills\"\n");
+    EXPECT_NE(missing.find("reason"), std::string::npos) << missing;
 }
 
 }  // namespace s2tp::unit_experiment_manifest

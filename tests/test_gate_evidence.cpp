@@ -66,7 +66,11 @@ protected:
         plan_[Stage::parity].figures = toml::table{{"shapes_checked", 12}, {"candidates", toml::table{}}};
         plan_[Stage::time].figures = toml::table{
             {"sha256", toml::table{{"baseline", sha_a}, {"match", true}}},
-            {"baseline", toml::table{{"p50", 212.4}, {"n", 240}}},
+            {"baseline", toml::table{{"p50", 212.4}, {"n", 240}, {"tops_p50", 103.5}}},
+            {"tensor_peak_tops", 2141.0},
+            {"input_sets", 3},
+            {"recheck", toml::table{{"baseline", toml::table{{"rounds", 60}, {"failed", 0}}},
+                                    {"baseline_control", toml::table{{"rounds", 60}, {"failed", 0}}}}},
             {"candidates", toml::table{}}};
         add_candidate("candidate", 203.9, 0.9626);
     }
@@ -79,9 +83,11 @@ protected:
                                                       {"s2tp_attn_hd64_f16_causal", arm(16384, 6.0, 0, 0)}}}});
         candidate_table(Stage::sanitize).insert_or_assign(name, toml::table{{"errors", 0}, {"failed_checks", 0}});
         candidate_table(Stage::parity).insert_or_assign(name, toml::table{{"shapes_differing", 0}});
+        plan_[Stage::time].figures["recheck"].as_table()->insert_or_assign(
+            name, toml::table{{"rounds", 60}, {"failed", 0}});
         candidate_table(Stage::time).insert_or_assign(
             name, toml::table{{"sha256", sha_a},
-                              {"timing", toml::table{{"p50", p50}, {"n", 240}}},
+                              {"timing", toml::table{{"p50", p50}, {"n", 240}, {"tops_p50", 107.8}}},
                               {"ratio", toml::table{{"median", 0.9611}, {"ci_low", 0.9601}, {"ci_high", ci_high},
                                                     {"half_width", 0.0013}, {"resamples", 10000}, {"seed", 20261129}}}});
     }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -40,6 +41,7 @@ GateEvidence good_evidence() {
     e.resource_arch = "sm_90a";
     e.baseline_resources = {32768, 4.0, 40};
     e.candidate_resources = {32768, 4.0, 40};
+    e.plausibility = {2141.0, 396.5, 412.5, 6, 0, 6, 0};
     return e;
 }
 
@@ -68,10 +70,77 @@ bool passes(const GateEvidence &e, const GateThresholds &t = default_gate_thresh
 
 TEST(GateRules, GoodEvidencePassesEveryCondition) {
     const GateResult result = evaluate_gate(good_evidence(), with_ratio_bound(0.98));
-    EXPECT_EQ(result.conditions.size(), 10u);
+    EXPECT_EQ(result.conditions.size(), 13u);
     for (const GateCondition &c : result.conditions)
         EXPECT_EQ(c.status, GateStatus::pass) << c.name << ": " << c.figure << " " << c.detail;
     EXPECT_TRUE(result.passed);
+}
+
+// ---- Plausibility (issue 39): the issue's cheat reported 968089.2 TOPS, a ratio of 0.0004
+TEST(GatePlausibility, AnArmAboveTheDenseTensorPeakFails) {
+    GateEvidence e = good_evidence();
+    e.plausibility.candidate_tops = 968089.2;
+    const GateCondition c = condition(evaluate_gate(e, default_gate_thresholds()), "tensor-peak");
+    EXPECT_EQ(c.status, GateStatus::fail);
+    EXPECT_NE(c.figure.find("candidate 968089.2, baseline 396.5 TOPS at p50 > the dense tensor peak 2141 TOPS"),
+              std::string::npos)
+        << c.figure;
+    EXPECT_FALSE(passes(e));
+    e = good_evidence();
+    e.plausibility.baseline_tops = 2141.5;
+    EXPECT_EQ(status_of(e, "tensor-peak"), GateStatus::fail) << "the baseline is judged too";
+    // No peak for the arch: not checked, and it does not block.
+    e = good_evidence();
+    e.plausibility.tensor_peak_tops.reset();
+    const GateResult unknown = evaluate_gate(e, default_gate_thresholds());
+    EXPECT_EQ(condition(unknown, "tensor-peak").status, GateStatus::not_checked);
+    EXPECT_FALSE(condition(unknown, "tensor-peak").required);
+    EXPECT_TRUE(unknown.passed);
+}
+
+TEST(GatePlausibility, ARatioBelowOneHalfFailsAndOneHalfPasses) {
+    GateEvidence e = good_evidence();
+    e.candidate_vs_baseline = RatioInterval{};
+    e.candidate_vs_baseline->median = 0.0004, e.candidate_vs_baseline->lo = 0.0003, e.candidate_vs_baseline->hi = 0.0005;
+    const GateCondition c = condition(evaluate_gate(e, default_gate_thresholds()), "plausible-ratio");
+    EXPECT_EQ(c.status, GateStatus::fail);
+    EXPECT_NE(c.figure.find("candidate/baseline median 0.0004 < 0.5"), std::string::npos) << c.figure;
+    e.candidate_vs_baseline->median = 0.5;
+    EXPECT_EQ(status_of(e, "plausible-ratio"), GateStatus::pass);
+}
+
+TEST(GatePlausibility, EveryTimedLaunchCheckedGoodOrTheGateFails) {
+    GateEvidence e = good_evidence();
+    e.plausibility.candidate_recheck_failed = 1;
+    EXPECT_EQ(status_of(e, "checked-output"), GateStatus::fail);
+    // A failed time stage is no evidence for speed, but its failed re-check is still named here.
+    e.time.passed = false;
+    e.real_output_stage.passed = false;
+    EXPECT_EQ(status_of(e, "checked-output"), GateStatus::fail);
+    EXPECT_EQ(status_of(e, "tensor-peak"), GateStatus::not_checked);
+    e = good_evidence();
+    e.plausibility.baseline_rechecked = 0;
+    EXPECT_EQ(status_of(e, "checked-output"), GateStatus::fail) << "no re-checked round is no check";
+    // A checkpoint of a sage2tp that did not re-check: required, not checked, blocking.
+    e = good_evidence();
+    e.plausibility.candidate_rechecked.reset();
+    const GateResult old = evaluate_gate(e, default_gate_thresholds());
+    EXPECT_EQ(condition(old, "checked-output").status, GateStatus::not_checked);
+    EXPECT_FALSE(old.passed);
+}
+
+TEST(GatePlausibility, DecidedPerShapeOverASetAndNotAcrossGpusOfSeveralModels) {
+    GateEvidence e = good_evidence();
+    e.workload_set = "wan21-14b";
+    GateEvidence::ShapeTiming shape{"t2v-480p", good_sha, good_sha, std::nullopt, "", 203.9, e.candidate_vs_baseline,
+                                    e.plausibility};
+    e.set_shapes = {shape, shape};
+    e.set_shapes[1].shape = "t2v-720p";
+    e.set_shapes[1].plausibility.candidate_tops = 9999;
+    const GateResult result = evaluate_gate(e, default_gate_thresholds());
+    EXPECT_EQ(condition(result, "tensor-peak t2v-480p").status, GateStatus::pass);
+    EXPECT_EQ(condition(result, "tensor-peak t2v-720p").status, GateStatus::fail);
+    EXPECT_EQ(condition(result, "checked-output t2v-720p").status, GateStatus::pass);
 }
 
 // ---- freshness
@@ -467,8 +536,10 @@ RatioInterval interval(double median, double lo, double hi) {
 GateEvidence set_evidence() {
     GateEvidence e = good_evidence();
     e.workload_set = "wan21-14b";
-    e.set_shapes = {{"t2v-480p", good_sha, good_sha, std::nullopt, "", 203.9, interval(0.96, 0.955, 0.965)},
-                    {"t2v-720p", good_sha, good_sha, std::nullopt, "", 1101.0, interval(0.99, 0.985, 0.995)}};
+    e.set_shapes = {{"t2v-480p", good_sha, good_sha, std::nullopt, "", 203.9, interval(0.96, 0.955, 0.965),
+                     e.plausibility},
+                    {"t2v-720p", good_sha, good_sha, std::nullopt, "", 1101.0, interval(0.99, 0.985, 0.995),
+                     e.plausibility}};
     e.geomean_vs_baseline = interval(0.975, 0.971, 0.979);
     e.worst_shape = "t2v-720p";
     return e;
@@ -671,6 +742,41 @@ TEST(GateCandidateP50, AnExplicit220IsTheUsersBoundNotTheDefault) {
     EXPECT_EQ(condition(evaluate_gate(set_evidence(), t), "candidate-p50 t2v-720p").status, GateStatus::not_checked);
     const GateFigures recorded = GateFigures::from_toml(GateFigures::of({{"c", evaluate_gate(good_evidence(), t)}}, t).to_toml());
     EXPECT_EQ(thresholds_text(recorded.thresholds), thresholds_text(t));
+}
+
+// ---- Waivers: any condition, by its name, with a reason shown beside it
+TEST(GateWaivers, AWaivedConditionShowsItsReasonAndDoesNotBlock) {
+    GateEvidence e = good_evidence();
+    e.candidate_vs_baseline->median = 0.25, e.candidate_vs_baseline->lo = 0.24, e.candidate_vs_baseline->hi = 0.26;
+    GateThresholds t = default_gate_thresholds();
+    EXPECT_FALSE(evaluate_gate(e, t).passed);
+    t.waivers = {{"plausible-ratio", "the candidate skips the masked three quarters"}};
+    const GateResult waived = evaluate_gate(e, t);
+    EXPECT_TRUE(waived.passed) << format_gate_report(waived);
+    const GateCondition &c = condition(waived, "plausible-ratio");
+    EXPECT_EQ(c.status, GateStatus::fail) << "the status stays what the rule found";
+    EXPECT_TRUE(c.waived());
+    EXPECT_FALSE(c.blocks());
+    EXPECT_EQ(condition_status_text(c), "WAIVED");
+    const std::string report = format_gate_report(waived);
+    EXPECT_NE(report.find("WAIVED       plausible-ratio"), std::string::npos) << report;
+    EXPECT_NE(report.find("; waived: the candidate skips the masked three quarters"), std::string::npos) << report;
+    EXPECT_NE(report.find("verdict: PASS (waived: plausible-ratio)"), std::string::npos) << report;
+    // A waiver on a condition that passes changes nothing shown; one names a whole family over a set.
+    t.waivers = {{"spills", "known"}};
+    EXPECT_EQ(condition_status_text(condition(evaluate_gate(good_evidence(), t), "spills")), "PASS");
+    GateEvidence set = set_evidence();
+    set.set_shapes[0].candidate_p50_ms = 2500;
+    GateThresholds bounds = set_bounds(1.0, 1.02);
+    bounds.waivers = {{"candidate-p50", "720p and 480p share a budget"}};
+    const GateResult family = evaluate_gate(set, bounds);
+    EXPECT_TRUE(condition(family, "candidate-p50 t2v-480p").waived());
+    EXPECT_TRUE(family.passed) << format_gate_report(family);
+    // Every name a waiver may give is one the rules use.
+    for (const GateCondition &condition : evaluate_gate(good_evidence(), with_ratio_bound(0.98)).conditions) {
+        const std::vector<std::string> &names = gate_condition_names();
+        EXPECT_NE(std::find(names.begin(), names.end(), condition.name), names.end()) << condition.name;
+    }
 }
 
 }  // namespace s2tp::unit_gate_rules

@@ -99,6 +99,21 @@ TEST(ParityShapes, CoverQueryLengthsAndEveryAttributeWithManyKvLengths) {
     expect_unique(shapes);
 }
 
+// Upstream SageAttention's NaN reports for tails read from unwritten shared memory (issues 376, 377):
+// every length 1 to 65 and Q 1001 / KV 503, which parity checks with shared memory full of NaN.
+TEST(ParityShapes, EveryShortLengthAndUpstreamsRaggedShape) {
+    const auto &shapes = default_parity_shapes();
+    std::set<std::int64_t> self_lengths;
+    bool ragged = false;
+    for (const auto &p : shapes) {
+        if (p.shape.len_q == p.shape.len_kv) self_lengths.insert(p.shape.len_q);
+        ragged = ragged || (p.shape.len_q == 1001 && p.shape.len_kv == 503);
+    }
+    for (std::int64_t len = 1; len <= 65; ++len) EXPECT_TRUE(self_lengths.count(len)) << "no shape of " << len << " tokens";
+    EXPECT_TRUE(ragged) << "no Q 1001 / KV 503 shape";
+    expect_unique(shapes);
+}
+
 TEST(SanitizerShapes, SmallAndCoveringOneToFiveTiles) {
     const auto &shapes = sanitizer_shapes();
     EXPECT_GE(shapes.size(), 8u);

@@ -35,6 +35,17 @@ using Limiters = std::vector<OccupancyLimiter>;
 
 // ---- worked examples, computed by hand from those rules ----
 
+// The gate's tensor-peak condition: NVIDIA's 1,979 dense INT8 TOPS of the H100 SXM5 (132 SMs) are
+// 8,192 operations per SM per clock at 1,830 MHz; an H200 at 1,980 MHz has 2,141 TOPS.
+TEST(DenseTensorPeak, OperationsPerSmPerClockTimesSmsTimesClock) {
+    const ArchLimits &hopper = resolve_arch(table(), "sm_90a");
+    EXPECT_NEAR(*dense_tensor_peak_tops(hopper, 132, 1830.0), 1979.0, 0.5);
+    EXPECT_NEAR(*dense_tensor_peak_tops(hopper, 132, 1980.0), 2141.2, 0.5);
+    EXPECT_NEAR(*dense_tensor_peak_tops(resolve_arch(table(), "sm_89"), 128, 2520.0), 660.6, 0.5);
+    EXPECT_FALSE(dense_tensor_peak_tops(hopper, 132, 0.0)) << "no clock measured, no peak";
+    EXPECT_FALSE(dense_tensor_peak_tops(resolve_arch(table(), "sm_120a"), 84, 2500.0)) << "the data gives none";
+}
+
 TEST(Occupancy, Sm90R128T256IsTwoBlocksByRegisters) {
     Occupancy o = occupancy("sm_90a", 128, 256);
     EXPECT_TRUE(o.launchable);

@@ -136,7 +136,10 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
                                    {"timing", toml::table{{"p50", 74.534}}},
                                    {"ratio", toml::table{{"median", 1.3441}, {"ci_low", 1.3427}, {"ci_high", 1.3451},
                                                          {"confidence", 0.95}}}}}}},
-                               {"aa", toml::table{{"median", 1.0001}}}};
+                               {"aa", toml::table{{"median", 1.0001}}},
+                               {"input_sets", 3},
+                               {"recheck", toml::table{{"baseline", toml::table{{"rounds", 6}, {"failed", 0}}},
+                                                       {"candidate", toml::table{{"rounds", 6}, {"failed", 0}}}}}};
     time.previous_digest = write_chain_to_parity();
     scratch.write(Stage::time, time);
     Checkpoint gate;
@@ -144,6 +147,8 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
     gate.status = StageStatus::failed;
     toml::array conditions;
     conditions.push_back(toml::table{{"name", "relative-speed"}, {"status", "FAIL"}, {"figure", "ratio 1.34 | >= 1.0"}, {"detail", ""}});
+    conditions.push_back(toml::table{{"name", "plausible-ratio"}, {"status", "FAIL"}, {"figure", "median 0.3 < 0.5"},
+                                     {"detail", ""}, {"waiver", "sparse by design"}});
     gate.figures = toml::table{{"summary", "FAIL: candidate: relative-speed"}, {"verdict", "FAIL"},
                                {"candidates", toml::table{{"candidate", toml::table{{"summary", "FAIL: relative-speed"},
                                                                                     {"verdict", "FAIL"},
@@ -157,6 +162,12 @@ TEST_F(RunOverviewTest, ReportPrintsTimeAndGateInEachFormat) {
     EXPECT_EQ(text.find("the candidate is"), std::string::npos) << text;
     EXPECT_NE(text.find("FAIL: candidate: relative-speed"), std::string::npos) << text;
     EXPECT_NE(text.find("candidate/baseline  1.3441 (95% CI 1.3427 .. 1.3451)"), std::string::npos) << text;
+    // The timed outputs' re-checks, and a waived condition with its reason.
+    EXPECT_NE(text.find("rounds on 3 input sets; re-checked after up to 6 rounds: baseline 6, candidate 6"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("plausible-ratio      WAIVED  median 0.3 < 0.5; waived: sparse by design"), std::string::npos)
+        << text;
     const std::string markdown = pull_request_report(run, "markdown");
     EXPECT_NE(markdown.find("| relative-speed | FAIL | ratio 1.34 \\| >= 1.0 |"), std::string::npos) << markdown;
     EXPECT_NE(markdown.find("| candidate p50 | 74.534 ms |"), std::string::npos) << markdown;
@@ -326,7 +337,7 @@ TEST_F(RunOverviewTest, ReportAndGateOverASetHaveARowPerShapeAndTheCombinedRows)
     // One table per section, each column as wide as its widest cell: the set's longest row name sets it.
     EXPECT_NE(text.find("\nworkload set                 wan21-14b: 2 shapes\n"), std::string::npos) << text;
     EXPECT_NE(text.find("\nt2v-480p candidate/baseline  0.9900"), std::string::npos) << text;
-    EXPECT_NE(text.find("\nGATE CONDITION           STATUS       FIGURE\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nGATE CONDITION            STATUS       FIGURE\n"), std::string::npos) << text;
     EXPECT_NE(text.find("t2v-480p candidate/baseline"), std::string::npos) << text;
     EXPECT_NE(text.find("0.9900 (95% CI 0.9880 .. 0.9920)"), std::string::npos) << text;
     EXPECT_NE(text.find("1.0100 (95% CI 1.0050 .. 1.0150)"), std::string::npos) << text;

@@ -356,8 +356,11 @@ TEST(ParityCheck, UnwrittenOutputsAndAReferenceMissFail) {
     const ParityFold fold = fold_parity({c}, 1, 1, 0.05, {"candidate"});
     EXPECT_FALSE(fold.passed);
     ASSERT_EQ(fold.reasons.size(), 3u);
-    EXPECT_EQ(fold.reasons[0], "s0 seed 7: the baseline left 4 output elements unwritten (still the NaN poison)");
-    EXPECT_EQ(fold.reasons[1], "candidate: s0 seed 7: the candidate left 2 output elements unwritten (still the NaN poison)");
+    EXPECT_EQ(fold.reasons[0], "s0 seed 7: the baseline left 4 output elements NaN: unwritten (still the NaN poison), or "
+                               "computed from shared memory it did not write (filled with NaN before every launch)");
+    EXPECT_EQ(fold.reasons[1], "candidate: s0 seed 7: the candidate left 2 output elements NaN: unwritten (still the NaN "
+                               "poison), or computed from shared memory it did not write (filled with NaN before every "
+                               "launch)");
     EXPECT_TRUE(contains(fold.reasons[2], "rel-L2 away from the float64 reference")) << fold.reasons[2];
     EXPECT_EQ(fold.figures.reference_worst_case, "s0 seed 7") << "NaN counts as the worst";
 

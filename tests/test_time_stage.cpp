@@ -32,6 +32,7 @@ TEST(TimeStopConditions, MatchingOutputsPassEveryCheck) {
     EXPECT_TRUE(first_output_failures(arms, all_equal(), std::string("aa"), false, sm89).empty());
     EXPECT_TRUE(first_output_failures(arms, all_equal(), std::nullopt, false, sm89).empty());
     EXPECT_TRUE(changed_output_reasons(arms, all_equal(), all_equal(), "").empty());
+    EXPECT_TRUE(recheck_failure_reasons(arms, TimingRun{}, "").empty());
 }
 
 TEST(TimeStopConditions, UnwrittenOutputsNameTheArmAndTheCount) {
@@ -79,14 +80,26 @@ TEST(TimeStopConditions, APinMismatchFailsUnlessRePinning) {
         << "under --pin the earlier pin is replaced, not checked";
 }
 
-TEST(TimeStopConditions, AnOutputThatChangedDuringTimingIsNamedWithItsRepeat) {
-    std::vector<OutputDigest> after = all_equal();
-    after[2].sha256 = "a0";
-    const std::vector<std::string> reasons = changed_output_reasons(arms, all_equal(), after, "repeat 3");
+TEST(TimeStopConditions, AFirstOutputThatDiffersInAnotherRepeatIsNamedWithItsRepeat) {
+    std::vector<OutputDigest> other = all_equal();
+    other[2].sha256 = "a0";
+    const std::vector<std::string> reasons = changed_output_reasons(arms, all_equal(), other, "repeat 3");
     ASSERT_EQ(reasons.size(), 1u);
-    EXPECT_NE(reasons[0].find("wide-v launch's output changed during timing in repeat 3"), std::string::npos)
+    EXPECT_NE(reasons[0].find("wide-v launch's output in repeat 3 differs from the first measurement's"),
+              std::string::npos)
         << reasons[0];
     EXPECT_EQ(changed_output_reasons(arms, all_equal(), {}, "").size(), 1u) << "a missing record is a failure";
+}
+
+TEST(TimeStopConditions, AFailedRecheckNamesTheArmTheRoundAndTheInputSet) {
+    TimingRun run;
+    run.recheck_failures.push_back({16, 2, 3, "left 121555968 output elements unwritten (still the NaN poison)"});
+    const std::vector<std::string> reasons = recheck_failure_reasons(arms, run, "repeat 2");
+    ASSERT_EQ(reasons.size(), 1u);
+    EXPECT_NE(reasons[0].find("the same-sm left 121555968 output elements unwritten (still the NaN poison) in timed "
+                              "round 17 on input set 2 in repeat 2"),
+              std::string::npos)
+        << reasons[0];
 }
 
 TEST(TimeStopConditions, TooFewRoundsNeedAHigherBudget) {
@@ -143,7 +156,9 @@ TEST(TimeRepeats, AChildsRequestCarriesTheDerivedBudgetAndSeed) {
 TEST(TimeRepeats, AChildsMeasurementSurvivesItsFile) {
     ArmMeasurement m;
     m.first = {{"aa", 0}, {"aa", 0}, {"aa", 3}};
-    m.last = {{"aa", 0}, {"aa", 0}, {"ab", 0}};
+    m.input_set_failures = {"the candidate ... (on input set 2 of 3, seed 7)"};
+    m.timing.input_sets = 3;
+    m.timing.recheck_failures = {{2, 1, 2, "left 5 output elements unwritten"}};
     m.footprint_bytes = 1234567;
     m.l2_flushed = true;
     m.timing.stopped_by = StopReason::half_width;
@@ -153,13 +168,24 @@ TEST(TimeRepeats, AChildsMeasurementSurvivesItsFile) {
         round.order = {2, 0, 1};
         round.samples = {{55.0 + i, 1980}, {55.1, 1980}, {74.0, i == 1 ? 900.0 : 1980.0}};
         round.throttled = i == 1;
+        round.input_set = static_cast<std::size_t>(i);
+        round.rechecked = i == 2;
         m.timing.rounds.push_back(round);
     }
     std::ostringstream text;
     text << m.to_toml();
     const ArmMeasurement read = ArmMeasurement::from_toml(toml::parse(text.str()), "test");
     EXPECT_EQ(read.first[2].nan_count, 3);
-    EXPECT_EQ(read.last[2].sha256, "ab");
+    EXPECT_EQ(read.input_set_failures, m.input_set_failures);
+    EXPECT_EQ(read.timing.input_sets, 3u);
+    ASSERT_EQ(read.timing.recheck_failures.size(), 1u);
+    EXPECT_EQ(read.timing.recheck_failures[0].round, 2u);
+    EXPECT_EQ(read.timing.recheck_failures[0].input_set, 1u);
+    EXPECT_EQ(read.timing.recheck_failures[0].arm, 2u);
+    EXPECT_EQ(read.timing.recheck_failures[0].what, "left 5 output elements unwritten");
+    EXPECT_EQ(read.timing.rounds[2].input_set, 2u);
+    EXPECT_TRUE(read.timing.rounds[2].rechecked);
+    EXPECT_FALSE(read.timing.rounds[1].rechecked);
     EXPECT_EQ(read.footprint_bytes, 1234567u);
     EXPECT_TRUE(read.l2_flushed);
     EXPECT_EQ(read.timing.stopped_by, StopReason::half_width);
@@ -216,12 +242,15 @@ TimeStageInputs several_gpu_inputs(const RunDirectory &run, std::vector<DeviceFa
 // One process's measurement: matching outputs and 40 kept rounds whose candidate/baseline ratio is `ratio`.
 ArmMeasurement measured_at(double ratio) {
     ArmMeasurement m;
-    m.first = m.last = {{"aa", 0}, {"aa", 0}, {"aa", 0}};
+    m.first = {{"aa", 0}, {"aa", 0}, {"aa", 0}};
+    m.timing.input_sets = 3;
     for (std::size_t i = 0; i < 40; ++i) {
         const double wobble = 1.0 + (i % 2 ? 0.001 : -0.001) * static_cast<double>(i % 5);
         InterleavedRound round;
         round.order = {0, 1, 2};
         round.samples = {{1.0 * wobble, 1980}, {1.0 * wobble, 1980}, {ratio * wobble, 1980}};
+        round.input_set = i % 3;
+        round.rechecked = i % 4 == 3;
         m.timing.rounds.push_back(round);
     }
     m.timing.kept_rounds = 40;
@@ -301,6 +330,44 @@ TEST(TimeSeveralGpus, OneModelCombinesEveryProcessAndALostGpuIsNeverAPass) {
     EXPECT_EQ(timed.runs.size(), 4u);
 }
 
+// A repeat whose re-check failed fails the stage, with a reason naming the arm, the round, the input
+// set and the repeat; no later repeat is started, and the figures count every arm's re-checks.
+TEST(TimeRepeats, AFailedRecheckFailsTheStageAndIsCountedPerArm) {
+    ScratchDirectory dir("recheck-failed");
+    const RunDirectory run(dir.path());
+    const TimeStageInputs inputs = several_gpu_inputs(run, {gpu(0, "NVIDIA H200")}, 3);
+    int children = 0;
+    const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), [&](std::size_t p) {
+        ++children;
+        ArmMeasurement m = measured_at(0.5);
+        if (p == 1) {  // stopped by its failed re-check after 4 rounds, fewer than min_rounds
+            m.timing.rounds.resize(4);
+            m.timing.kept_rounds = 4;
+            m.timing.rounds.back().rechecked = true;
+            m.timing.recheck_failures.push_back({3, 0, 2, "left 99 output elements unwritten (still the NaN poison)"});
+            m.timing.stopped_by = StopReason::recheck_failed;
+        }
+        return m;
+    });
+    EXPECT_EQ(children, 2) << "no repeat after the one that failed its re-check";
+    EXPECT_EQ(timed.result.status, StageStatus::failed);
+    EXPECT_TRUE(mentions(timed.result.reasons, "the wide-v left 99 output elements unwritten (still the NaN poison) in "
+                                               "timed round 4 on input set 0 in repeat 2"));
+    EXPECT_FALSE(mentions(timed.result.reasons, "raise --budget")) << "the re-check ended it, not the budget";
+    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    EXPECT_EQ(f.input_sets, 3);
+    ASSERT_EQ(f.recheck.size(), 3u);
+    EXPECT_EQ(f.recheck.at("baseline").rounds, 10 + 1);
+    EXPECT_EQ(f.recheck.at("baseline").failed, 0);
+    EXPECT_EQ(f.recheck.at("wide-v").rounds, 10 + 1);
+    EXPECT_EQ(f.recheck.at("wide-v").failed, 1);
+    EXPECT_EQ(f.outputs_match, false);
+    EXPECT_NE(time_figures_text(f, "").find("re-checked after up to 11 rounds: baseline 11, baseline_control 11, "
+                                            "wide-v 11 (1 failed)"),
+              std::string::npos)
+        << time_figures_text(f, "");
+}
+
 TEST(TimeSeveralGpus, EveryGpuLostIsExitThree) {
     ScratchDirectory dir("all-lost");
     const RunDirectory run(dir.path());
@@ -370,7 +437,6 @@ TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
     const auto measured = [&](std::size_t) {
         ArmMeasurement m = measured_at(0.95);
         for (OutputDigest &d : m.first) d.sha256 = sm90_sha;
-        m.last = m.first;
         return m;
     };
     const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), measured);
@@ -391,7 +457,6 @@ TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
     const TimedWorkload changed = time_workload(inputs, Reporter(false, 0), [](std::size_t) {
         ArmMeasurement m = measured_at(0.95);
         for (OutputDigest &d : m.first) d.sha256 = std::string(64, '6');
-        m.last = m.first;
         return m;
     });
     EXPECT_EQ(changed.result.status, StageStatus::failed);

@@ -284,14 +284,15 @@ TEST(WorkloadCost, CountsEveryDeviceBufferOfTheTimeStage) {
     // 720p: 75,600 tokens x 40 heads x 128 = 387,072,000 elements per tensor.
     const AttentionProblem &problem = wan.workloads[1].workload.problem;
     const QuantizationRecipe sm89 = kernel_abi("sageattention-sm89", "test").quantization(128);
-    const WorkloadCost c = workload_cost(problem, {sm89, sm89, sm89}, 4);  // arms that agree share one set
+    const WorkloadCost c = workload_cost(problem, {sm89, sm89, sm89}, 4, 3);  // arms that agree share one set
     const std::size_t elements = 387072000;
     EXPECT_EQ(c.input_bytes, 3 * 2 * elements);  // bf16 q, k, v
     EXPECT_EQ(c.output_bytes, 2 * elements);     // bf16 o, no LSE
     // int8 q and k, fp8 v padded to 75,648 keys, and their scales and mean.
     EXPECT_GT(c.quantized_bytes, 3 * elements);
     EXPECT_LT(c.quantized_bytes, 3 * elements + elements / 100);
-    EXPECT_EQ(c.peak_bytes, c.quantized_bytes + 5 * c.output_bytes);  // 4 arms + the output check's copy
+    // The last set's q, k, v, three sets quantized, 4 arms' outputs and the output check's copy per set.
+    EXPECT_EQ(c.peak_bytes, c.input_bytes + 3 * c.quantized_bytes + 7 * c.output_bytes);
     EXPECT_DOUBLE_EQ(c.operations, 4.0 * 40 * 75600.0 * 75600.0 * 128);
     EXPECT_EQ(bytes_text(c.output_bytes), "774.1 MB");
 
@@ -299,7 +300,8 @@ TEST(WorkloadCost, CountsEveryDeviceBufferOfTheTimeStage) {
     const auto refused = memory_refusal("t2v-720p", c, std::int64_t(4) << 30, std::int64_t(8) << 30);
     ASSERT_TRUE(refused);
     EXPECT_NE(refused->find("t2v-720p does not fit: peak " + bytes_text(c.peak_bytes)), std::string::npos) << *refused;
-    EXPECT_NE(refused->find("4 + 1 outputs of 774.1 MB"), std::string::npos) << *refused;
+    EXPECT_NE(refused->find("3 input sets of 2.32 GB"), std::string::npos) << *refused;
+    EXPECT_NE(refused->find("4 + 3 outputs of 774.1 MB"), std::string::npos) << *refused;
     EXPECT_NE(refused->find("117.1 TOP per launch"), std::string::npos) << *refused;
     EXPECT_NE(refused->find("4.29 GB free of 8.59 GB"), std::string::npos) << *refused;
 }
@@ -319,12 +321,11 @@ TEST(WorkloadCost, CountsVInTheDtypeItsAdapterQuantizesTo) {
     EXPECT_EQ(fp8_set, 2 * elements + 387317760u + 40u * 128 * 4 + 40u * 2364 * 4 + 40u * 1182 * 4 + 40u * 128 * 2);
     // int8 q and k; fp16 V in k's shape; per-thread scales, q's [1, 40, 591 x 4 x 8] and k's [1, 40, 1182 x 4].
     EXPECT_EQ(f16_set, 2 * elements + 2 * elements + 40u * 18912 * 4 + 40u * 4728 * 4 + 40u * 128 * 2);
-    EXPECT_EQ(workload_cost(problem, {sm80, sm80}, 3).quantized_bytes, f16_set);
-    // Arms of both families read a set each.
-    const WorkloadCost both = workload_cost(problem, {sm89, sm89, sm80}, 3);
+    EXPECT_EQ(workload_cost(problem, {sm80, sm80}, 3, 3).quantized_bytes, f16_set);
+    // Arms of both families read a set each, in every input set.
+    const WorkloadCost both = workload_cost(problem, {sm89, sm89, sm80}, 3, 3);
     EXPECT_EQ(both.quantized_bytes, fp8_set + f16_set);
-    EXPECT_EQ(both.peak_bytes,
-              std::max(both.input_bytes + both.quantized_bytes, both.quantized_bytes + 4 * both.output_bytes));
+    EXPECT_EQ(both.peak_bytes, both.input_bytes + 3 * both.quantized_bytes + 6 * both.output_bytes);
     // fuse_v_mean's V mean is sub_mean's, in the output dtype (bf16) over [B, Hk, D].
     const QuantizationRecipe sm80_mean =
         kernel_abi("sageattention-sm80-accum-f16-fuse-v-mean", "test").quantization(128);

@@ -58,7 +58,15 @@ const std::vector<Field<GateThresholds>> &figure_fields_of(const GateThresholds 
         field("require_sanitizer", &T::require_sanitizer, "rule"),
         field("max_ratio_upper", &T::ratio_upper_bound, "times the baseline"),
         field("max_geomean_ratio_upper", &T::geomean_ratio_upper_bound, "times the baseline"),
-        field("max_worst_ratio_upper", &T::worst_ratio_upper_bound, "times the baseline")};
+        field("max_worst_ratio_upper", &T::worst_ratio_upper_bound, "times the baseline"),
+        field("waivers", &T::waivers, "one per [[gate.waiver]]")};
+    return table;
+}
+
+const std::vector<Field<GateWaiver>> &figure_fields_of(const GateWaiver *) {
+    using W = GateWaiver;
+    static const std::vector<Field<W>> table{field("condition", &W::condition, "condition", Presence::always),
+                                             field("reason", &W::reason, "why", Presence::always)};
     return table;
 }
 
@@ -67,14 +75,15 @@ const std::vector<Field<GateCondition>> &figure_fields_of(const GateCondition *)
     static const std::vector<Field<C>> table{
         field("name", &C::name, "condition", Presence::always),
         converted<C, std::string>(
-            "status", "PASS | FAIL | NOT CHECKED", [](const C &c) { return std::string(gate_status_text(c.status)); },
+            "status", "PASS | FAIL | NOT CHECKED (before any waiver)", [](const C &c) { return std::string(gate_status_text(c.status)); },
             [](C &c, const std::optional<std::string> &status) {
                 for (GateStatus s : {GateStatus::pass, GateStatus::fail, GateStatus::not_checked})
                     if (status == gate_status_text(s)) c.status = s;
             }),
         field("figure", &C::figure, "figure", Presence::always),
         field("detail", &C::detail, "why", Presence::always),
-        field("required", &C::required, "rule")};
+        field("required", &C::required, "rule"),
+        field("waiver", &C::waiver, "why")};
     return table;
 }
 
@@ -111,6 +120,7 @@ std::vector<std::string> GateFigures::reasons() const {
     for (const auto &[name, c] : candidates)
         for (const GateCondition &condition : c.result.conditions) {
             const std::string detail = condition.detail.empty() ? "" : " (" + condition.detail + ")";
+            if (condition.waived()) continue;
             if (condition.status == GateStatus::fail)
                 reasons.push_back(name + ": " + condition.name + " failed: " + condition.figure + detail);
             else if (condition.blocks())
@@ -133,14 +143,17 @@ std::string GateFigures::text() const {
 
 bool operator==(const GateCondition &a, const GateCondition &b) {
     return a.name == b.name && a.status == b.status && a.figure == b.figure && a.detail == b.detail &&
-           a.required == b.required;
+           a.required == b.required && a.waiver == b.waiver;
 }
+
+bool operator==(const GateWaiver &a, const GateWaiver &b) { return a.condition == b.condition && a.reason == b.reason; }
 
 bool operator==(const GateThresholds &a, const GateThresholds &b) {
     return a.max_candidate_p50_ms == b.max_candidate_p50_ms && a.candidate_p50_bound() == b.candidate_p50_bound() &&
            a.max_spill_growth_bytes == b.max_spill_growth_bytes &&
            a.ratio_upper_bound == b.ratio_upper_bound && a.geomean_ratio_upper_bound == b.geomean_ratio_upper_bound &&
-           a.worst_ratio_upper_bound == b.worst_ratio_upper_bound && a.require_sanitizer == b.require_sanitizer;
+           a.worst_ratio_upper_bound == b.worst_ratio_upper_bound && a.require_sanitizer == b.require_sanitizer &&
+           a.waivers == b.waivers;
 }
 
 bool operator==(const GateFigures &a, const GateFigures &b) {

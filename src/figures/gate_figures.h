@@ -29,6 +29,7 @@ struct CandidateGate {
 // The field tables of the gate rules' own structs (sage2tp-checkpoint(5) "Figures of gate").
 const std::vector<figure_fields::Field<GateThresholds>> &figure_fields_of(const GateThresholds *);
 const std::vector<figure_fields::Field<GateCondition>> &figure_fields_of(const GateCondition *);
+const std::vector<figure_fields::Field<GateWaiver>> &figure_fields_of(const GateWaiver *);
 
 struct GateFigures {
     GateThresholds thresholds;  // a bound the checkpoint lacks reads back unset
@@ -49,6 +50,7 @@ struct GateFigures {
 };
 
 bool operator==(const GateCondition &a, const GateCondition &b);
+bool operator==(const GateWaiver &a, const GateWaiver &b);
 bool operator==(const GateThresholds &a, const GateThresholds &b);
 bool operator==(const GateFigures &a, const GateFigures &b);
 

@@ -167,6 +167,13 @@ const std::vector<Field<GpuTimeResult>> &GpuTimeResult::fields() {
     return table;
 }
 
+const std::vector<Field<ArmRecheckFigures>> &ArmRecheckFigures::fields() {
+    using R = ArmRecheckFigures;
+    static const std::vector<Field<R>> table{field("rounds", &R::rounds, "rounds"),
+                                             field("failed", &R::failed, "rounds")};
+    return table;
+}
+
 const std::vector<Field<NcuRunFigures>> &NcuRunFigures::fields() {
     using N = NcuRunFigures;
     static const std::vector<Field<N>> table{field("exit_code", &N::exit_code, "status"),
@@ -227,6 +234,8 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         named_tables("candidates", "candidate_order", &T::candidates, "by name"),
         field("rounds", &T::rounds, "rounds"),
         field("throttled_rounds", &T::throttled_rounds, "rounds"),
+        field("input_sets", &T::input_sets, "sets"),
+        named_map("recheck", &T::recheck, "by arm"),
         field("stopped_by", &T::stopped_by, "rule"),
         field("l2_flushed", &T::l2_flushed, "L2"),
         field("footprint_bytes", &T::footprint_bytes, "bytes"),
@@ -242,6 +251,7 @@ const std::vector<Field<TimeFigures>> &TimeFigures::fields() {
         field("sm_clock_mhz.min", &T::sm_clock_min_mhz, "MHz"),
         field("sm_clock_mhz.median", &T::sm_clock_median_mhz, "MHz"),
         field("sm_clock_mhz.max", &T::sm_clock_max_mhz, "MHz"),
+        field("tensor_peak_tops", &T::tensor_peak_tops, "TOPS"),
         field("ncu", &T::ncu, "profiles"),
         field("summary", &T::summary, "line")};
     return table;
@@ -282,6 +292,25 @@ std::string arm_conditions_text(const TimeFigures &f, bool only_if_different) {
     return text;
 }
 
+std::string recheck_text(const TimeFigures &f) {
+    if (f.recheck.empty()) return "timed outputs not re-checked (recorded by a sage2tp that did not)";
+    std::string arms;
+    std::int64_t most = 0;
+    const auto add = [&](const std::string &name) {
+        const auto found = f.recheck.find(name);
+        if (found == f.recheck.end()) return;
+        const ArmRecheckFigures &r = found->second;
+        most = std::max(most, r.rounds.value_or(0));
+        arms += (arms.empty() ? "" : ", ") + name + " " + count_or_missing(r.rounds) +
+                (r.failed.value_or(0) > 0 ? " (" + std::to_string(*r.failed) + " failed)" : "");
+    };
+    add("baseline");
+    add("baseline_control");
+    for (const CandidateTimeFigures &c : f.candidates) add(c.name);
+    return "outputs poisoned before every timed launch, rounds on " + count_or_missing(f.input_sets) +
+           " input sets; re-checked after up to " + std::to_string(most) + " rounds: " + arms;
+}
+
 std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     std::ostringstream out;
     out << with_gpu_table("  " + f.workload.value_or(missing_figure) + ": " + f.shape.value_or(missing_figure) +
@@ -307,7 +336,11 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
     for (const std::string &line : per_gpu) out << "\n    " << line;
     const bool timed = f.baseline.has_value() || std::any_of(f.candidates.begin(), f.candidates.end(),
                                                              [](const CandidateTimeFigures &c) { return c.ratio; });
-    if (!timed) return out.str() + ncu_text();
+    if (!timed) {
+        // A failed re-check can end sampling before there is an interval: what was checked still shows.
+        if (!f.recheck.empty()) out << "\n  " << recheck_text(f);
+        return out.str() + ncu_text();
+    }
 
     std::size_t width = std::string("  baseline").size() + 2;
     for (const CandidateTimeFigures &c : f.candidates) width = std::max(width, c.name.size() + 4);
@@ -335,9 +368,13 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
         }
     out << "\n  " << count_or_missing(f.rounds) << " rounds";
     if (f.repeats && *f.repeats > 1) out << " in " << *f.repeats << " processes";
-    out << ", " << count_or_missing(f.throttled_rounds) << " dropped as throttled; SM clock "
+    out << ", " << count_or_missing(f.throttled_rounds) << " dropped as throttled";
+    out << "\n  " << recheck_text(f);
+    out << "; SM clock "
         << fixed_or_missing(f.sm_clock_min_mhz, 0) << " .. " << fixed_or_missing(f.sm_clock_max_mhz, 0)
-        << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0) << "); stopped by "
+        << " MHz (median " << fixed_or_missing(f.sm_clock_median_mhz, 0)
+        << (f.tensor_peak_tops ? ", dense tensor peak there " + fixed(*f.tensor_peak_tops, 0) + " TOPS" : std::string())
+        << "); stopped by "
         << f.stopped_by.value_or(missing_figure) << (f.l2_flushed.value_or(false) ? "; L2 flushed before each launch" : "");
     if (const std::string conditions = arm_conditions_text(f, false); !conditions.empty()) out << "\n  " << conditions;
     for (const CandidateTimeFigures &c : f.candidates)

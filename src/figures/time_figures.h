@@ -125,6 +125,15 @@ struct GpuTimeResult {
     static const std::vector<Field<GpuTimeResult>> &fields();
 };
 
+// One arm's re-checked timed rounds (model/ab_timing.h, RecheckPlan), summed over the processes: the
+// rounds after which its outputs were checked against what the round's input set must give, and how
+// many of those checks failed.
+struct ArmRecheckFigures {
+    std::optional<std::int64_t> rounds, failed;
+
+    static const std::vector<Field<ArmRecheckFigures>> &fields();
+};
+
 // One ncu profile (time --ncu) of one variant.
 struct NcuRunFigures {
     std::optional<std::int64_t> exit_code;
@@ -170,6 +179,10 @@ struct TimeFigures {
     std::vector<CandidateTimeFigures> candidates;  // in the manifest's order
 
     std::optional<std::int64_t> rounds, throttled_rounds;  // summed over the repeats
+    // The input sets the rounds rotated among, and each arm's re-checks by arm name (baseline,
+    // baseline_control, each candidate's): absent from a checkpoint of a sage2tp that did not re-check.
+    std::optional<std::int64_t> input_sets;
+    std::map<std::string, ArmRecheckFigures> recheck;
     std::optional<std::string> stopped_by;         // "half_width" | "budget" (the last repeat's with several)
     std::optional<bool> l2_flushed;
     std::optional<std::int64_t> footprint_bytes;
@@ -182,6 +195,10 @@ struct TimeFigures {
     std::optional<std::int64_t> order_seed, warmup_launches, min_rounds, repeats;
     std::optional<double> target_half_width, budget_seconds, measure_seconds;
     std::optional<double> sm_clock_min_mhz, sm_clock_median_mhz, sm_clock_max_mhz;
+    // The GPU's dense INT8/FP8 tensor peak at the median SM clock (data/arch_limits.toml), in TOPS:
+    // what the gate's tensor-peak condition judges each arm's tops_p50 by; absent when the arch's
+    // row does not say.
+    std::optional<double> tensor_peak_tops;
     std::optional<NcuFigures> ncu;
     std::optional<std::string> summary;
 
@@ -200,6 +217,11 @@ struct TimeFigures {
 // level from the figure's confidence, missing_figure for an end it does not record; with_half_width
 // adds ", half-width 0.089%" inside the parentheses.
 std::string interval_text(const RatioFigures &ratio, bool with_half_width);
+
+// The re-checks of the timed rounds in one line, as time and report print them: "outputs poisoned before
+// every timed launch, rounds on 3 input sets; re-checked after up to 9 rounds: baseline 9,
+// baseline_control 9, candidate 9 (1 failed)", or that a checkpoint records none.
+std::string recheck_text(const TimeFigures &figures);
 
 std::string time_figures_text(const TimeFigures &figures, const std::string &plot);
 

@@ -3,6 +3,8 @@
 #include "support/errors.h"
 #include "formats/tensor_io.h"
 
+#include <cuda_runtime_api.h>
+
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -146,10 +148,14 @@ InputsByRecipe::InputsByRecipe(const CubinModule &quantize_module, const Attenti
 const DeviceQuantizedInputs &InputsByRecipe::get(const QuantizationRecipe &recipe) {
     for (const auto &[made_for, set] : sets_)
         if (made_for == recipe) return *set;
+    if (inputs_.q.size() == 0)
+        fail(ExitCode::internal, "quantizing " + problem_.describe() + " for another recipe after its q, k, v were freed");
     sets_.emplace_back(recipe,
                        std::make_unique<DeviceQuantizedInputs>(quantize_on_gpu(quantize_, problem_, inputs_, {}, recipe)));
     return *sets_.back().second;
 }
+
+void InputsByRecipe::release_unquantized() { inputs_ = DeviceInputs{}; }
 
 DeviceQuantizedInputs quantize_on_gpu(const CubinModule &quantize_module, const AttentionProblem &problem,
                                       const DeviceInputs &inputs, const GivenMeans &given,
@@ -335,6 +341,25 @@ AttentionOutputs allocate_outputs(const AttentionProblem &problem, const std::st
 void poison_outputs(AttentionOutputs &outputs) {
     poison(outputs.o);
     poison(outputs.lse);
+}
+
+void fill_shared_memory_with_nan(const CubinModule &quantize_module) {
+    int device = 0, sms = 0, shared_bytes = 0;
+    const auto query = [](cudaError_t error, const char *what) {
+        if (error != cudaSuccess)
+            fail(ExitCode::missing_tool, std::string("filling shared memory with NaN: ") + what + " failed: " +
+                                             cudaGetErrorString(error));
+    };
+    query(cudaGetDevice(&device), "cudaGetDevice");
+    query(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "the multiprocessor count");
+    query(cudaDeviceGetAttribute(&shared_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+          "the largest shared memory per block");
+    s2tp_fill_shared_params p{};
+    p.bytes = static_cast<std::uint32_t>(shared_bytes) & ~15u;
+    // A block of the largest shared memory fits once per SM, so the SM-count blocks land one on each.
+    quantize_module.function(S2TP_FILL_SHARED_ENTRY)
+        .launch({static_cast<unsigned>(sms), 1, 1}, {S2TP_FILL_SHARED_THREADS, 1, 1}, p.bytes, &p, sizeof p, nullptr,
+                "filling shared memory with NaN");
 }
 
 Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &outputs) {

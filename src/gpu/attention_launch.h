@@ -92,6 +92,10 @@ public:
     const DeviceQuantizedInputs &get(const QuantizationRecipe &recipe);
     // The q, k, v every recipe is quantized from (what the float64 reference reads).
     const DeviceInputs &unquantized() const { return inputs_; }
+    // Frees q, k and v once every recipe needed is quantized and the reference has read them (the time
+    // stage holds several input sets at once); get() of a recipe not quantized yet then throws
+    // Error(internal).
+    void release_unquantized();
 
 private:
     const CubinModule &quantize_;
@@ -115,6 +119,10 @@ struct AttentionOutputs {
 };
 AttentionOutputs allocate_outputs(const AttentionProblem &problem, const std::string &label);
 void poison_outputs(AttentionOutputs &outputs);
+// Fills every SM's shared memory of the current GPU with NaN (0xFF bytes) by the quantize cubin's
+// s2tp_fill_shared_nan, one block of the largest dynamic shared memory per SM, on the default stream:
+// before a launch, so that shared memory the kernel reads without writing it shows as NaN in its output.
+void fill_shared_memory_with_nan(const CubinModule &quantize_module);
 Tensor download_output(const AttentionProblem &problem, const AttentionOutputs &outputs);  // dtype, q_shape()
 Tensor download_lse(const AttentionProblem &problem, const AttentionOutputs &outputs);     // f32, lse_shape()
 

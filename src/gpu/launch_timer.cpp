@@ -22,21 +22,40 @@ std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const
            inputs.v_fp8.size() + inputs.v_scale.size() + inputs.v_f16.size() + outputs.o.size() + outputs.lse.size();
 }
 
-GpuLaunchTimer::GpuLaunchTimer(std::vector<const Kernel *> kernels, std::vector<AttentionLaunch> launches,
-                               SmClockProbe &clock, L2Flusher *flusher, const NvmlProbe *power)
-    : kernels_(std::move(kernels)), launches_(std::move(launches)), clock_(clock), flusher_(flusher), power_(power) {
+GpuLaunchTimer::GpuLaunchTimer(std::vector<const Kernel *> kernels,
+                               std::vector<std::vector<AttentionLaunch>> launches,
+                               std::vector<AttentionOutputs *> outputs, SmClockProbe &clock, L2Flusher *flusher,
+                               OutputRecheck recheck, const NvmlProbe *power)
+    : kernels_(std::move(kernels)), launches_(std::move(launches)), outputs_(std::move(outputs)), clock_(clock),
+      flusher_(flusher), power_(power), recheck_(std::move(recheck)) {
     check_arm_count(kernels_.size());
+    if (launches_.empty() || !recheck_)
+        fail(ExitCode::internal, "launch timer: no input set, or no output re-check");
+    for (const std::vector<AttentionLaunch> &set : launches_)
+        if (set.size() != kernels_.size() || outputs_.size() != kernels_.size())
+            fail(ExitCode::internal, "launch timer: " + std::to_string(kernels_.size()) + " kernels but " +
+                                         std::to_string(set.size()) + " packed launches and " +
+                                         std::to_string(outputs_.size()) + " outputs");
     reset_persisting_l2();
-    if (launches_.size() != kernels_.size())
-        fail(ExitCode::internal, "launch timer: " + std::to_string(kernels_.size()) + " kernels but " +
-                                     std::to_string(launches_.size()) + " packed launches");
 }
 
-void GpuLaunchTimer::launch(Arm arm) { launch_attention(*kernels_.at(arm), launches_.at(arm)); }
+void GpuLaunchTimer::use_input_set(std::size_t set) {
+    if (set >= launches_.size())
+        fail(ExitCode::internal, "launch timer: input set " + std::to_string(set) + " of " +
+                                     std::to_string(launches_.size()));
+    set_ = set;
+}
+
+void GpuLaunchTimer::launch(Arm arm) { launch_attention(*kernels_.at(arm), launches_[set_].at(arm)); }
 
 void GpuLaunchTimer::warm_up(Arm arm) { launch(arm); }
 
+std::vector<RecheckFailure> GpuLaunchTimer::recheck() { return recheck_(set_); }
+
 LaunchSample GpuLaunchTimer::timed(Arm arm) {
+    // Every timed launch starts from poisoned outputs, so that one that skips work leaves NaN behind
+    // whichever round is re-checked; the memset is stream-ordered before the start event.
+    poison_outputs(*outputs_.at(arm));
     if (flusher_) flusher_->flush(nullptr);
     timer_.start(nullptr);
     launch(arm);

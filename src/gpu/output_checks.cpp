@@ -91,4 +91,12 @@ std::vector<std::string> OutputChecks::current_sha256(const std::vector<const De
     return digests;
 }
 
+bool OutputChecks::holds_recorded(std::size_t index, const DeviceBuffer &output) const {
+    return equal_on_gpu(module_, output, contents_.at(content_of_.at(index)));
+}
+
+const std::string &OutputChecks::recorded_sha256(std::size_t index) const {
+    return content_sha256_.at(content_of_.at(index));
+}
+
 }  // namespace s2tp

@@ -45,6 +45,11 @@ public:
     // The SHA-256 each output has now, in record()'s order: the recorded one when its bytes equal the
     // device copy of its recorded content, otherwise downloaded and hashed.
     std::vector<std::string> current_sha256(const std::vector<const DeviceBuffer *> &outputs) const;
+    // Whether output `index` (in record()'s order) holds its recorded bytes now, compared on the GPU;
+    // nothing is downloaded.
+    bool holds_recorded(std::size_t index, const DeviceBuffer &output) const;
+    // The SHA-256 output `index` was recorded with.
+    const std::string &recorded_sha256(std::size_t index) const;
 
 private:
     const CubinModule &module_;

@@ -94,7 +94,57 @@ double attention_tops(const AttentionProblem &problem, double milliseconds) {
 }
 
 const char *stop_reason_name(StopReason reason) {
-    return reason == StopReason::half_width ? "half_width" : "budget";
+    switch (reason) {
+    case StopReason::half_width: return "half_width";
+    case StopReason::recheck_failed: return "recheck_failed";
+    case StopReason::budget: break;
+    }
+    return "budget";
+}
+
+StopReason stop_reason_of(const std::string &name) {
+    for (StopReason reason : {StopReason::half_width, StopReason::recheck_failed})
+        if (name == stop_reason_name(reason)) return reason;
+    return StopReason::budget;
+}
+
+// ---- Re-checked rounds ----
+
+namespace {
+// Keeps the plan's draws apart from the order generator's, which starts from the same seed.
+constexpr std::uint64_t kRecheckSeedOffset = 0x5245434845434B53ULL;  // "RECHECKS"
+constexpr std::uint64_t kFractionSteps = 1u << 20;
+}  // namespace
+
+std::uint64_t input_set_seed(std::uint64_t workload_seed, std::size_t set) {
+    if (set == 0) return workload_seed;
+    SplitMix64 derived(workload_seed ^ (kRecheckSeedOffset + set));
+    return derived.next();
+}
+
+RecheckPlan::RecheckPlan(std::uint64_t seed, std::size_t input_sets, double fraction)
+    : random_(seed ^ kRecheckSeedOffset), input_sets_(input_sets), fraction_(fraction) {
+    if (input_sets < 1 || !(fraction >= 0.0 && fraction <= 1.0))
+        fail(ExitCode::internal, "re-check plan: " + std::to_string(input_sets) + " input sets and a fraction of " +
+                                     std::to_string(fraction) + " (at least 1 set, a fraction in [0, 1])");
+}
+
+RecheckPlan::Round RecheckPlan::next() {
+    Round round;
+    if (input_sets_ > 1) {
+        // Among the sets other than the previous round's: the draw skips over it.
+        round.input_set = first_ ? random_.below(input_sets_) : random_.below(input_sets_ - 1);
+        if (!first_ && round.input_set >= previous_) ++round.input_set;
+    }
+    previous_ = round.input_set;
+    first_ = false;
+    round.rechecked = static_cast<double>(random_.below(kFractionSteps)) < fraction_ * static_cast<double>(kFractionSteps);
+    return round;
+}
+
+std::size_t TimingRun::rechecked_rounds() const {
+    return static_cast<std::size_t>(
+        std::count_if(rounds.begin(), rounds.end(), [](const InterleavedRound &r) { return r.rechecked; }));
 }
 
 std::size_t next_stop_check(std::size_t kept_rounds) { return kept_rounds + std::max<std::size_t>(5, kept_rounds / 10); }
@@ -146,22 +196,44 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
 
     const std::size_t arms = timer.arms();
     const std::vector<Arm> waited_for = stop_rule_arms(arms);
-    for (std::size_t i = 0; i < settings.warmup_launches; ++i)
+    TimingRun run;
+    run.input_sets = timer.input_sets();
+    for (std::size_t i = 0; i < settings.warmup_launches; ++i) {
+        timer.use_input_set(i % run.input_sets);
         for (Arm arm = 0; arm < arms; ++arm) timer.warm_up(arm);
+    }
 
     RoundOrderGenerator orders(settings.order_seed, arms);
+    RecheckPlan plan(settings.order_seed, run.input_sets, settings.recheck_fraction);
     const StoppingRule rule{settings.target_half_width, settings.min_rounds};
-    TimingRun run;
+    // The checks of the round just timed, in the run; false when one failed.
+    const auto recheck = [&] {
+        InterleavedRound &round = run.rounds.back();
+        round.rechecked = true;
+        for (RecheckFailure &failure : timer.recheck()) {
+            failure.round = run.rounds.size() - 1;
+            failure.input_set = round.input_set;
+            run.recheck_failures.push_back(std::move(failure));
+        }
+        return run.recheck_failures.empty();
+    };
     std::size_t check_at = settings.min_rounds;
     for (;;) {
         InterleavedRound round;
         round.order = orders.next();
+        const RecheckPlan::Round planned = plan.next();
+        round.input_set = planned.input_set;
+        timer.use_input_set(round.input_set);
         round.samples.resize(arms);
         for (Arm arm : round.order) round.samples[arm] = timer.timed(arm);
         round.throttled = round_throttled(round, settings.reference_clock_mhz, settings.throttle_fraction);
         run.rounds.push_back(round);
         if (round.throttled) ++run.throttled_rounds;
         else ++run.kept_rounds;
+        if (planned.rechecked && !recheck()) {
+            run.stopped_by = StopReason::recheck_failed;
+            break;
+        }
 
         // Checked only at the end of an order block, where every arm has run in every position equally
         // often: a stop inside a block would leave a position effect (the launch after the slowest
@@ -189,6 +261,9 @@ TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings
             break;
         }
     }
+    // The last round's outputs are always checked: a kernel that stops computing after some launches
+    // is caught however few rounds the plan drew.
+    if (!run.rounds.back().rechecked && !recheck()) run.stopped_by = StopReason::recheck_failed;
     run.seconds = elapsed();
     return run;
 }

@@ -106,6 +106,8 @@ struct InterleavedRound {
     RoundOrder order;
     std::vector<LaunchSample> samples;  // indexed by arm, not by position
     bool throttled = false;
+    std::size_t input_set = 0;  // the input set every launch of the round read (RecheckPlan)
+    bool rechecked = false;     // every arm's outputs were checked after the round
     const LaunchSample &operator[](Arm arm) const { return samples.at(arm); }
 };
 
@@ -115,14 +117,60 @@ struct InterleavedRound {
 // ratios. A threshold of 0 turns the check off.
 bool round_throttled(const InterleavedRound &round, double reference_clock_mhz, double threshold_fraction);
 
-// What measure_interleaved drives. warm_up and timed each launch one arm's kernel; timed records CUDA
-// events around the launch only (an L2 flush, when the timer does one, comes before the start event).
+// An arm whose outputs after a re-checked round did not hold what its round's input set must give.
+struct RecheckFailure {
+    std::size_t round = 0;      // index into TimingRun::rounds
+    std::size_t input_set = 0;
+    Arm arm = 0;
+    std::string what;           // "left 12 output elements unwritten (still the NaN poison)", ...
+};
+
+// What measure_interleaved drives. warm_up and timed each launch one arm's kernel on the input set
+// chosen last by use_input_set; timed poisons the arm's outputs first (NaN, as before the first
+// launches), and records CUDA events around the launch only (the poison and an L2 flush, when the timer
+// does one, come before the start event). recheck checks every arm's outputs, as the last round left
+// them, against what the current input set must give: one failure per arm that does not hold
+// (RecheckFailure::round is the caller's to fill in).
 class LaunchTimer {
 public:
     virtual ~LaunchTimer() = default;
     virtual std::size_t arms() const = 0;
+    virtual std::size_t input_sets() const = 0;  // at least 1
+    virtual void use_input_set(std::size_t set) = 0;
     virtual void warm_up(Arm arm) = 0;
     virtual LaunchSample timed(Arm arm) = 0;
+    virtual std::vector<RecheckFailure> recheck() = 0;
+};
+
+// The input sets the time stage rotates its rounds among: set 0 is the workload's own (what the pins
+// hold), the others are generated from seeds derived from the workload's (input_set_seed). Three, so
+// that a round never reads the previous round's set and cannot tell from it which set comes next.
+inline constexpr std::size_t timed_input_sets = 3;
+// The seed input set `set` is generated from: the workload's own for set 0.
+std::uint64_t input_set_seed(std::uint64_t workload_seed, std::size_t set);
+
+// Which input set each round reads and which rounds are re-checked, from a seed: a kernel that stops
+// computing once it is timed (a launch counter on the device, half the work past the warm-up) leaves
+// its outputs poisoned, and one that keeps the output of the input it saw last finds a different input
+// set in every round. Each round's set is drawn among the sets other than the previous round's (with
+// one set, set 0); a round is re-checked with probability `fraction`, and the last round always
+// (measure_interleaved checks it after the stop). Every round is poisoned alike, so a kernel cannot
+// tell a re-checked round from another, and the re-checks cost no timed time.
+class RecheckPlan {
+public:
+    RecheckPlan(std::uint64_t seed, std::size_t input_sets, double fraction);
+    struct Round {
+        std::size_t input_set = 0;
+        bool rechecked = false;
+    };
+    Round next();
+
+private:
+    SplitMix64 random_;
+    std::size_t input_sets_;
+    double fraction_;
+    std::size_t previous_ = 0;
+    bool first_ = true;
 };
 
 // Whether the kernels' working set could stay in L2 from one launch to the next, which would let a
@@ -143,12 +191,15 @@ struct TimingSettings {
     double budget_seconds = 60;          // stop at this much wall time (warm-up included), whatever else
     double reference_clock_mhz = 0;      // the device's default SM clock
     double throttle_fraction = 0.75;
-    std::uint64_t order_seed = 0;
+    std::uint64_t order_seed = 0;  // also seeds the RecheckPlan (a constant apart from the order's)
+    double recheck_fraction = 0.25;  // of the rounds whose outputs are checked, besides the last
     BootstrapOptions bootstrap;
 };
 
-enum class StopReason { half_width, budget };
-const char *stop_reason_name(StopReason reason);  // "half_width" | "budget" (figures.stopped_by)
+enum class StopReason { half_width, budget, recheck_failed };
+// "half_width" | "budget" | "recheck_failed" (figures.stopped_by)
+const char *stop_reason_name(StopReason reason);
+StopReason stop_reason_of(const std::string &name);  // the inverse; "budget" for anything else
 
 // When the stop rule is next evaluated. A check bootstraps every kept ratio, so its cost grows with
 // the rounds; checking again only after the kept rounds have grown by a tenth (and at least 5) keeps
@@ -169,17 +220,23 @@ struct TimingRun {
     std::size_t stop_checks = 0;     // how often the stop rule was evaluated
     StopReason stopped_by = StopReason::budget;
     double seconds = 0;              // wall time of warm-up and rounds
+    std::size_t input_sets = 1;      // the timer's
+    std::vector<RecheckFailure> recheck_failures;  // sampling stops at the first round that has any
+
+    std::size_t rechecked_rounds() const;
 };
 
 // Called after every evaluation of the stop rule with the rounds so far and the widest interval of
 // the arms it waits for.
 using TimingProgress = std::function<void(const TimingRun &run, const RatioInterval &widest)>;
 
-// Warm-up (warmup_launches of every arm in turn), then rounds until the widest candidate interval's
-// relative half-width is below the target with at least min_rounds kept rounds, or until the budget
-// is spent, whichever comes first. The stop rule is evaluated only at the end of an order block
-// (RoundOrderGenerator::block_size rounds), so a run that stops on precision has every arm in every
-// position equally often. `seconds_since_start` is the wall clock (tests pass a
+// Warm-up (warmup_launches of every arm in turn, each pass on the next input set), then rounds until
+// the widest candidate interval's relative half-width is below the target with at least min_rounds
+// kept rounds, or until the budget is spent, whichever comes first. The stop rule is evaluated only at
+// the end of an order block (RoundOrderGenerator::block_size rounds), so a run that stops on precision
+// has every arm in every position equally often. Each round reads the input set the RecheckPlan
+// (order_seed, recheck_fraction) draws, and the outputs of its re-checked rounds and of the last round
+// are checked (timer.recheck); a round with a failure ends the sampling (StopReason::recheck_failed). `seconds_since_start` is the wall clock (tests pass a
 // synthetic one); the default starts at the call.
 TimingRun measure_interleaved(LaunchTimer &timer, const TimingSettings &settings,
                               const std::function<double()> &seconds_since_start = {},

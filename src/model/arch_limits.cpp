@@ -28,6 +28,15 @@ public:
 
     int positive_int(const std::string &key) { return static_cast<int>(integer(key, 1, INT_MAX)); }
 
+    // 0 when the row lacks the key.
+    std::int64_t optional_integer(const std::string &key, std::int64_t min, std::int64_t max) {
+        if (!table_.contains(key)) {
+            reader_.accept(key);
+            return 0;
+        }
+        return integer(key, min, max);
+    }
+
     std::string text(const std::string &key) { return reader_.string_or(key, ""); }
 
     bool boolean(const std::string &key) {
@@ -61,6 +70,15 @@ private:
     std::string row_;
 };
 
+}  // namespace
+
+std::optional<double> dense_tensor_peak_tops(const ArchLimits &limits, int sm_count, double sm_clock_mhz) {
+    if (limits.dense_int8_ops_per_sm_clock <= 0 || sm_count <= 0 || !(sm_clock_mhz > 0.0)) return std::nullopt;
+    return static_cast<double>(limits.dense_int8_ops_per_sm_clock) * sm_count * sm_clock_mhz * 1e6 / 1e12;
+}
+
+namespace {
+
 ArchLimits read_row(const toml::table &table, const std::string &file, const std::string &row) {
     RowReader r(table, file, row);
     ArchLimits a;
@@ -69,6 +87,7 @@ ArchLimits read_row(const toml::table &table, const std::string &file, const std
     a.target = a.feature_suffix ? row + "a" : row;
     a.gpus = r.text("gpus");
     a.aa_band_basis = r.text("aa_band_basis");
+    a.dense_int8_ops_per_sm_clock = r.optional_integer("dense_int8_ops_per_sm_clock", 1, INT_MAX);
 
     a.threads_per_sm = r.positive_int("threads_per_sm");
     a.warps_per_sm = r.positive_int("warps_per_sm");

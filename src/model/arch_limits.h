@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,9 @@ struct ArchLimits {
     bool feature_suffix = false;
     std::string gpus;    // the GPUs it is for, e.g. "H100, H200, GH200"; may be empty
     std::string aa_band_basis;  // what the time stage's A/A band rests on for this arch; empty: not measured
+    // Dense INT8 (and FP8) tensor-core operations per SM per clock: the peak an arm's throughput is
+    // judged against (the gate's tensor-peak condition); 0 when the data does not say.
+    std::int64_t dense_int8_ops_per_sm_clock = 0;
 
     int threads_per_sm = 0;
     int warps_per_sm = 0;
@@ -39,6 +43,10 @@ struct ArchLimits {
 };
 
 constexpr int kWarpSize = 32;
+
+// The dense INT8/FP8 tensor peak in tera-operations per second of `sm_count` SMs at `sm_clock_mhz`;
+// nothing when the row holds no dense_int8_ops_per_sm_clock or the clock or count is not positive.
+std::optional<double> dense_tensor_peak_tops(const ArchLimits &limits, int sm_count, double sm_clock_mhz);
 
 // Keyed by row name ("sm_89", "sm_90", ...).
 using ArchLimitsTable = std::map<std::string, ArchLimits>;

@@ -98,6 +98,21 @@ ParityMode read_parity_mode(TableReader &r, const std::string &key) {
     return *parity_mode_from(r.choice(key, {"exact", "tolerance"}, "exact"));
 }
 
+// One [[gate.waiver]]: a condition the gate knows, and a reason that says something.
+GateWaiver read_gate_waiver(const toml::table &table, const std::string &file) {
+    TableReader r(table, file, "[[gate.waiver]]");
+    GateWaiver w{r.string("condition"), r.string("reason")};
+    const std::vector<std::string> &names = gate_condition_names();
+    if (std::find(names.begin(), names.end(), w.condition) == names.end())
+        fail(ExitCode::usage, r.position(*table.get("condition")) + ": [[gate.waiver]] condition '" + w.condition +
+                                  "' is no gate condition" + did_you_mean(w.condition, names));
+    if (w.reason.find_first_not_of(" \t\n") == std::string::npos)
+        fail(ExitCode::usage, r.position(*table.get("reason")) + ": [[gate.waiver]] for '" + w.condition +
+                                  "' needs a reason: the gate shows it beside the condition it waives");
+    r.finish();
+    return w;
+}
+
 // One candidate table ([candidate], or one [[candidate]] element, `where` naming it) on top of the
 // baseline; `name_required` for the array form.
 CandidateSpec read_candidate(const toml::table &table, const std::string &file, const std::string &where,
@@ -489,6 +504,8 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
             else r.accept(range->key);
         }
         e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
+        if (const toml::array *waivers = r.optional_array_of_tables("waiver"))
+            for (const auto &node : *waivers) e.gate_waivers.push_back(read_gate_waiver(*node.as_table(), file));
         r.finish();
     }
 
@@ -684,6 +701,12 @@ std::string experiment_to_toml(const Experiment &e) {
     else gate.insert("max_ratio_upper", "off");
     if (e.max_geomean_ratio_upper) gate.insert("max_geomean_ratio_upper", *e.max_geomean_ratio_upper);
     if (e.max_worst_ratio_upper) gate.insert("max_worst_ratio_upper", *e.max_worst_ratio_upper);
+    if (!e.gate_waivers.empty()) {
+        toml::array waivers;
+        for (const GateWaiver &w : e.gate_waivers)
+            waivers.push_back(toml::table{{"condition", w.condition}, {"reason", w.reason}});
+        gate.insert("waiver", waivers);
+    }
     doc.insert("gate", gate);
     std::ostringstream out;
     out << "# Resolved by sage2tp prepare; later stages read this copy, not the original manifest.\n" << doc << "\n";

@@ -152,6 +152,8 @@ struct Experiment {
     // Over a workload set: the geometric-mean ratio's interval, and every shape's, entirely below these.
     std::optional<double> max_geomean_ratio_upper, max_worst_ratio_upper;
     bool require_sanitizer = false;
+    // [[gate.waiver]]: gate conditions that do not block, each with why (model/gate_rules.h).
+    std::vector<GateWaiver> gate_waivers;
 };
 
 // Reads and validates a manifest. Relative paths inside it (patch, workload file, tensor files,

@@ -21,7 +21,7 @@ std::string digest_prefix(const std::string &sha) { return sha.substr(0, 12) + (
 
 GateCondition make(const char *name, GateStatus status, std::string figure, std::string detail = "",
                    bool required = true) {
-    return {name, status, std::move(figure), std::move(detail), required};
+    return {name, status, std::move(figure), std::move(detail), required, ""};
 }
 
 // A missing or stale checkpoint is not evidence: the condition it feeds cannot be decided.
@@ -292,17 +292,80 @@ GateCondition check_spills(const GateEvidence &e, const GateThresholds &t) {
     return make(name, growth > t.max_spill_growth_bytes ? GateStatus::fail : GateStatus::pass, figure);
 }
 
+// ---- Plausibility ----
+
+// The plausibility conditions judge one timing: NOT CHECKED (not blocking) on GPUs of several models,
+// whose figures are per GPU.
+std::optional<GateCondition> plausibility_unusable(const char *name, const GateEvidence &e, bool needs_pass) {
+    if (!e.gpu_timings.empty())
+        return make(name, GateStatus::not_checked, "not judged on GPUs of several models",
+                    "each GPU's figures are its own; does not block", false);
+    if (needs_pass) return timing_unusable(name, e, true);
+    return unusable(name, "time", e.time, true, e);
+}
+
+GateCondition check_tensor_peak(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "tensor-peak";
+    if (auto not_evidence = plausibility_unusable(name, e, true)) return *not_evidence;
+    const TimedPlausibility &p = e.plausibility;
+    if (!p.baseline_tops || !p.candidate_tops) return make(name, GateStatus::not_checked, "no throughput recorded");
+    if (!p.tensor_peak_tops)
+        return make(name, GateStatus::not_checked, "no dense tensor peak for " + e.resource_arch,
+                    "data/arch_limits.toml gives no dense_int8_ops_per_sm_clock for it; does not block", false);
+    const std::string peak = fixed(*p.tensor_peak_tops, 0) + " TOPS";
+    const std::string figure = "candidate " + fixed(*p.candidate_tops, 1) + ", baseline " + fixed(*p.baseline_tops, 1) +
+                               " TOPS at p50";
+    if (*p.candidate_tops > *p.tensor_peak_tops || *p.baseline_tops > *p.tensor_peak_tops)
+        return make(name, GateStatus::fail, figure + " > the dense tensor peak " + peak,
+                    "faster than the GPU's dense INT8/FP8 tensor cores at the measured SM clock: the times cannot be "
+                    "of the work");
+    return make(name, GateStatus::pass, figure + " <= the dense tensor peak " + peak);
+}
+
+GateCondition check_plausible_ratio(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "plausible-ratio";
+    if (auto not_evidence = plausibility_unusable(name, e, true)) return *not_evidence;
+    if (!e.candidate_vs_baseline) return make(name, GateStatus::not_checked, "no ratio recorded");
+    const std::string figure = "candidate/baseline median " + fixed(e.candidate_vs_baseline->median, 4);
+    const std::string limit = fixed(implausible_ratio_below, 1);
+    if (e.candidate_vs_baseline->median < implausible_ratio_below)
+        return make(name, GateStatus::fail, figure + " < " + limit,
+                    "more than twice as fast as the baseline: implausible for a change of schedule; a [[gate.waiver]] "
+                    "with a reason accepts it");
+    return make(name, GateStatus::pass, figure + " >= " + limit);
+}
+
+// Decided on a failed time stage too: a failed re-check is what it names.
+GateCondition check_checked_output(const GateEvidence &e, const GateThresholds &) {
+    const char *name = "checked-output";
+    if (auto not_evidence = plausibility_unusable(name, e, false)) return *not_evidence;
+    const TimedPlausibility &p = e.plausibility;
+    if (!p.baseline_rechecked || !p.candidate_rechecked)
+        return make(name, GateStatus::not_checked, "no re-checked rounds recorded",
+                    "timed by a sage2tp that did not re-check the timed outputs; run 'sage2tp time --force'");
+    const std::int64_t failed = p.baseline_recheck_failed.value_or(0) + p.candidate_recheck_failed.value_or(0);
+    const std::string figure = "re-checked after " + std::to_string(*p.candidate_rechecked) + " rounds (candidate), " +
+                               std::to_string(*p.baseline_rechecked) + " (baseline); " + std::to_string(failed) +
+                               " failed";
+    if (failed > 0 || *p.candidate_rechecked == 0 || *p.baseline_rechecked == 0)
+        return make(name, GateStatus::fail, figure,
+                    "every timed launch must compute what its first launch on the same inputs did");
+    return make(name, GateStatus::pass, figure);
+}
+
 // Every condition, in report order. Each is defined once, above; adding one means adding it here.
 using ConditionRule = GateCondition (*)(const GateEvidence &, const GateThresholds &);
 constexpr ConditionRule condition_rules[] = {
     check_freshness,     check_build,          check_sanitizer,     check_parity,
     check_output_sha,    check_candidate_p50,  check_relative_speed, check_shared_memory,
     check_warps_per_scheduler, check_spills, check_geomean_speed, check_worst_shape_speed,
+    check_tensor_peak,   check_plausible_ratio, check_checked_output,
 };
 
 // The conditions decided on the real workload's output and speed: over a set, once per shape.
 bool per_shape(ConditionRule rule) {
-    return rule == check_output_sha || rule == check_candidate_p50 || rule == check_relative_speed;
+    return rule == check_output_sha || rule == check_candidate_p50 || rule == check_relative_speed ||
+           rule == check_tensor_peak || rule == check_plausible_ratio || rule == check_checked_output;
 }
 
 // A set condition whose bound is off has nothing to show for one workload.
@@ -322,6 +385,7 @@ GateEvidence shape_evidence(const GateEvidence &e, const GateEvidence::ShapeTimi
     one.real_output_accuracy = s.real_output_accuracy;
     one.candidate_p50_ms = s.candidate_p50_ms;
     one.candidate_vs_baseline = s.candidate_vs_baseline;
+    one.plausibility = s.plausibility;
     return one;
 }
 
@@ -371,7 +435,7 @@ std::vector<GateCondition> accuracy_conditions(const GateEvidence &e) {
     for (const auto &[who, shapes] : {std::pair{"baseline accuracy ", &e.baseline_accuracy},
                                       {"accuracy ", &e.candidate_accuracy}})
         for (const GateEvidence::AccuracyShape &a : *shapes)
-            conditions.push_back({who + a.shape, a.passed ? GateStatus::pass : GateStatus::fail, a.conditions, "", true});
+            conditions.push_back({who + a.shape, a.passed ? GateStatus::pass : GateStatus::fail, a.conditions, "", true, ""});
     return conditions;
 }
 
@@ -388,9 +452,29 @@ GateResult evaluate_gate(const GateEvidence &evidence, const GateThresholds &thr
         if (rule == check_parity)
             for (GateCondition &c : accuracy_conditions(evidence)) result.conditions.push_back(std::move(c));
     }
+    for (GateCondition &c : result.conditions)
+        for (const GateWaiver &w : thresholds.waivers)
+            if (c.name == w.condition || c.name.rfind(w.condition + " ", 0) == 0) c.waiver = w.reason;
     result.passed = std::none_of(result.conditions.begin(), result.conditions.end(),
                                  [](const GateCondition &c) { return c.blocks(); });
     return result;
+}
+
+const std::vector<std::string> &gate_condition_names() {
+    // The names the rules above give, checked against them by the gate-rules tests.
+    static const std::vector<std::string> names{
+        "freshness",         "build",          "sanitizer",           "parity",         "output-sha",
+        "output-accuracy",   "candidate-p50",  "relative-speed",      "shared-memory",  "warps-per-scheduler",
+        "spills",            "geomean-speed",  "worst-shape-speed",   "tensor-peak",    "plausible-ratio",
+        "checked-output",    "accuracy",       "baseline accuracy"};
+    return names;
+}
+
+std::string condition_status_text(const GateCondition &c) { return c.waived() ? "WAIVED" : gate_status_text(c.status); }
+
+std::string condition_figure_text(const GateCondition &c) {
+    return c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")") +
+           (c.waived() ? "; waived: " + c.waiver : std::string());
 }
 
 std::string format_gate_report(const GateResult &result) {
@@ -400,17 +484,19 @@ std::string format_gate_report(const GateResult &result) {
     std::string report;
     std::string failed;
     std::string missing;
+    std::string waived;
     for (const GateCondition &c : result.conditions) {
-        std::string status = gate_status_text(c.status);
+        std::string status = condition_status_text(c);
         status.resize(11, ' ');  // as wide as "NOT CHECKED"
         std::string name = c.name;
         name.resize(name_width, ' ');
-        report += status + "  " + name + "  " + c.figure + (c.detail.empty() ? "" : " (" + c.detail + ")") + "\n";
-        if (c.status == GateStatus::fail) failed += (failed.empty() ? "" : ", ") + c.name;
+        report += status + "  " + name + "  " + condition_figure_text(c) + "\n";
+        if (c.waived()) waived += (waived.empty() ? "" : ", ") + c.name;
+        else if (c.status == GateStatus::fail) failed += (failed.empty() ? "" : ", ") + c.name;
         else if (c.blocks()) missing += (missing.empty() ? "" : ", ") + c.name;
     }
     report += "verdict: ";
-    if (result.passed) return report + "PASS\n";
+    if (result.passed) return report + "PASS" + (waived.empty() ? "" : " (waived: " + waived + ")") + "\n";
     report += "FAIL (";
     if (!failed.empty()) report += "failed: " + failed;
     if (!missing.empty()) report += std::string(failed.empty() ? "" : "; ") + "required but not checked: " + missing;

@@ -17,6 +17,16 @@
 // required when its bound is set and off otherwise; a bound set for a run whose time stage timed one
 // workload is NOT CHECKED and blocks: what was asked for was not measured.
 //
+// Plausibility (issue 39): tensor-peak (no arm's throughput at its p50 above the GPU's dense INT8/FP8
+// tensor peak at the measured SM clock), plausible-ratio (the candidate/baseline median at least
+// implausible_ratio_below) and checked-output (every re-check of the baseline's and the candidate's
+// timed outputs held, and there was one) are required; over a set they are decided per shape, and on
+// GPUs of several models they are NOT CHECKED and do not block.
+//
+// Waivers: the manifest's [[gate.waiver]] tables each name a condition and give a reason. A condition
+// they name (or, over a set or several GPUs, every condition of that name with its suffix) that FAILs
+// or is NOT CHECKED shows WAIVED with the reason and does not block.
+//
 // On GPUs of several models (time --devices, the GPUs differing in model): candidate-p50 and
 // relative-speed are decided for every GPU, each a condition of its own named "CONDITION GPU N NAME"
 // by the same rule as for one GPU: the run passes only when
@@ -47,6 +57,16 @@ struct ArmResources {
     std::optional<std::int64_t> smem_per_block_bytes;  // static + dynamic
     std::optional<double> warps_per_scheduler;         // theoretical: resident warps per SM / 4
     std::optional<std::int64_t> spill_bytes;           // ptxas spill stores + spill loads
+};
+
+// What the plausibility conditions read of one timing (one workload, or one shape of a set).
+struct TimedPlausibility {
+    std::optional<double> tensor_peak_tops;  // at the median SM clock; unset when the arch's data lacks it
+    std::optional<double> baseline_tops, candidate_tops;  // at p50
+    // The rounds after which each arm's outputs were re-checked, and the checks that failed; unset when
+    // the time stage recorded none (a sage2tp that did not re-check).
+    std::optional<std::int64_t> baseline_rechecked, baseline_recheck_failed;
+    std::optional<std::int64_t> candidate_rechecked, candidate_recheck_failed;
 };
 
 struct GateEvidence {
@@ -81,6 +101,7 @@ struct GateEvidence {
 
     std::optional<double> candidate_p50_ms;
     std::optional<RatioInterval> candidate_vs_baseline;
+    TimedPlausibility plausibility;
 
     // GPUs of several models: each GPU's candidate p50 and ratio (the two fields above for that GPU
     // alone), each its own verdict; empty when the time stage's GPUs combined or it timed on one.
@@ -100,6 +121,7 @@ struct GateEvidence {
         std::string real_output_accuracy;
         std::optional<double> candidate_p50_ms;
         std::optional<RatioInterval> candidate_vs_baseline;
+        TimedPlausibility plausibility;
     };
     std::string workload_set;
     std::vector<ShapeTiming> set_shapes;
@@ -116,6 +138,20 @@ struct GateEvidence {
     std::string baseline_max_spill_entry;
 };
 
+// A candidate/baseline median below this is implausible for a change of schedule: more than twice as
+// fast. A candidate that is meant to be (it skips masked work, say) gets a waiver.
+inline constexpr double implausible_ratio_below = 0.5;
+
+// A gate condition the manifest waives ([[gate.waiver]]), with why.
+struct GateWaiver {
+    std::string condition;  // a condition's name as gate_condition_names lists it
+    std::string reason;
+};
+
+// The names of the gate's conditions, as a waiver may name them (per shape and per GPU they carry a
+// suffix, which a waiver leaves off).
+const std::vector<std::string> &gate_condition_names();
+
 // The bounds the gate applies, as gate_thresholds (stages/gate_stage.h) makes them from the manifest and
 // the command line; the defaults for what neither sets live in Experiment alone.
 struct GateThresholds {
@@ -130,6 +166,7 @@ struct GateThresholds {
     // Over a workload set: the geometric-mean ratio's interval, and every shape's, must lie below these.
     std::optional<double> geomean_ratio_upper_bound, worst_ratio_upper_bound;
     bool require_sanitizer = false;
+    std::vector<GateWaiver> waivers;
 };
 
 enum class GateStatus { pass, fail, not_checked };
@@ -141,10 +178,19 @@ struct GateCondition {
     std::string figure;  // the number the decision rests on, with units and the limit
     std::string detail;  // why, when the figure alone does not say
     bool required = true;
+    std::string waiver = {};  // the manifest's reason when a waiver names this condition; "" otherwise
 
-    // The verdict rule for one condition: it FAILed, or it is required and was NOT CHECKED.
-    bool blocks() const { return status == GateStatus::fail || (status == GateStatus::not_checked && required); }
+    bool waived() const { return !waiver.empty() && status != GateStatus::pass; }
+    // The verdict rule for one condition: it FAILed, or it is required and was NOT CHECKED; unless waived.
+    bool blocks() const {
+        return !waived() && (status == GateStatus::fail || (status == GateStatus::not_checked && required));
+    }
 };
+
+// How every printer shows a condition: its status ("WAIVED" for a waived one), and its figure with the
+// detail and the waiver's reason.
+std::string condition_status_text(const GateCondition &condition);
+std::string condition_figure_text(const GateCondition &condition);
 
 struct GateResult {
     std::vector<GateCondition> conditions;

@@ -24,17 +24,18 @@ std::size_t bytes(DType dtype, const Shape &shape) {
 }  // namespace
 
 WorkloadCost workload_cost(const AttentionProblem &problem, const std::vector<QuantizationRecipe> &recipes,
-                           std::size_t arms) {
+                           std::size_t arms, std::size_t input_sets) {
     const AttentionShape &s = problem.shape;
     WorkloadCost c;
     c.arms = arms;
+    c.input_sets = input_sets;
     c.input_bytes = bytes(problem.dtype, s.q_shape()) + 2 * bytes(problem.dtype, s.kv_shape());
     std::vector<QuantizationRecipe> distinct;
     for (const QuantizationRecipe &recipe : recipes)
         if (std::find(distinct.begin(), distinct.end(), recipe) == distinct.end()) distinct.push_back(recipe);
     for (const QuantizationRecipe &recipe : distinct) c.quantized_bytes += quantized_input_bytes(problem, recipe);
     c.output_bytes = bytes(problem.dtype, s.q_shape()) + (problem.with_lse ? bytes(DType::f32, {s.batch, s.heads_q, s.len_q}) : 0);  // the LSE is [B, Hq, Nq]
-    c.peak_bytes = std::max(c.input_bytes + c.quantized_bytes, c.quantized_bytes + (arms + 1) * c.output_bytes);
+    c.peak_bytes = c.input_bytes + input_sets * c.quantized_bytes + (arms + input_sets) * c.output_bytes;
     c.operations = attention_operations(problem);
     return c;
 }
@@ -52,8 +53,9 @@ std::size_t quantized_input_bytes(const AttentionProblem &problem, const Quantiz
 }
 
 std::string cost_text(const WorkloadCost &cost) {
-    return "peak " + bytes_text(cost.peak_bytes) + " of device memory (inputs " + bytes_text(cost.input_bytes) +
-           ", quantized " + bytes_text(cost.quantized_bytes) + ", " + std::to_string(cost.arms) + " + 1 outputs of " +
+    return "peak " + bytes_text(cost.peak_bytes) + " of device memory (" + std::to_string(cost.input_sets) +
+           " input sets of " + bytes_text(cost.input_bytes) + ", quantized " + bytes_text(cost.quantized_bytes) +
+           " each; " + std::to_string(cost.arms) + " + " + std::to_string(cost.input_sets) + " outputs of " +
            bytes_text(cost.output_bytes) + "), " + fixed(cost.operations / 1e12, 1) + " TOP per launch";
 }
 

@@ -19,28 +19,30 @@ namespace s2tp {
 double attention_operations(const AttentionProblem &problem);
 
 struct WorkloadCost {
-    std::size_t input_bytes = 0;      // q, k and v in their dtype, made on the GPU and freed once quantized
-    std::size_t quantized_bytes = 0;  // quantized_input_bytes of every distinct recipe the arms read
+    std::size_t input_bytes = 0;      // q, k and v of one input set in their dtype, freed once quantized
+    std::size_t quantized_bytes = 0;  // one input set's quantized_input_bytes of every distinct recipe
     std::size_t output_bytes = 0;     // one arm's output (o, and the LSE when it has one)
     std::size_t arms = 0;
-    // The most the time stage holds at once: the inputs with their quantized copies while quantizing,
-    // then the quantized inputs, every arm's output and the output check's one copy of the outputs'
-    // bytes (an L2 flush buffer of twice the L2, when one is needed, only for footprints below it).
+    std::size_t input_sets = 0;       // the time stage rotates its rounds among them
+    // The most the time stage holds at once, while it makes the last input set: its q, k and v, every
+    // set's quantized inputs, every arm's output and, per set, the output check's copy of the expected
+    // bytes (one more per tolerance candidate, which are few; an L2 flush buffer of twice the L2, when
+    // one is needed, only for footprints below it).
     std::size_t peak_bytes = 0;
     double operations = 0;            // of one launch
 };
 // `recipes`: each arm's kernel's quantization (KernelAbi::quantization); the arms that agree read one set
-// of quantized inputs, as the time stage quantizes once per distinct recipe.
+// of quantized inputs, as the time stage quantizes once per distinct recipe and input set.
 WorkloadCost workload_cost(const AttentionProblem &problem, const std::vector<QuantizationRecipe> &recipes,
-                           std::size_t arms);
+                           std::size_t arms, std::size_t input_sets);
 
 // The device bytes of one set of the problem's inputs quantized by `recipe`, as the quantizer allocates
 // them: int8 q and k with their scales and k's mean; V as padded e4m3 with its scale, or as fp16 (the
 // sm80 launchers' V, 2 bytes an element); V's mean under smooth_v.
 std::size_t quantized_input_bytes(const AttentionProblem &problem, const QuantizationRecipe &recipe);
 
-// "peak 5.03 GB of device memory (inputs 2.32 GB, quantized 1.16 GB, 4 + 1 outputs of 774.1 MB),
-// 117.1 TOP per launch"
+// "peak 9.35 GB of device memory (3 input sets of 2.32 GB, quantized 1.16 GB each; 4 + 3 outputs of
+// 774.1 MB), 117.1 TOP per launch"
 std::string cost_text(const WorkloadCost &cost);
 
 // Why `name` cannot be timed on a GPU with `free_bytes` of its `total_bytes` free: its peak does not

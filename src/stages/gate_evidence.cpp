@@ -98,8 +98,26 @@ std::vector<GateEvidence::GpuTiming> gpu_timings(const TimeFigures &figures, con
     return gpus;
 }
 
+// The plausibility figures of the baseline and the candidate `name`.
+TimedPlausibility plausibility(const TimeFigures &figures, const std::string &name) {
+    TimedPlausibility p;
+    p.tensor_peak_tops = figures.tensor_peak_tops;
+    if (figures.baseline) p.baseline_tops = figures.baseline->tops_p50;
+    if (const CandidateTimeFigures *c = figures.candidate(name); c && c->timing) p.candidate_tops = c->timing->tops_p50;
+    if (const auto base = figures.recheck.find("baseline"); base != figures.recheck.end()) {
+        p.baseline_rechecked = base->second.rounds;
+        p.baseline_recheck_failed = base->second.failed;
+    }
+    if (const auto mine = figures.recheck.find(name); mine != figures.recheck.end()) {
+        p.candidate_rechecked = mine->second.rounds;
+        p.candidate_recheck_failed = mine->second.failed;
+    }
+    return p;
+}
+
 void read_time(const TimeFigures &figures, const std::string &name, GateEvidence &evidence) {
     evidence.gpu_timings = gpu_timings(figures, name);
+    evidence.plausibility = plausibility(figures, name);
     evidence.expected_real_output_sha256 = figures.expected_sha256.value_or(figures.baseline_sha256.value_or(""));
     const CandidateTimeFigures *candidate = figures.candidate(name);
     if (!candidate) return;
@@ -118,7 +136,7 @@ void read_time_set(const SetTimeFigures &figures, const std::string &name, GateE
         read_time(shape.figures, name, one);
         evidence.set_shapes.push_back({shape.name, one.real_output_sha256, one.expected_real_output_sha256,
                                        one.real_output_accuracy_passed, one.real_output_accuracy,
-                                       one.candidate_p50_ms, one.candidate_vs_baseline});
+                                       one.candidate_p50_ms, one.candidate_vs_baseline, one.plausibility});
     }
     const SetCandidateFigures *candidate = figures.candidate(name);
     if (!candidate) return;

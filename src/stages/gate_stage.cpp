@@ -27,6 +27,7 @@ GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides
     thresholds.worst_ratio_upper_bound =
         overrides.max_worst_ratio_upper ? overrides.max_worst_ratio_upper : experiment.max_worst_ratio_upper;
     thresholds.require_sanitizer = overrides.require_sanitizer.value_or(experiment.require_sanitizer);
+    thresholds.waivers = experiment.gate_waivers;
     return thresholds;
 }
 
@@ -56,6 +57,7 @@ StageWork gate_stage_work(StageContext &context, const GateRequest &request, con
             f.add("max_geomean_ratio_upper", shortest(*thresholds.geomean_ratio_upper_bound));
         if (thresholds.worst_ratio_upper_bound)
             f.add("max_worst_ratio_upper", shortest(*thresholds.worst_ratio_upper_bound));
+        for (const GateWaiver &waiver : thresholds.waivers) f.add("waiver", waiver.condition).add("waiver_reason", waiver.reason);
     };
     work.run = [&context, thresholds, &run, report] {
         std::vector<std::string> candidates;

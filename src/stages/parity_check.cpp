@@ -103,6 +103,12 @@ void fold_accuracy(const std::vector<ParityComparison> &comparisons, const Accur
 
 }  // namespace
 
+// Why a parity output holds NaN: the output and every SM's shared memory are filled with NaN before each
+// launch, so an element was never written, or was computed from shared memory the kernel never wrote.
+constexpr const char *nan_output_cause =
+    ": unwritten (still the NaN poison), or computed from shared memory it did not write (filled with NaN before "
+    "every launch)";
+
 ParityFold fold_parity(const std::vector<ParityComparison> &comparisons, std::size_t shapes, std::size_t seeds,
                        double limit, const std::vector<std::string> &candidates, const AccuracyRules &accuracy) {
     ParityFold fold;
@@ -116,13 +122,13 @@ ParityFold fold_parity(const std::vector<ParityComparison> &comparisons, std::si
         const std::string where = c.shape + " seed " + std::to_string(c.seed);
         if (c.baseline_unwritten > 0)
             failures.push_back(where + ": the baseline left " + std::to_string(c.baseline_unwritten) +
-                               " output elements unwritten (still the NaN poison)");
+                               " output elements NaN" + nan_output_cause);
         f.baseline_outputs.push_back(ParityOutput{c.shape, c.seed, c.baseline_o_sha256});
         for (const auto &[name, run] : c.candidates) {
             CandidateParity &figures = f.candidates[name];
             if (run.unwritten > 0)
                 failures.push_back(name + ": " + where + ": the candidate left " + std::to_string(run.unwritten) +
-                                   " output elements unwritten (still the NaN poison)");
+                                   " output elements NaN" + nan_output_cause);
             const bool exact = mode_of(accuracy, name) == ParityMode::exact;
             for (const TensorDifference &d : run.differences) {
                 differing_shapes[name].insert(c.shape);

@@ -131,6 +131,8 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
                 reference = reference_on_gpu(modules.quantize, problem, quantized.unquantized(), rows);
                 c.reference_rows = static_cast<std::int64_t>(rows.size());
             }
+            // Every launch finds NaN in every SM's shared memory: a tail it reads unwritten shows.
+            fill_shared_memory_with_nan(modules.quantize);
             const KernelRun base = run_attention(*kernels.baseline.abi, modules.baseline, problem, inputs, "baseline");
             c.baseline_unwritten = unwritten(base, problem);
             c.baseline_o_sha256 = sha256_hex(base.o.bytes.data(), base.o.bytes.size());
@@ -141,6 +143,7 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
             }
             for (std::size_t i = 0; i < modules.candidates.size(); ++i) {
                 const KernelAbi &abi = *kernels.candidates[i].abi;
+                fill_shared_memory_with_nan(modules.quantize);
                 const KernelRun cand =
                     run_attention(abi, *modules.candidates[i], problem, quantized.get(abi.quantization(problem.shape.head_dim)), kernels.candidates[i].variant);
                 CandidateRun &ran = c.candidates[kernels.candidates[i].variant];

@@ -97,7 +97,7 @@ std::vector<ShapePlan> plan_shapes(const WorkloadSet &set, const BuiltKernels &k
     for (std::size_t i = 0; i < set.workloads.size(); ++i) {
         const AttentionProblem &problem = set.workloads[i].workload.problem;
         const double share = next_shape_budget(remaining, operations_from(set, i));
-        const WorkloadCost cost = workload_cost(problem, kernels.quantizations(problem.shape.head_dim), arms);
+        const WorkloadCost cost = workload_cost(problem, kernels.quantizations(problem.shape.head_dim), arms, timed_input_sets);
         plans.push_back({set.workloads[i].workload.name, cost, share});
         remaining -= share;
     }

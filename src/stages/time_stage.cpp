@@ -144,18 +144,29 @@ std::vector<std::string> first_output_failures(const std::vector<std::string> &a
 
 std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
                                                 const std::vector<OutputDigest> &reference,
-                                                const std::vector<OutputDigest> &after, const std::string &where) {
+                                                const std::vector<OutputDigest> &other, const std::string &where) {
     std::vector<std::string> reasons;
-    if (after.size() != reference.size()) {
-        reasons.push_back("the outputs after timing" + in_where(where) + " were not recorded for every arm (" +
-                          std::to_string(after.size()) + " of " + std::to_string(reference.size()) + ")");
+    if (other.size() != reference.size()) {
+        reasons.push_back("the first outputs" + in_where(where) + " were not recorded for every arm (" +
+                          std::to_string(other.size()) + " of " + std::to_string(reference.size()) + ")");
         return reasons;
     }
     for (Arm arm = 0; arm < reference.size(); ++arm)
-        if (after[arm].sha256 != reference[arm].sha256)
-            reasons.push_back("the " + arms.at(arm) + " launch's output changed during timing" + in_where(where) +
-                              " (sha256 " + reference[arm].sha256 + " then " + after[arm].sha256 +
-                              "): not deterministic");
+        if (other[arm].sha256 != reference[arm].sha256)
+            reasons.push_back("the " + arms.at(arm) + " launch's output" + in_where(where) +
+                              " differs from the first measurement's (sha256 " + reference[arm].sha256 + " then " +
+                              other[arm].sha256 + "): not deterministic");
+    return reasons;
+}
+
+std::vector<std::string> recheck_failure_reasons(const std::vector<std::string> &arms, const TimingRun &run,
+                                                 const std::string &where) {
+    std::vector<std::string> reasons;
+    for (const RecheckFailure &failure : run.recheck_failures)
+        reasons.push_back("the " + (failure.arm < arms.size() ? arms[failure.arm] : "arm " + std::to_string(failure.arm)) +
+                          " " + failure.what + " in timed round " + std::to_string(failure.round + 1) + " on input set " +
+                          std::to_string(failure.input_set) + in_where(where) +
+                          ": its timed launches did not compute what it was checked for");
     return reasons;
 }
 
@@ -184,10 +195,24 @@ toml::table ArmMeasurement::to_toml() const {
             watts.push_back(sample.power.power_w.value_or(std::nan("")));
             celsius.push_back(sample.power.temperature_c.value_or(std::nan("")));
         }
-        rounds.push_back(toml::table{{"order", order}, {"time_ms", times}, {"sm_clock_mhz", clocks},
-                                     {"clock_reasons", reasons}, {"power_w", watts}, {"temperature_c", celsius},
-                                     {"throttled", round.throttled}});
+        rounds.push_back(toml::table{{"order", order},
+                                     {"time_ms", times},
+                                     {"sm_clock_mhz", clocks},
+                                     {"clock_reasons", reasons},
+                                     {"power_w", watts},
+                                     {"temperature_c", celsius},
+                                     {"throttled", round.throttled},
+                                     {"input_set", static_cast<std::int64_t>(round.input_set)},
+                                     {"rechecked", round.rechecked}});
     }
+    toml::array recheck_failures;
+    for (const RecheckFailure &failure : timing.recheck_failures)
+        recheck_failures.push_back(toml::table{{"round", static_cast<std::int64_t>(failure.round)},
+                                               {"input_set", static_cast<std::int64_t>(failure.input_set)},
+                                               {"arm", static_cast<std::int64_t>(failure.arm)},
+                                               {"what", failure.what}});
+    toml::array set_failures;
+    for (const std::string &reason : input_set_failures) set_failures.push_back(reason);
     toml::array arm_accuracy;
     for (const ArmAccuracy &a : accuracy) {
         toml::table t{{"tolerance", a.tolerance}, {"conditions", a.conditions}};
@@ -197,21 +222,24 @@ toml::table ArmMeasurement::to_toml() const {
         arm_accuracy.push_back(std::move(t));
     }
     return toml::table{{"first", digests_array(first)},
-                       {"last", digests_array(last)},
+                       {"input_set_failures", set_failures},
                        {"accuracy", arm_accuracy},
                        {"footprint_bytes", static_cast<std::int64_t>(footprint_bytes)},
                        {"l2_flushed", l2_flushed},
                        {"stopped_by", stop_reason_name(timing.stopped_by)},
                        {"stop_checks", static_cast<std::int64_t>(timing.stop_checks)},
                        {"seconds", timing.seconds},
+                       {"input_sets", static_cast<std::int64_t>(timing.input_sets)},
+                       {"recheck_failures", recheck_failures},
                        {"rounds", rounds}};
 }
 
 ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string &where) {
     ArmMeasurement m;
     m.first = digests_from(t["first"]);
-    m.last = digests_from(t["last"]);
     if (m.first.empty()) fail(ExitCode::internal, where + ": no output record");
+    if (const toml::array *reasons = t["input_set_failures"].as_array())
+        for (const toml::node &reason : *reasons) m.input_set_failures.push_back(reason.value_or(std::string()));
     if (const toml::array *accuracy = t["accuracy"].as_array())
         for (const toml::node &node : *accuracy) {
             const toml::table *a = node.as_table();
@@ -224,9 +252,19 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
         }
     m.footprint_bytes = static_cast<std::size_t>(t["footprint_bytes"].value_or<std::int64_t>(0));
     m.l2_flushed = t["l2_flushed"].value_or(false);
-    m.timing.stopped_by = t["stopped_by"].value_or(std::string()) == "half_width" ? StopReason::half_width : StopReason::budget;
+    m.timing.stopped_by = stop_reason_of(t["stopped_by"].value_or(std::string()));
     m.timing.stop_checks = static_cast<std::size_t>(t["stop_checks"].value_or<std::int64_t>(0));
     m.timing.seconds = t["seconds"].value_or(0.0);
+    m.timing.input_sets = static_cast<std::size_t>(t["input_sets"].value_or<std::int64_t>(1));
+    if (const toml::array *failures = t["recheck_failures"].as_array())
+        for (const toml::node &node : *failures) {
+            const toml::table *f = node.as_table();
+            if (!f) continue;
+            m.timing.recheck_failures.push_back({static_cast<std::size_t>((*f)["round"].value_or<std::int64_t>(0)),
+                                                 static_cast<std::size_t>((*f)["input_set"].value_or<std::int64_t>(0)),
+                                                 static_cast<Arm>((*f)["arm"].value_or<std::int64_t>(0)),
+                                                 (*f)["what"].value_or(std::string())});
+        }
     if (const toml::array *rounds = t["rounds"].as_array())
         for (const toml::node &node : *rounds) {
             const toml::table *r = node.as_table();
@@ -257,6 +295,8 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
                 round.samples.push_back(sample);
             }
             round.throttled = (*r)["throttled"].value_or(false);
+            round.input_set = static_cast<std::size_t>((*r)["input_set"].value_or<std::int64_t>(0));
+            round.rechecked = (*r)["rechecked"].value_or(false);
             (round.throttled ? m.timing.throttled_rounds : m.timing.kept_rounds) += 1;
             m.timing.rounds.push_back(std::move(round));
         }
@@ -273,39 +313,153 @@ TimeAccuracy time_accuracy(const Experiment &experiment) {
 
 namespace {
 
-std::vector<ArmAccuracy> timed_output_accuracy(const CubinModule &quantize, const AttentionProblem &problem,
-                                               const DeviceInputs &unquantized, const std::vector<AttentionOutputs> &outputs,
-                                               const std::vector<std::string> &arms, const TimeAccuracy &accuracy,
-                                               std::uint64_t seed) {
-    const std::vector<std::uint32_t> rows = sample_query_rows(problem.shape.len_q, accuracy.reference_rows, seed);
-    const auto row_count = static_cast<std::int64_t>(rows.size());
-    const Tensor reference = reference_on_gpu(quantize, problem, unquantized, rows);
-    const Tensor baseline_rows = gather_rows_on_gpu(quantize, problem, outputs[baseline_arm].o, rows);
-    const AccuracyMetrics baseline = accuracy_metrics(baseline_rows, reference, rows);
+// What the accuracy of one input set's outputs is measured against: the float64 reference of its
+// sampled rows and the baseline's output on them. Kept per set for the re-checks of a tolerance
+// candidate, whose bytes may differ from one launch to the next.
+struct AccuracyBasis {
+    std::uint64_t seed = 0;
+    std::vector<std::uint32_t> rows;
+    Tensor reference, baseline_rows;
+    AccuracyMetrics baseline;
+};
+
+AccuracyBasis accuracy_basis(const CubinModule &quantize, const AttentionProblem &problem,
+                             const DeviceInputs &unquantized, const AttentionOutputs &baseline,
+                             const TimeAccuracy &accuracy, std::uint64_t seed) {
+    AccuracyBasis basis;
+    basis.seed = seed;
+    basis.rows = sample_query_rows(problem.shape.len_q, accuracy.reference_rows, seed);
+    basis.reference = reference_on_gpu(quantize, problem, unquantized, basis.rows);
+    basis.baseline_rows = gather_rows_on_gpu(quantize, problem, baseline.o, basis.rows);
+    basis.baseline = accuracy_metrics(basis.baseline_rows, basis.reference, basis.rows);
+    return basis;
+}
+
+bool tolerance_arm(const std::string &name, Arm arm, const TimeAccuracy &accuracy) {
+    if (arm < first_candidate_arm) return false;
+    const auto mode = accuracy.rules.modes.find(name);
+    return mode != accuracy.rules.modes.end() && mode->second == ParityMode::tolerance;
+}
+
+// One arm's output against the basis: absolute limits, and for a tolerance candidate the baseline factor.
+ArmAccuracy arm_accuracy(const CubinModule &quantize, const AttentionProblem &problem, const AccuracyBasis &basis,
+                         const AttentionOutputs &output, Arm arm, const std::string &name,
+                         const TimeAccuracy &accuracy) {
+    ArmAccuracy a;
+    const auto row_count = static_cast<std::int64_t>(basis.rows.size());
+    const auto seed = static_cast<std::int64_t>(basis.seed);
     const std::string shape = problem.describe();
-    std::vector<ArmAccuracy> result(arms.size());
-    for (Arm arm = 0; arm < arms.size(); ++arm) {
-        if (arm == control_arm) continue;
-        ArmAccuracy &a = result[arm];
-        const Tensor mine = arm == baseline_arm ? baseline_rows : gather_rows_on_gpu(quantize, problem, outputs[arm].o, rows);
-        const AccuracyMetrics metrics = accuracy_metrics(mine, reference, rows);
-        std::vector<AccuracyCheck> checks = absolute_accuracy_checks(metrics, accuracy.rules.limits);
-        if (arm != baseline_arm) {
-            const auto mode = accuracy.rules.modes.find(arms[arm]);
-            a.tolerance = mode != accuracy.rules.modes.end() && mode->second == ParityMode::tolerance;
-            if (a.tolerance) {
-                const std::vector<AccuracyCheck> relative =
-                    relative_accuracy_checks(metrics, baseline, accuracy.rules.limits.baseline_factor);
-                checks.insert(checks.end(), relative.begin(), relative.end());
-            }
-            a.vs_baseline = AccuracyFigure::of(shape, static_cast<std::int64_t>(seed), row_count,
-                                               accuracy_metrics(mine, baseline_rows, rows));
+    const Tensor mine = arm == baseline_arm ? basis.baseline_rows : gather_rows_on_gpu(quantize, problem, output.o, basis.rows);
+    const AccuracyMetrics metrics = accuracy_metrics(mine, basis.reference, basis.rows);
+    std::vector<AccuracyCheck> checks = absolute_accuracy_checks(metrics, accuracy.rules.limits);
+    if (arm != baseline_arm) {
+        a.tolerance = tolerance_arm(name, arm, accuracy);
+        if (a.tolerance) {
+            const std::vector<AccuracyCheck> relative =
+                relative_accuracy_checks(metrics, basis.baseline, accuracy.rules.limits.baseline_factor);
+            checks.insert(checks.end(), relative.begin(), relative.end());
         }
-        a.reference = AccuracyFigure::of(shape, static_cast<std::int64_t>(seed), row_count, metrics);
-        a.passed = all_passed(checks);
-        a.conditions = checks_text(checks);
+        a.vs_baseline = AccuracyFigure::of(shape, seed, row_count, accuracy_metrics(mine, basis.baseline_rows, basis.rows));
     }
-    return result;
+    a.reference = AccuracyFigure::of(shape, seed, row_count, metrics);
+    a.passed = all_passed(checks);
+    a.conditions = checks_text(checks);
+    return a;
+}
+
+// One input set of a measurement: its inputs quantized for every recipe the arms read, each arm's
+// launch packed on them, each arm's first output on them (the expected bytes of every later launch on
+// the set), and, when the run checks accuracy, what that is measured against.
+struct InputSet {
+    std::uint64_t seed = 0;
+    std::unique_ptr<InputsByRecipe> inputs;
+    std::vector<AttentionLaunch> launches;  // by arm
+    std::unique_ptr<OutputChecks> expected;
+    std::vector<OutputDigest> first;
+    std::vector<ArmAccuracy> accuracy;
+    std::optional<AccuracyBasis> basis;
+};
+
+std::string input_set_text(std::size_t set, std::size_t sets) {
+    return "input set " + std::to_string(set) + " of " + std::to_string(sets);
+}
+
+// Makes input set `index`: its q, k, v (set 0 the workload's own, the others generated from
+// input_set_seed), quantized per recipe; then every arm launched once on it from poisoned outputs, the
+// outputs recorded and, when the run checks accuracy, measured. The q, k, v are freed at the end.
+InputSet make_input_set(const MeasureRequest &request, const CubinModule &quantize, std::size_t index,
+                        const std::vector<const BuiltAttention *> &built, const std::vector<const Kernel *> &arm_kernels,
+                        std::vector<AttentionOutputs> &outputs, const std::vector<std::string> &arms,
+                        const Reporter &reporter) {
+    const AttentionProblem &problem = request.workload.problem;
+    InputSet set;
+    set.seed = input_set_seed(request.workload.seed, index);
+    const bool from_file = index == 0 && request.workload.q_file;
+    reporter.progress("time: " + std::string(from_file ? "loading" : "generating") + " " +
+                      input_set_text(index, timed_input_sets) + " of " + request.workload.name + " (" +
+                      shape_text(problem) + (from_file ? "" : ", seed " + std::to_string(set.seed)) + ")");
+    // A generated set is generated on the GPU, bit for bit as the host generator would.
+    DeviceInputs unquantized;
+    if (from_file) {
+        const GeneratedInputs host = workload_inputs(request.workload);
+        unquantized = upload_inputs(problem, host.q, host.k, host.v);
+    } else {
+        unquantized = generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, set.seed);
+    }
+    // Each arm reads the inputs its launcher's recipe makes (one set where the arms agree). Packed here,
+    // once per arm, by each arm's adapter: the timed region only launches.
+    set.inputs = std::make_unique<InputsByRecipe>(quantize, problem, std::move(unquantized));
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        const KernelAbi &abi = *built[arm]->abi;
+        set.launches.push_back(abi.pack(
+            problem, attention_buffers(problem, set.inputs->get(abi.quantization(problem.shape.head_dim)), outputs[arm])));
+    }
+    for (AttentionOutputs &output : outputs) poison_outputs(output);
+    for (Arm arm = 0; arm < arms.size(); ++arm) launch_attention(*arm_kernels[arm], set.launches[arm]);
+    synchronize("time: first launches on " + input_set_text(index, timed_input_sets) + ", " + problem.describe());
+    set.expected = std::make_unique<OutputChecks>(quantize, problem.dtype);
+    set.first = output_digests(*set.expected, outputs, true);
+    if (request.accuracy.reference_rows > 0) {
+        if (index == 0)
+            reporter.progress("time: the accuracy of every output against the float64 reference (" +
+                              std::to_string(std::min(request.accuracy.reference_rows, problem.shape.len_q)) +
+                              " query rows of every head), on every input set");
+        set.basis = accuracy_basis(quantize, problem, set.inputs->unquantized(), outputs[baseline_arm], request.accuracy,
+                                   set.seed);
+        set.accuracy.resize(arms.size());
+        for (Arm arm = 0; arm < arms.size(); ++arm)
+            if (arm != control_arm)
+                set.accuracy[arm] = arm_accuracy(quantize, problem, *set.basis, outputs[arm], arm, arms[arm], request.accuracy);
+    }
+    set.inputs->release_unquantized();
+    return set;
+}
+
+// The checks of every arm's outputs after a re-checked round on `set`: the bytes of the arm's first
+// output on the set; for a tolerance candidate whose bytes differ, its accuracy conditions instead.
+std::vector<RecheckFailure> recheck_outputs(const MeasureRequest &request, const CubinModule &quantize,
+                                            const InputSet &set, const std::vector<AttentionOutputs> &outputs,
+                                            const std::vector<std::string> &arms) {
+    const AttentionProblem &problem = request.workload.problem;
+    std::vector<RecheckFailure> failures;
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        if (set.expected->holds_recorded(arm, outputs[arm].o)) continue;
+        RecheckFailure failure;
+        failure.arm = arm;
+        if (const std::int64_t poisoned = count_nan_on_gpu(quantize, outputs[arm].o, problem.dtype); poisoned > 0) {
+            failure.what = "left " + std::to_string(poisoned) + " output elements unwritten (still the NaN poison)";
+        } else if (set.basis && tolerance_arm(arms[arm], arm, request.accuracy)) {
+            const ArmAccuracy a = arm_accuracy(quantize, problem, *set.basis, outputs[arm], arm, arms[arm], request.accuracy);
+            if (a.passed.value_or(false)) continue;
+            failure.what = "misses the accuracy conditions: " + a.conditions;
+        } else {
+            const std::vector<std::string> now = set.expected->current_sha256({&outputs[arm].o});
+            failure.what = "wrote other bytes than on its first launch on the set (sha256 " + now.front() + ", not " +
+                           set.expected->recorded_sha256(arm) + ")";
+        }
+        failures.push_back(std::move(failure));
+    }
+    return failures;
 }
 
 }  // namespace
@@ -317,7 +471,8 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     check_arm_count(arms.size());
 
     // What the shape costs, before anything is allocated: one that cannot fit is refused with the numbers.
-    const WorkloadCost cost = workload_cost(problem, kernels.quantizations(problem.shape.head_dim), arms.size());
+    const WorkloadCost cost =
+        workload_cost(problem, kernels.quantizations(problem.shape.head_dim), arms.size(), timed_input_sets);
     const DeviceMemory memory = device_memory();
     reporter.progress("time: " + request.workload.name + ": " + cost_text(cost) + ", " +
                       sampling_budget_text(request.settings.budget_seconds) + "; the GPU has " +
@@ -341,64 +496,60 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     std::vector<const Kernel *> arm_kernels{&kernel_of_variant[0], &kernel_of_variant[0]};
     for (std::size_t c = 0; c < kernels.candidates.size(); ++c) arm_kernels.push_back(&kernel_of_variant[c + 1]);
 
-    reporter.progress("time: " + (request.workload.q_file ? "loading" : std::string("generating")) +
-                      " the inputs of " + request.workload.name + " (" + shape_text(problem) + ")");
-    // A generated workload is generated on the GPU, bit for bit as the host generator would.
-    DeviceInputs unquantized;
-    if (request.workload.q_file) {
-        const GeneratedInputs host = workload_inputs(request.workload);
-        unquantized = upload_inputs(problem, host.q, host.k, host.v);
-    } else {
-        unquantized = generate_inputs_on_gpu(quantize, problem.shape, problem.dtype, request.workload.seed);
-    }
-    // Each arm reads the inputs its launcher's recipe makes (one set where the arms agree).
-    InputsByRecipe quantized(quantize, problem, std::move(unquantized));
-    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization(problem.shape.head_dim));
     std::vector<AttentionOutputs> outputs;
-    // Packed here, once per arm, by each arm's adapter: the timed region only launches.
-    std::vector<AttentionLaunch> launches;
-    for (Arm arm = 0; arm < arms.size(); ++arm) {
-        outputs.push_back(allocate_outputs(problem, arms[arm]));
-        poison_outputs(outputs.back());
-        const KernelAbi &abi = *built[arm]->abi;
-        launches.push_back(abi.pack(problem, attention_buffers(problem, quantized.get(abi.quantization(problem.shape.head_dim)), outputs.back())));
-    }
+    for (Arm arm = 0; arm < arms.size(); ++arm) outputs.push_back(allocate_outputs(problem, arms[arm]));
 
-    // Outputs first: timing a kernel that computes something else would be meaningless.
+    // Outputs first, on every input set: timing a kernel that computes something else would be
+    // meaningless. Set 0's are the ones the pin and the figures hold.
     ArmMeasurement m;
-    for (Arm arm = 0; arm < arms.size(); ++arm) launch_attention(*arm_kernels[arm], launches[arm]);
-    synchronize("time: first launches, " + problem.describe());
-    OutputChecks checks(quantize, problem.dtype);
-    m.first = output_digests(checks, outputs, true);
-    if (request.accuracy.reference_rows > 0) {
-        reporter.progress("time: the accuracy of every output against the float64 reference (" +
-                          std::to_string(std::min(request.accuracy.reference_rows, problem.shape.len_q)) +
-                          " query rows of every head)");
-        m.accuracy = timed_output_accuracy(quantize, problem, quantized.unquantized(), outputs, arms, request.accuracy,
-                                           request.workload.seed);
+    std::vector<InputSet> sets;
+    for (std::size_t index = 0; index < timed_input_sets; ++index) {
+        sets.push_back(make_input_set(request, quantize, index, built, arm_kernels, outputs, arms, reporter));
+        const InputSet &set = sets.back();
+        if (index == 0) {
+            m.first = set.first;
+            m.accuracy = set.accuracy;
+            m.footprint_bytes = attention_footprint_bytes(set.inputs->get(kernels.baseline.abi->quantization(problem.shape.head_dim)),
+                                                          outputs[0]);
+            m.l2_flushed = needs_l2_flush(m.footprint_bytes, request.device.l2_bytes);
+            if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.pin_key(), m.accuracy).empty())
+                return m;
+            continue;
+        }
+        // The same conditions on every other set, against its own baseline output; no pin holds them.
+        for (const std::string &reason : first_output_failures(arms, set.first, std::nullopt, false, kernels.pin_key(), set.accuracy))
+            m.input_set_failures.push_back(reason + " (on " + input_set_text(index, timed_input_sets) + ", seed " +
+                                           std::to_string(set.seed) + ")");
+        if (!m.input_set_failures.empty()) return m;
     }
-    m.footprint_bytes = attention_footprint_bytes(inputs, outputs[0]);
-    m.l2_flushed = needs_l2_flush(m.footprint_bytes, request.device.l2_bytes);
-    if (!first_output_failures(arms, m.first, request.expected_sha256, request.pin, kernels.pin_key(), m.accuracy).empty())
-        return m;
 
     std::unique_ptr<L2Flusher> flusher = m.l2_flushed ? std::make_unique<L2Flusher>(request.device) : nullptr;
     SmClockProbe clock(quantize);
     TimingSettings settings = request.settings;
     settings.reference_clock_mhz = request.device.sm_clock_khz / 1000.0;
+    std::vector<std::vector<AttentionLaunch>> launches;
+    for (const InputSet &set : sets) launches.push_back(set.launches);
+    std::vector<AttentionOutputs *> written;
+    for (AttentionOutputs &output : outputs) written.push_back(&output);
     std::string no_power;
     const std::unique_ptr<NvmlProbe> power = NvmlProbe::open(request.device.pci_bus_id, no_power);
     if (!power) reporter.progress("time: no clock-event reasons, power or temperature per launch: " + no_power);
-    GpuLaunchTimer timer(arm_kernels, launches, clock, flusher.get(), power.get());
-    reporter.progress("time: " + std::to_string(arms.size()) + " arms, up to " + fixed(settings.budget_seconds, 0) +
+    GpuLaunchTimer timer(
+        arm_kernels, launches, written, clock, flusher.get(),
+        [&](std::size_t set) { return recheck_outputs(request, quantize, sets.at(set), outputs, arms); }, power.get());
+    reporter.progress("time: " + std::to_string(arms.size()) + " arms on " + std::to_string(sets.size()) +
+                      " input sets, up to " + fixed(settings.budget_seconds, 0) +
                       " s, stopping once every candidate's half-width is below " +
                       fixed(settings.target_half_width * 100, 3) + "% after at least " +
-                      std::to_string(settings.min_rounds) + " rounds" +
-                      (m.l2_flushed ? "; L2 flushed before every launch" : ""));
+                      std::to_string(settings.min_rounds) + " rounds; outputs poisoned before every launch" +
+                      (m.l2_flushed ? ", L2 flushed" : "") + ", and re-checked after about " +
+                      fixed(settings.recheck_fraction * 100, 0) + "% of the rounds and the last");
     const auto report_progress = [&](const TimingRun &so_far, const RatioInterval &widest) {
         const std::string line = "  " + std::to_string(so_far.rounds.size()) + " rounds (" +
-                                 std::to_string(so_far.throttled_rounds) + " throttled), " + fixed(so_far.seconds, 1) +
-                                 " s: widest half-width " + fixed(widest.half_width_rel * 100, 3) + "%";
+                                 std::to_string(so_far.throttled_rounds) + " throttled, " +
+                                 std::to_string(so_far.rechecked_rounds()) + " re-checked), " +
+                                 fixed(so_far.seconds, 1) + " s: widest half-width " +
+                                 fixed(widest.half_width_rel * 100, 3) + "%";
         // On a terminal in place, with the budget as the bound of the ETA (sampling may stop sooner).
         if (reporter.live())
             reporter.live_line(line + "; " + elapsed_and_eta(so_far.seconds, so_far.seconds / settings.budget_seconds) +
@@ -408,8 +559,6 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     };
     m.timing = measure_interleaved(timer, settings, {}, report_progress);
     reporter.end_live_line();
-    // The timed launches rewrote every output: the record after timing shows whether they still hold.
-    m.last = output_digests(checks, outputs, false);
     return m;
 }
 
@@ -739,6 +888,17 @@ void round_figures(TimeFigures &f, const TimeStageInputs &in, const ArmMeasureme
     }
     f.rounds = static_cast<std::int64_t>(rounds);
     f.throttled_rounds = static_cast<std::int64_t>(throttled);
+    f.input_sets = static_cast<std::int64_t>(runs.front().input_sets);
+    const std::vector<std::string> arms = arm_names(candidate_names(in.kernels));
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        std::int64_t rechecked = 0, failed = 0;
+        for (const TimingRun &run : runs) {
+            rechecked += static_cast<std::int64_t>(run.rechecked_rounds());
+            failed += std::count_if(run.recheck_failures.begin(), run.recheck_failures.end(),
+                                    [arm](const RecheckFailure &failure) { return failure.arm == arm; });
+        }
+        f.recheck[arms[arm]] = ArmRecheckFigures{rechecked, failed};
+    }
     f.stopped_by = stop_reason_name(runs.back().stopped_by);
     f.l2_flushed = reference.l2_flushed;
     f.footprint_bytes = static_cast<std::int64_t>(reference.footprint_bytes);
@@ -793,6 +953,8 @@ bool measure_repeat_on_gpus(const TimeStageInputs &in, std::size_t repeat, Measu
 
 bool first_outputs_failed(const ArmMeasurement &m) { return m.timing.rounds.empty(); }
 
+bool recheck_failed(const ArmMeasurement &m) { return !m.timing.recheck_failures.empty(); }
+
 Measurements measure_repeats(const TimeStageInputs &in, const Reporter &reporter, const ChildMeasure &child) {
     Measurements m;
     if (on_several_gpus(in)) {
@@ -808,13 +970,14 @@ Measurements measure_repeats(const TimeStageInputs &in, const Reporter &reporter
     for (std::size_t r = 0; r < in.repeats; ++r) {
         m.measured.push_back(in.repeats == 1 ? measure_arms(here, reporter) : child(r));
         m.process.push_back(r);
-        if (first_outputs_failed(m.measured.back())) break;
+        if (first_outputs_failed(m.measured.back()) || recheck_failed(m.measured.back())) break;
     }
     return m;
 }
 
-// The output checks after the first record: every repeat must have produced the reference's bytes,
-// before timing (a fresh process with fresh allocations) and after it. One reason per difference.
+// The output checks after the first record: every repeat must have produced the reference's bytes
+// before timing (a fresh process with fresh allocations), and every re-checked round its expected
+// outputs. One reason per difference.
 std::vector<std::string> repeat_output_reasons(const TimeStageInputs &in, const std::vector<std::string> &arms,
                                                const Measurements &m) {
     std::vector<std::string> reasons;
@@ -824,7 +987,7 @@ std::vector<std::string> repeat_output_reasons(const TimeStageInputs &in, const 
         if (r > 0)
             for (std::string &reason : changed_output_reasons(arms, reference, m.measured[r].first, where))
                 reasons.push_back(std::move(reason));
-        for (std::string &reason : changed_output_reasons(arms, reference, m.measured[r].last, where))
+        for (std::string &reason : recheck_failure_reasons(arms, m.measured[r].timing, where))
             reasons.push_back(std::move(reason));
     }
     return reasons;
@@ -1086,8 +1249,9 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     }
     accuracy_figures(f, arms, reference.accuracy);
 
-    const std::vector<std::string> failures =
+    std::vector<std::string> failures =
         first_output_failures(arms, reference.first, in.expected_sha256, in.pin, in.kernels.pin_key(), reference.accuracy);
+    failures.insert(failures.end(), reference.input_set_failures.begin(), reference.input_set_failures.end());
     if (!failures.empty()) {
         result.status = StageStatus::failed;
         result.reasons = failures;
@@ -1108,7 +1272,8 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     const bool stable = result.reasons.empty();
     f.outputs_match = stable;
     if ((in.pin || in.record_first_pin) && stable) pin_baseline_output(in, base_sha, f, reporter);
-    else if (in.pin) result.reasons.push_back("nothing pinned: the outputs changed while being timed");
+    else if (in.pin)
+        result.reasons.push_back("nothing pinned: an output differed between processes or failed a re-check");
 
     std::vector<TimingRun> runs;
     std::size_t kept = 0;
@@ -1120,6 +1285,8 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
 
     for (std::size_t r = 0; r < runs.size(); ++r) {
         const std::size_t process = measured.process[r];
+        // A failed re-check ended that sampling early: its reason is the one to give, not the budget.
+        if (runs[r].stopped_by == StopReason::recheck_failed) continue;
         if (auto reason = too_few_rounds_reason(runs[r], process_settings(in, process), repeat_where(in, process)))
             result.reasons.push_back(*reason);
     }
@@ -1140,6 +1307,9 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
                 if (c.ratio) c.ratio->between_process_sd = in.between_process.relative_sd;
             f.between_process_basis = in.between_process.basis;
         }
+        f.tensor_peak_tops = dense_tensor_peak_tops(
+            resolve_arch(load_arch_limits(arch_limits_table().string()), in.kernels.arch), in.device.sm_count,
+            stats.clock_median_mhz);
         // The band the control is judged by, and the plot draws.
         const double aa_band = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
         const std::optional<std::string> noisy = too_noisy_reason(stats.control_vs_baseline(), aa_band);

@@ -90,11 +90,15 @@ std::vector<std::string> first_output_failures(const std::vector<std::string> &a
                                                const std::vector<OutputDigest> &first,
                                                const std::optional<std::string> &expected, bool pin,
                                                const PinKey &key, const std::vector<ArmAccuracy> &accuracy = {});
-// One reason per arm whose output after timing differs from the reference record (`where` says which
-// measurement, e.g. "repeat 3", or "" for a single one).
+// One reason per arm whose first output in another measurement (`where` says which, e.g. "repeat 3")
+// differs from the first measurement's record.
 std::vector<std::string> changed_output_reasons(const std::vector<std::string> &arms,
                                                 const std::vector<OutputDigest> &reference,
-                                                const std::vector<OutputDigest> &after, const std::string &where);
+                                                const std::vector<OutputDigest> &other, const std::string &where);
+// One reason per failed re-check of a timed round, naming the arm, the round (from 1), the input set
+// and `where` ("" for a single measurement).
+std::vector<std::string> recheck_failure_reasons(const std::vector<std::string> &arms, const TimingRun &run,
+                                                 const std::string &where);
 // "up to 12.1 s of sampling": how every progress line spells a sampling budget, and how the reason
 // for too few rounds spells it too.
 std::string sampling_budget_text(double seconds);
@@ -105,9 +109,11 @@ std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const Tim
 // ---- One measurement ----
 
 struct ArmMeasurement {
-    std::vector<OutputDigest> first;  // before timing
-    std::vector<OutputDigest> last;   // after timing; empty when the first record already failed
-    TimingRun timing;                 // no rounds when the first record failed
+    std::vector<OutputDigest> first;  // before timing, on input set 0 (the workload's own)
+    // Why the first outputs on another input set failed first_output_failures' conditions, each naming
+    // the set; nothing was timed then.
+    std::vector<std::string> input_set_failures;
+    TimingRun timing;                 // no rounds when a first record failed; its re-checks
     std::vector<ArmAccuracy> accuracy;  // per arm, of the first outputs; empty when not checked
     std::size_t footprint_bytes = 0;
     bool l2_flushed = false;
@@ -126,8 +132,10 @@ struct MeasureRequest {
     TimeAccuracy accuracy;
 };
 
-// Loads the modules, makes the inputs, records the first outputs and, when they pass
-// first_output_failures, times the rounds and records the outputs again.
+// Loads the modules, makes the timed_input_sets input sets and records every arm's first outputs on
+// each; when they pass first_output_failures on every set, times the rounds on the sets in turn, the
+// outputs poisoned before every timed launch and re-checked after a seeded share of the rounds and
+// the last (model/ab_timing.h, RecheckPlan).
 ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &reporter);
 
 // ---- The stage ----

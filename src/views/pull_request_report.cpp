@@ -77,6 +77,7 @@ std::vector<Row> time_rows(const StageState &state) {
         rows.push_back({"time", c.name + " in words", "", speed_in_words(*c.ratio->median, c.name)});
     }
     if (f.aa && f.aa->median) rows.push_back({"time", "A/A control", "", fixed(*f.aa->median, 4)});
+    rows.push_back({"time", "timed outputs", "", recheck_text(f)});
     if (shows_gpu_table(f.gpus))
         for (const std::string &gpu : gpu_table_lines(f.gpus)) rows.push_back({"time", "GPU", "", gpu});
     for (const std::string &verdict : gpu_result_lines(f)) rows.push_back({"time", "GPU verdict", "", verdict});
@@ -93,8 +94,7 @@ std::vector<Row> gate_rows(const StageState &state) {
     for (const auto &[name, c] : f.candidates) {
         rows.push_back({"gate", "candidate " + name, c.result.passed ? "PASS" : "FAIL", c.summary});
         for (const GateCondition &condition : c.result.conditions)
-            rows.push_back({"gate", condition.name, gate_status_text(condition.status),
-                            condition.figure + (condition.detail.empty() ? "" : " (" + condition.detail + ")")});
+            rows.push_back({"gate", condition.name, condition_status_text(condition), condition_figure_text(condition)});
     }
     return rows;
 }
