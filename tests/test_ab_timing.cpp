@@ -279,7 +279,9 @@ TEST(MeasureInterleaved, EachRoundReadsItsPlannedSetAndTheLastRoundIsAlwaysReche
     std::size_t call = settings.warmup_launches * three_arms;
     for (std::size_t r = 0; r < run.rounds.size(); ++r) {
         EXPECT_EQ(run.rounds[r].input_set, plan.next().input_set) << "round " << r;
-        if (r > 0) EXPECT_NE(run.rounds[r].input_set, run.rounds[r - 1].input_set) << "round " << r;
+        if (r > 0) {
+            EXPECT_NE(run.rounds[r].input_set, run.rounds[r - 1].input_set) << "round " << r;
+        }
         for (std::size_t i = 0; i < three_arms; ++i, ++call) EXPECT_EQ(timer.call_sets.at(call), run.rounds[r].input_set);
     }
 
