@@ -3,10 +3,12 @@
 // conditions as separate functions, and `time --repeat N` as N measurements in fresh sage2tp processes
 // whose rounds the parent combines with a two-level bootstrap.
 //
-// One measurement (measure_arms) loads the modules, generates and quantizes the inputs, launches every
-// arm once and records its outputs (output_digests), times the rounds, then records the outputs again:
-// the parent compares both records. With repeats, each child runs measure_arms in its own process
-// (`sage2tp time --repeat-child FILE`, no lock: the parent holds the run) and writes it to FILE.
+// One measurement (measure_arms) loads the modules, makes and quantizes the inputs of every input set,
+// launches every arm once on each set and records its outputs (output_digests), then times the rounds,
+// each on one set with every output poisoned first, re-checking a seeded share of the rounds' outputs
+// against the set's records (sage2tp-time(1), Input sets and re-checked rounds). With repeats, each
+// child runs measure_arms in its own process (`sage2tp time --repeat-child FILE`, no lock: the parent
+// holds the run) and writes it to FILE.
 //
 // Usage (subcommands/time.cpp):
 //   TimeRequest request{overrides, repeats, workload_file, pin, ncu, force, device_index};
