@@ -70,6 +70,7 @@ int run_command(const Args &args) {
 
     toml::array stages;
     int code = 0;
+    std::string error;  // the last stage's, when it ended with one
     {
         StdoutToStderr redirect(cl.reporter().json());
         for (const CommandEntry &entry : command_table()) {
@@ -80,7 +81,7 @@ int run_command(const Args &args) {
             // The stage checks them as its own command does (time: against the manifest's ranges).
             for (std::string &word : stage_option_words(cl, stage)) stage_args.push_back(std::move(word));
             cl.reporter().progress("== " + stage_name(stage));
-            std::string error;
+            error.clear();
             try {
                 std::filesystem::path prepared_run;
                 code = stage == Stage::prepare ? prepare_command(stage_args, prepared_run) : entry.run(stage_args);
@@ -110,7 +111,10 @@ int run_command(const Args &args) {
         const RunDirectory run(*root);
         const std::string next = overview_run(run, "--run " + run.root().string()).next;
         result.insert("next", next);
-        if (!cl.reporter().json()) std::cerr << "next: " << next << std::endl;
+        // The steps of a stop the stage's own error just printed are named, not printed a second time.
+        const std::optional<StageStop> stop = last_stop(run);
+        const bool printed = stop && !stop->next_step.empty() && error.find(stop->next_step) != std::string::npos;
+        if (!cl.reporter().json()) std::cerr << "next: " << (printed ? stop_summary(*stop) + ", as above" : next) << std::endl;
     }
     cl.reporter().emit_json(result);
     return code;

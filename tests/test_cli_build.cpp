@@ -261,14 +261,22 @@ TEST_F(Build, NoGpuStopGivesTheNextStepEverywhere) {
     fs::remove_all(run);
     fs::copy(built, run, fs::copy_options::recursive);
     const std::map<std::string, std::string> no_gpu{{"CUDA_VISIBLE_DEVICES", ""}};
-    const std::string next_step = "copy " + run.string() + " to a host with that GPU and run 'sage2tp run --run DIR' there";
+    // Issue 36 item 4: three short commands, printed once.
+    const std::string next_step = "\n  rsync -a " + run.string() + "/ HOST:runs/no-gpu/\n  sage2tp run --run runs/no-gpu";
 
     ProcessResult r = run_sage2tp({"run", "--run", run.string(), "--json"}, dir_, no_gpu);
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_NE(r.err.find("sanitize needs an NVIDIA GPU"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(next_step), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(next_step), r.err.rfind(next_step)) << "printed once:\n" << r.err;
+    EXPECT_NE(r.err.find("this run is built for sm_90a, for H100, H200, GH200"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("sm_90a (H100, H200, GH200)"), std::string::npos) << r.err;
+    for (std::size_t at = 0, end; (end = r.err.find('\n', at)) != std::string::npos; at = end + 1)
+        EXPECT_LE(end - at, 300u) << "a line of " << end - at << " characters:\n" << r.err.substr(at, end - at);
     EXPECT_NE(r.out.find("\"next\" : \"stopped at sanitize: no GPU; to go on"), std::string::npos) << r.out;
+    r = run_sage2tp({"run", "--run", run.string()}, dir_, no_gpu);
+    EXPECT_EQ(r.err.find(next_step), r.err.rfind(next_step)) << "printed once:\n" << r.err;
+    EXPECT_NE(r.err.find("next: stopped at sanitize: no GPU, as above"), std::string::npos) << r.err;
 
     r = run_sage2tp({"status", "--run", run.string()}, dir_, no_gpu);
     EXPECT_EQ(r.exit_code, 0) << r.err;

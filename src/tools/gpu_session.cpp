@@ -121,16 +121,23 @@ DeviceFacts require_gpu(const std::string &stage, int device_index) {
 
 std::string no_gpu_next_step(const RunDirectory &run, const std::string &built_arch) {
     const std::string dir = run.root().string();
-    return "to go on, build the run for the GPU that will run it, here (sage2tp build --run " + dir +
-           " --arch ARCH, now " + built_arch + "; ARCH: " + targets_by_gpu(load_arch_limits(arch_limits_table().string())) +
-           "), copy " + dir + " to a host with that GPU and run 'sage2tp run --run DIR' there, DIR being where the copy is";
+    const std::string id = run.root().filename().string();
+    const ArchLimitsTable table = load_arch_limits(arch_limits_table().string());
+    std::string gpus;
+    try {
+        gpus = resolve_arch(table, built_arch).gpus;
+    } catch (const Error &) {  // a build target the table does not know: the steps hold all the same
+    }
+    return "to go on where a GPU is (this run is built for " + built_arch + (gpus.empty() ? "" : ", for " + gpus) +
+           "):\n  sage2tp build --run " + dir + " --arch ARCH    (only for another GPU)\n  rsync -a " + dir +
+           "/ HOST:runs/" + id + "/\n  sage2tp run --run runs/" + id + "    (on HOST)\nARCH: " + targets_by_gpu(table);
 }
 
 void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &built_arch) {
     const GpuProbe probe = probe_gpu();
     if (probe.available) return;
     const std::string next = no_gpu_next_step(run, built_arch);
-    const std::string message = stage_name(stage) + " needs an NVIDIA GPU, and none is usable here: " + probe.reason + "; " + next;
+    const std::string message = stage_name(stage) + " needs an NVIDIA GPU, and none is usable here: " + probe.reason + "\n" + next;
     record_stop(run, StageStop{stage, "no GPU", message, next, utc_now()});
     fail(ExitCode::missing_tool, message);
 }

@@ -88,8 +88,9 @@ std::string gpu_names(const std::vector<DeviceFacts> &devices);
 // When no GPU is usable here: records the stop in `run` and throws require_gpu's error with the next
 // step; otherwise returns.
 void stop_if_no_gpu(Stage stage, const RunDirectory &run, const std::string &built_arch);
-// What to do on a host without a GPU, one sentence: build for the GPU that will run it (the targets by
-// GPU), copy the run directory there and run `sage2tp run --run DIR` on it.
+// What to do on a host without a GPU: a line saying what the run is built for, three commands (build for
+// another GPU if need be, copy the run directory to the GPU host with rsync, `sage2tp run` it there),
+// and the targets by GPU.
 std::string no_gpu_next_step(const RunDirectory &run, const std::string &built_arch);
 
 // Why the run's cubins, built for `built_arch` (the build checkpoint's figures.arch, e.g. "sm_121a"),
