@@ -4,6 +4,7 @@
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
+#include "support/number_format.h"
 #include "pipeline/stage_pipeline.h"
 #include "stages/gate_stage.h"
 #include "support/table_printer.h"
@@ -57,8 +58,13 @@ int status_command(const Args &args) {
             if (!line.first_reason.empty()) table << "  reason: " << line.first_reason << "\n";
             if (!line.log.empty()) table << "  log: " << (run.root() / line.log).string() << "\n";
         }
-        toml::table entry{{"stage", stage_name(line.stage)}, {"status", line.status},
-                          {"finished_utc", line.finished_utc}, {"fresh", line.fresh == "yes"}, {"summary", line.summary}};
+        // JSON has no "-": a stage without a checkpoint is "missing" and has no finished_utc.
+        const bool recorded = line.finished_utc != missing_figure;
+        toml::table entry{{"stage", stage_name(line.stage)},
+                          {"status", line.status == missing_figure ? std::string("missing") : line.status},
+                          {"fresh", line.fresh == "yes"},
+                          {"summary", line.summary}};
+        if (recorded) entry.insert("finished_utc", line.finished_utc);
         if (!line.first_reason.empty()) entry.insert("first_reason", line.first_reason);
         if (!line.log.empty()) entry.insert("log", line.log);
         if (!line.stale_reason.empty()) entry.insert("stale_reason", line.stale_reason);

@@ -115,6 +115,18 @@ TEST_F(Cli, TheGatesHelpStatesTheRatioGatesRealDefault) {
               std::string::npos);
 }
 
+// Issue 36 item 9: a mistyped run id gets a did-you-mean naming the run next to it.
+TEST_F(Cli, AMistypedRunIdNamesTheRunItWasMeantFor) {
+    ASSERT_EQ(sage2tp({"prepare", "--run-id", "tp-fast", "-q"}).exit_code, 0);
+    ProcessResult r = sage2tp({"status", "--run-id", "tp-fats"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("did you mean 'tp-fast'?"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("run 'sage2tp prepare' first"), std::string::npos) << "the run exists; no advice to make one";
+    r = sage2tp({"status", "--run-id", "other"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("run 'sage2tp prepare' first"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, StatusWithoutARunIsAPreconditionError) {
     ProcessResult r = sage2tp({"status"});
     EXPECT_EQ(r.exit_code, 4);
@@ -144,6 +156,9 @@ TEST_F(Cli, PrepareEmbeddedDefaultThenUpToDate) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out.front(), '{') << r.out;
     EXPECT_NE(r.out.find("\"status\" : \"passed\""), std::string::npos) << r.out;
+    // Issue 36 item 9: no "-" in JSON: a stage without a checkpoint is "missing", with no finished_utc.
+    EXPECT_EQ(r.out.find("\"-\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"status\" : \"missing\""), std::string::npos) << r.out;
 }
 
 // Issue 36 item 1: a prepare naming another experiment never re-purposes the latest run without a word,

@@ -1,4 +1,6 @@
 #include "pipeline/run_directory.h"
+
+#include "support/did_you_mean.h"
 #include "support/file_io.h"
 
 #include "support/errors.h"
@@ -9,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -282,8 +285,17 @@ fs::path require_existing_run(const RunSelection &selection) {
                                                "'; run 'sage2tp prepare' first (or pass --run DIR)");
     std::error_code ec;
     const fs::file_status status = fs::status(*run, ec);
-    if (status.type() == fs::file_type::not_found)
-        fail(ExitCode::precondition, "run directory '" + run->string() + "' does not exist; run 'sage2tp prepare' first");
+    if (status.type() == fs::file_type::not_found) {
+        // A mistyped run id names a run next to it: say which, before suggesting a new one.
+        std::vector<std::string> runs;
+        for (fs::directory_iterator it(run->parent_path(), ec), end; !ec && it != end; it.increment(ec))
+            if (it->is_directory(ec) && it->path().filename() != "latest") runs.push_back(it->path().filename().string());
+        std::sort(runs.begin(), runs.end());
+        const std::string near = did_you_mean(run->filename().string(), runs);
+        fail(ExitCode::precondition, "run directory '" + run->string() + "' does not exist" +
+                                         (near.empty() ? "; run 'sage2tp prepare' first, or name a run that exists"
+                                                       : near + " ('sage2tp runs' lists them)"));
+    }
     if (!fs::is_directory(status))
         fail(ExitCode::precondition, "'" + run->string() + "' is not a directory, so it is no run; pass --run a run directory");
     // Unreadable, a stage would see no checkpoint at all and report an empty run as if nothing had run.
