@@ -16,7 +16,7 @@ const std::vector<CommandEntry> &command_table() {
         stage_command(Stage::prepare, prepare_command, "resolve the experiment; make baseline and candidate trees"),
         stage_command(Stage::build, build_command, "compile both trees for the target GPU; read ptxas resources"),
         stage_command(Stage::sanitize, sanitize_command, "run both builds under compute-sanitizer"),
-        stage_command(Stage::parity, parity_command, "compare baseline and candidate outputs byte for byte"),
+        stage_command(Stage::parity, parity_command, "compare baseline and candidate outputs: byte for byte, or by accuracy (tolerance mode)"),
         stage_command(Stage::time, time_command, "time both on the real workload, interleaved A/B"),
         stage_command(Stage::gate, gate_command, "turn every checkpoint into one verdict"),
         {"run", run_command, "all stages in order, resuming, stopping at the first failure", std::nullopt, false},

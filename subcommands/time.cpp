@@ -29,8 +29,8 @@ int time_command(const Args &args) {
                      "the manifest's", cxxopts::value<std::string>(), "FILE")
         ("workload-set", "time over every shape of this workload set (a shipped set's name, or a set file) "
                          "instead of the manifest's workload", cxxopts::value<std::string>(), "NAME|FILE")
-        ("pin", "record the baseline's output SHA-256 in the run's manifest as the expected one for this arch "
-                "(times again, like --force)")
+        ("pin", "record the baseline's output SHA-256 in the run's pins.toml as its kernel's expected one on "
+                "this arch (times again, like --force)")
         ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)")
         ("repeat-child", "internal: one repeat of a --repeat run, written to FILE", cxxopts::value<std::string>(), "FILE")
         ("order-seed", "internal: the round-order seed of a --repeat-child", cxxopts::value<std::uint64_t>(), "N");

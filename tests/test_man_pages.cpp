@@ -107,6 +107,26 @@ TEST_F(ManPages, EveryPageLintsAndMatchesHelp) {
     }
 }
 
+// Issue 36 item 8: quotes render as written. An enclosure macro (Qq, Dq, Ql) runs to the end of its line,
+// so `Pq Qq exact No or Qq tolerance` rendered as ("exact or "tolerance"") in experiment(5).
+TEST_F(ManPages, QuotesRenderWithoutNesting) {
+    if (!find_program("mandoc")) GTEST_SKIP() << "mandoc is not installed";
+    const std::regex nested("\"[^\"]* or \"[^\"]*,|\"\"\"");
+    for (const auto &entry : fs::directory_iterator(man_dir)) {
+        if (entry.path().extension() == ".build") continue;
+        const ProcessResult page = run_process({"mandoc", "-T", "ascii", entry.path().string()});
+        ASSERT_EQ(page.exit_code, 0) << entry.path().filename();
+        std::istringstream lines(page.out);
+        for (std::string line; std::getline(lines, line);) {
+            std::string plain;  // without the overstrike mandoc's ascii output uses for bold
+            for (std::size_t i = 0; i < line.size(); ++i)
+                if (i + 1 < line.size() && line[i + 1] == '\b') ++i;
+                else plain += line[i];
+            EXPECT_FALSE(std::regex_search(plain, nested)) << entry.path().filename() << ": " << plain;
+        }
+    }
+}
+
 TEST_F(ManPages, HelpHelpAndMistypedNames) {
     ProcessResult r = sage2tp({"help", "help"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
