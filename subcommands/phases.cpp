@@ -46,6 +46,7 @@ int phases_command(const Args &args) {
     run.lock();
     const Experiment experiment = load_experiment(run.manifest());
     const WorkloadSpec workload = phase_workload(experiment, seq_len);
+    require_phase_stamps(run, experiment);
     const std::vector<StageState> states = inspect_run(run);
     const BuiltKernels kernels = built_kernels(run, states, experiment);
     const Checkpoint &build_checkpoint = *states[static_cast<std::size_t>(Stage::build)].read.checkpoint;

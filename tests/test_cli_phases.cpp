@@ -106,6 +106,18 @@ TEST_F(PhasesCli, ItNeedsAPassedFreshBuild) {
     EXPECT_FALSE(fs::exists(dir_ / "run/builds/baseline/phases"));
 }
 
+// Issue 36 item 9: a kernel without phase stamps (upstream's, here a tiny one) is refused before anything
+// is compiled, not after the instrumented build.
+TEST_F(PhasesCli, KernelsWithoutPhaseStampsAreRefusedBeforeAnythingIsCompiled) {
+    std::ofstream(dir_ / "m.toml") << write_tiny_experiment();
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    const ProcessResult r = sage2tp({"phases", "--run", "run", "--build-only"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_TRUE(contains(r.err, "baseline's kernels have no phase stamps")) << r.err;
+    EXPECT_TRUE(contains(r.err, "nothing was compiled")) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "run/builds/baseline/phases"));
+}
+
 TEST_F(PhasesCli, SeqLenDoesNotApplyToAWorkloadOfTensorFiles) {
     const std::string manifest = write_tiny_experiment();
     std::ofstream(dir_ / "plain.toml") << manifest;

@@ -124,6 +124,30 @@ const fs::path &PhaseBuild::cubin_of(const std::string &variant, const std::stri
     fail(ExitCode::internal, "the instrumented build has no cubin of " + variant + ":" + source);
 }
 
+void require_phase_stamps(const RunDirectory &run, const Experiment &experiment) {
+    // A text search of each tree's files (not .git, not files of 4 MiB or more): what declares or uses the
+    // phase log names it, and nothing else does.
+    constexpr std::size_t largest = std::size_t(4) << 20;
+    for (const std::string &variant : experiment.variant_names()) {
+        const fs::path tree = run.tree(variant);
+        bool stamped = false;
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it(tree, ec), end; !stamped && !ec && it != end; it.increment(ec)) {
+            if (it->path().filename() == ".git") {
+                it.disable_recursion_pending();
+                continue;
+            }
+            if (!it->is_regular_file(ec) || it->is_symlink(ec) || it->file_size(ec) >= largest) continue;
+            stamped = read_text_file(it->path(), largest).find(S2TP_PHASE_LOG_SYMBOL) != std::string::npos;
+        }
+        if (!stamped)
+            fail(ExitCode::precondition, "phases: no file of " + run.relative(tree) + " mentions " +
+                                             S2TP_PHASE_LOG_SYMBOL + ": " + variant +
+                                             "'s kernels have no phase stamps (kernels/phase_stamps.cuh), so there is "
+                                             "nothing to measure; nothing was compiled");
+    }
+}
+
 PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experiment, const BuiltKernels &kernels,
                               const Checkpoint &build, const PhaseBuildRequest &request, const Reporter &reporter) {
     const CompilerLookup lookup = look_for_nvcc(request.nvcc);

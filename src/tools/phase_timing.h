@@ -50,6 +50,12 @@ struct PhaseBuildRequest {
     bool force = false;               // compile even when up to date
 };
 
+// Error(precondition), before anything is compiled, naming the first variant whose source tree mentions
+// no phase log (kernels/phase_log.h's S2TP_PHASE_LOG_SYMBOL in none of its files): its kernels have no
+// phase stamps, so instrumented cubins of them would measure nothing. Upstream SageAttention's kernels
+// have none.
+void require_phase_stamps(const RunDirectory &run, const Experiment &experiment);
+
 // Builds the instrumented cubins unless they are up to date (same arch, commands, trees and nvcc
 // version as recorded, every cubin intact). `build` is the run's passed, fresh build checkpoint (its
 // figures give the torch include directories it used). Without nvcc, intact cubins built from the same
