@@ -8,7 +8,9 @@
 #include "stages/gate_stage.h"
 #include "support/errors.h"
 
+#include <charconv>
 #include <optional>
+#include <system_error>
 
 namespace s2tp {
 
@@ -23,10 +25,10 @@ int gate_command(const Args &args) {
         ("max-spill-growth-bytes", "candidate spill bytes minus the baseline's may be at most this "
                                    "(default: the manifest's max_spill_growth_bytes)",
          cxxopts::value<double>(), "BYTES")
-        ("max-ratio", "relative speed gate: the candidate/baseline ratio interval must lie entirely below this "
-                      "(default: the manifest's max_ratio_upper; 1.0, faster, when it sets none, and off only when it "
-                      "says \"off\")",
-         cxxopts::value<double>(), "RATIO")
+        ("max-ratio", "relative speed gate: the candidate/baseline ratio interval must lie entirely below this, "
+                      "or 'off' (default: the manifest's max_ratio_upper; 1.0, faster, when it sets none, and off only "
+                      "when it says \"off\")",
+         cxxopts::value<std::string>(), "RATIO|off")
         ("max-geomean-ratio", "over a workload set: the geometric-mean ratio interval must lie entirely below this "
                               "(default: the manifest's max_geomean_ratio_upper, else off)",
          cxxopts::value<double>(), "RATIO")
@@ -47,7 +49,17 @@ int gate_command(const Args &args) {
     overrides.max_candidate_p50_ms = flag(gate_max_candidate_p50_ms_range);
     if (const auto spill = flag(gate_max_spill_growth_bytes_range))
         overrides.max_spill_growth_bytes = static_cast<std::int64_t>(*spill);
-    overrides.max_ratio_upper = flag(gate_max_ratio_upper_range);
+    if (cl.has("max-ratio")) {
+        const std::string word = cl.result()["max-ratio"].as<std::string>();
+        overrides.max_ratio_off = word == "off";
+        if (!overrides.max_ratio_off) {
+            double value = 0;
+            const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
+            if (error != std::errc() || end != word.data() + word.size())
+                fail(ExitCode::usage, "--max-ratio '" + word + "': expected a ratio such as 1.0, or off");
+            overrides.max_ratio_upper = checked_setting(gate_max_ratio_upper_range, value);
+        }
+    }
     overrides.max_geomean_ratio_upper = flag(gate_max_geomean_ratio_upper_range);
     overrides.max_worst_ratio_upper = flag(gate_max_worst_ratio_upper_range);
     if (cl.has("require-sanitizer")) overrides.require_sanitizer = cl.result()["require-sanitizer"].as<bool>();

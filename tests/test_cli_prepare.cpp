@@ -111,6 +111,12 @@ TEST_F(Cli, TheGatesHelpStatesTheRatioGatesRealDefault) {
     while (help.find("  ") != std::string::npos) help.replace(help.find("  "), 2, " ");
     EXPECT_NE(help.find("1.0, faster, when it sets none"), std::string::npos) << r.out;
     EXPECT_EQ(help.find("max_ratio_upper, else off"), std::string::npos) << r.out;
+    // Issue 36 item 9: --max-ratio off parses (it turns the gate off); anything else but a ratio is named.
+    ProcessResult off = sage2tp({"gate", "--max-ratio", "off"});
+    EXPECT_EQ(off.exit_code, 4) << "no run, but the option parsed: " << off.err;
+    off = sage2tp({"gate", "--max-ratio", "1.5x"});
+    EXPECT_EQ(off.exit_code, 2);
+    EXPECT_NE(off.err.find("--max-ratio '1.5x': expected a ratio such as 1.0, or off"), std::string::npos) << off.err;
     EXPECT_NE(slurp(fs::path(S2TP_SOURCE_ROOT) / "man/sage2tp-gate.1").find(".Ic max_ratio_upper ,\nelse 1.0."),
               std::string::npos);
 }

@@ -317,6 +317,18 @@ TEST(GateCandidateP50, AFailureAgainstTheDefaultBoundStatesItsOrigin) {
 }
 
 // Issue 26: status shows what "worth shipping" means for the run, the defaults named as such.
+// Issue 36 item 9: `gate --max-ratio off` turns the relative speed gate off over a manifest that sets one.
+TEST(GateThresholdsText, MaxRatioOffOverridesTheManifestsBound) {
+    Experiment experiment;
+    experiment.max_ratio_upper = 0.98;
+    GateOverrides overrides;
+    EXPECT_EQ(gate_thresholds(experiment, overrides).ratio_upper_bound, 0.98);
+    overrides.max_ratio_upper = 1.05;
+    EXPECT_EQ(gate_thresholds(experiment, overrides).ratio_upper_bound, 1.05);
+    overrides.max_ratio_off = true;
+    EXPECT_EQ(gate_thresholds(experiment, overrides).ratio_upper_bound, std::nullopt);
+}
+
 TEST(GateThresholdsText, NamesEveryBoundAndTheDefaults) {
     EXPECT_EQ(thresholds_text(default_gate_thresholds()),
               "candidate p50 < 220 ms (the DGX Spark's default), ratio interval < 1 (faster), spill growth <= 0 B, "

@@ -21,7 +21,9 @@ GateThresholds gate_thresholds(const Experiment &experiment, const GateOverrides
         overrides.max_candidate_p50_ms ? overrides.max_candidate_p50_ms : experiment.max_candidate_p50_ms;
     thresholds.default_max_candidate_p50_ms = Experiment::default_max_candidate_p50_ms;
     thresholds.max_spill_growth_bytes = overrides.max_spill_growth_bytes.value_or(experiment.max_spill_growth_bytes);
-    thresholds.ratio_upper_bound = overrides.max_ratio_upper ? overrides.max_ratio_upper : experiment.max_ratio_upper;
+    thresholds.ratio_upper_bound = overrides.max_ratio_off     ? std::nullopt
+                                   : overrides.max_ratio_upper ? overrides.max_ratio_upper
+                                                               : experiment.max_ratio_upper;
     thresholds.geomean_ratio_upper_bound = overrides.max_geomean_ratio_upper ? overrides.max_geomean_ratio_upper
                                                                              : experiment.max_geomean_ratio_upper;
     thresholds.worst_ratio_upper_bound =

@@ -24,6 +24,7 @@ struct GateOverrides {
     std::optional<double> max_candidate_p50_ms;
     std::optional<std::int64_t> max_spill_growth_bytes;
     std::optional<double> max_ratio_upper;
+    bool max_ratio_off = false;  // --max-ratio off: no relative speed gate, whatever the manifest says
     std::optional<double> max_geomean_ratio_upper, max_worst_ratio_upper;
     std::optional<bool> require_sanitizer;
 };
