@@ -32,9 +32,14 @@
 //                                        NaN before every launch, exits 1 on the short one-tile shapes
 //   gpu_pipeline_check stage-times       (benchmark) the embedded default through every stage, each
 //                                        stage's wall time printed, and the time to a verdict after build
+//   gpu_pipeline_check interval-coverage (benchmark) the calibration check of sage2tp-time(1), Intervals
+//                                        across processes: ten single `time` runs of the embedded default
+//                                        and one `time --repeat 5`; how many single intervals hold the
+//                                        repeat's median, per candidate (the goal: 19 of 20 in all)
 //
 // The manifests are found under $SAGE2TP_DATA_DIR (the source root). Exit status: 0 passed, 1 a check
 // failed, 77 skipped (no GPU, or no compute-sanitizer where sanitize must run), 2 usage.
+#include "figures/time_figures.h"
 #include "formats/checkpoint_store.h"
 #include "gpu/gpu_runtime.h"
 #include "tools/gpu_session.h"
@@ -380,6 +385,38 @@ void stage_times(const Pipeline &pipeline, Expectations &expect) {
     std::printf("verdict after build: %.1f s (sanitize + parity + time + gate)\n", after_build);
 }
 
+// Ten single-process intervals against the median of a five-process --repeat, per candidate.
+void interval_coverage(const Pipeline &pipeline, Expectations &expect) {
+    for (const char *stage : {"prepare", "build", "sanitize", "parity"}) {
+        const std::vector<std::string> extra =
+            std::string(stage) == "build" ? std::vector<std::string>{"--arch", "auto"} : std::vector<std::string>{};
+        if (pipeline.stage(stage, extra).exit_code != 0) return expect.check(false, std::string(stage) + " exits 0");
+    }
+    constexpr int kSingles = 10;
+    std::vector<TimeFigures> singles;
+    for (int i = 0; i < kSingles; ++i) {
+        if (pipeline.stage("time", {"--force"}).exit_code != 0) return expect.check(false, "a single time run exits 0");
+        singles.push_back(TimeFigures::from_toml(pipeline.checkpoint("05-time.toml").figures));
+    }
+    if (pipeline.stage("time", {"--force", "--repeat", "5"}).exit_code != 0) return expect.check(false, "--repeat 5 exits 0");
+    const TimeFigures repeated = TimeFigures::from_toml(pipeline.checkpoint("05-time.toml").figures);
+    int held = 0, all = 0;
+    std::cout << "candidate        repeat-5 median  single runs whose interval holds it\n";
+    for (const CandidateTimeFigures &c : repeated.candidates) {
+        if (!c.ratio || !c.ratio->median) continue;
+        int here = 0;
+        for (const TimeFigures &single : singles) {
+            const CandidateTimeFigures *mine = single.candidate(c.name);
+            const std::optional<RatioInterval> interval = mine && mine->ratio ? mine->ratio->interval() : std::nullopt;
+            here += interval && interval->contains(*c.ratio->median);
+        }
+        std::printf("%-16s %15.5f  %d of %d\n", c.name.c_str(), *c.ratio->median, here, kSingles);
+        held += here;
+        all += kSingles;
+    }
+    std::printf("coverage: %d of %d (the goal: at least 95%%)\n", held, all);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -391,9 +428,11 @@ int main(int argc, char **argv) {
         {"cheat-no-op", {false, kWanOutputElements, kWanOutputElements}}};
     const bool is_cheat = cheats.count(mode) > 0 || mode == "cheat-input-cache";
     if (mode != "broken-rounding" && mode != "missing-barrier" && mode != "long-sequence-fault" && mode != "default" &&
-        mode != "stage-times" && mode != "workload-set" && mode != "smem-tail-bug" && !is_cheat) {
+        mode != "stage-times" && mode != "interval-coverage" && mode != "workload-set" && mode != "smem-tail-bug" &&
+        !is_cheat) {
         std::cerr << "usage: gpu_pipeline_check broken-rounding|missing-barrier|long-sequence-fault|default|stage-times|"
-                     "workload-set|cheat-early-exit|cheat-half-work|cheat-no-op|cheat-input-cache|smem-tail-bug\n";
+                     "interval-coverage|workload-set|cheat-early-exit|cheat-half-work|cheat-no-op|cheat-input-cache|"
+                     "smem-tail-bug\n";
         return kExitUsage;
     }
     const char *binary = std::getenv("SAGE2TP_BIN");
@@ -430,6 +469,8 @@ int main(int argc, char **argv) {
             workload_set(pipeline, fs::path(data_dir) / "tests/data/small-set.toml", expect);
         else if (mode == "stage-times")
             stage_times(pipeline, expect);
+        else if (mode == "interval-coverage")
+            interval_coverage(pipeline, expect);
         else if (mode == "smem-tail-bug")
             smem_tail_bug(pipeline, fs::path(data_dir) / "tests/manifests/smem-tail-bug.toml", expect);
         else if (mode == "cheat-input-cache")
