@@ -455,6 +455,7 @@ TEST_F(CompareTest, TheChangeIntervalIsTheWidestTheTwoIntervalsAllowAndEveryTabl
     EXPECT_DOUBLE_EQ(changes[0].change->median, 1.05);
     EXPECT_DOUBLE_EQ(changes[0].change->lo, 1.04 / 1.01);
     EXPECT_DOUBLE_EQ(changes[0].change->hi, 1.06 / 0.99);
+    EXPECT_DOUBLE_EQ(changes[0].change->confidence, 0.9 * 0.9) << "both 90% intervals hold together 81% of the time";
     attach_changes(runs, changes);
     const std::string text = comparison_table(runs, "text");
     EXPECT_NE(text.find("CHANGE"), std::string::npos) << text;

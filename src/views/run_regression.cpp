@@ -41,8 +41,10 @@ CandidateChange classify(const ComparedRun &base, const ComparedRun &run, std::s
     ratio.hi = now.hi / was.lo;
     ratio.half_width_rel = (ratio.hi - ratio.lo) / 2 / ratio.median;
     ratio.n = std::min(now.n, was.n);
-    // Two independent intervals at level c give their ratio's ends at a level of at least c.
-    ratio.confidence = std::min(now.confidence, was.confidence);
+    // Both intervals hold their runs' values together with probability c1 * c2 (the runs are independent),
+    // and then the change lies between these ends: the level is at least that product (0.9025 for two
+    // 95% intervals).
+    ratio.confidence = now.confidence * was.confidence;
     change.change = ratio;
     if (ratio.median > 1 + band && ratio.lo > 1) change.verdict = ChangeClass::slow;
     else if (ratio.median < 1 - band && ratio.hi < 1) change.verdict = ChangeClass::fast;

@@ -6,7 +6,8 @@
 // process), not the raw p50s: the ratio carries the baseline's measurement along, so a GPU that ran at
 // another clock or temperature in one run moves both arms alike and does not show as a change. The change
 // is NEW's ratio over BASE's, and its interval is the widest that the two ratio intervals allow
-// ([NEW lo / BASE hi, NEW hi / BASE lo]): conservative, since the two runs are independent.
+// ([NEW lo / BASE hi, NEW hi / BASE lo]), at a level of at least the product of theirs, since the two
+// runs are independent.
 //
 // The rule (as nvbench's compare script has it: a change must be both beyond the noise and beyond the
 // band): SLOW when the change exceeds 1 + band and its interval lies wholly above 1; FAST when it is
