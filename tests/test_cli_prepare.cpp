@@ -17,6 +17,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -925,4 +926,43 @@ TEST_F(Cli, ArchAutoWithoutAGpuNamesTheTargetsByGpu) {
     r = sage2tp({"build", "--run", "arch", "--arch", "sm_90"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("did you mean 'sm_90a'?"), std::string::npos) << r.err;
+}
+
+// Issue 36 item 5: `slurm -n` previews a submission on a host without Slurm (PATH an empty directory,
+// whatever this host has installed): the plan and task.sh written to slurm/dry-run/ and printed, the
+// builds listed, nothing built or submitted, exit 0; the same usage errors as a submission; without -n
+// the missing sbatch is still exit 3.
+TEST_F(Cli, SlurmDryRunPrintsThePlanAndBatchScriptWithoutSlurm) {
+    ASSERT_EQ(sage2tp({"prepare", "-q"}).exit_code, 0);
+    fs::create_directories(dir_ / "no-slurm");
+    const std::map<std::string, std::string> no_slurm{{"PATH", (dir_ / "no-slurm").string()}};
+    const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    ProcessResult r = sage2tp({"slurm", "-n", "--arch", "sm_89,sm_90a", "--constraint", "h200", "--repeat", "2"}, no_slurm);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::cout << r.out;
+    const fs::path preview = run / "slurm/dry-run";
+    const std::string plan = slurp(preview / "plan.toml");
+    const std::string script = slurp(preview / "task.sh");
+    ASSERT_FALSE(plan.empty());
+    EXPECT_NE(r.out.find(plan), std::string::npos) << "the plan as written is printed";
+    EXPECT_NE(r.out.find(script.substr(0, script.size() - 1)), std::string::npos) << "task.sh as written is printed";
+    EXPECT_NE(r.out.find("builds on this host, one per arch:\n  sm_89\n  sm_90a\n"), std::string::npos) << r.out;
+    EXPECT_NE(plan.find("sm_90&h200"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("slurm/dry-run/task-3/run"), std::string::npos) << "four tasks: " << plan;
+    EXPECT_EQ(plan.find("task-4"), std::string::npos) << plan;
+    EXPECT_EQ(plan.find("job"), std::string::npos) << "Slurm gave no job id: " << plan;
+    EXPECT_NE(script.find("slurm task --plan '" + preview.string() + "/plan.toml'"), std::string::npos) << script;
+    EXPECT_FALSE(fs::exists(preview / "arch-sm_89")) << "nothing built";
+    EXPECT_FALSE(fs::exists(run / "slurm/latest")) << "nothing submitted";
+    EXPECT_EQ(sage2tp({"slurm", "collect", "--submission", "dry-run"}).exit_code, 2) << "a preview is never collected";
+
+    r = sage2tp({"slurm", "--dry-run", "--repeat", "0"}, no_slurm);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--repeat must be at least 1"), std::string::npos) << r.err;
+    r = sage2tp({"slurm", "-n", "--constraint", "h200&x"}, no_slurm);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+
+    r = sage2tp({"slurm"}, no_slurm);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("sbatch not found"), std::string::npos) << r.err;
 }
