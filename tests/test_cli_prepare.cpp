@@ -966,3 +966,78 @@ TEST_F(Cli, SlurmDryRunPrintsThePlanAndBatchScriptWithoutSlurm) {
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_NE(r.err.find("sbatch not found"), std::string::npos) << r.err;
 }
+
+// Issue 36 item 7: prepare --candidate-worktree takes an uncommitted edit as the candidate, recording
+// `git diff HEAD` as its patch; refused (exit 2) without an edit, with two candidates, with --patch or
+// --no-patch, and for a source without a working tree.
+TEST_F(Cli, CandidateWorktreeTakesTheUncommittedEditAsThePatch) {
+    const std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\ncommit = \"" + commit + "\"\n", good_patch());
+    const std::vector<std::string> prepare{"prepare", "--manifest", "m.toml", "--repository", "repo", "--candidate-worktree"};
+    ProcessResult r = sage2tp(prepare);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("has no change against commit " + commit.substr(0, 12)), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "sage2tp-runs/latest")) << "a refused prepare leaves no run";
+
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 7;\n";
+    std::ofstream(dir_ / "repo/kernels/untracked.cu") << "int untracked = 1;\n";
+    const std::string diff = run_git(dir_ / "repo", {"diff", "HEAD"}).out;
+    r = sage2tp(prepare);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("candidate 'candidate': the working tree of " + fs::absolute(dir_ / "repo").string() +
+                         ", as 'git diff " + commit.substr(0, 12) + "' gives it"),
+              std::string::npos) << r.out;
+    const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 7"), std::string::npos);
+    EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
+    EXPECT_FALSE(fs::exists(run / "trees/candidate/kernels/untracked.cu")) << "untracked files are not in git diff";
+    EXPECT_EQ(slurp(run / "inputs/candidate.patch"), diff) << "the recorded patch is git diff HEAD";
+    Checkpoint c = prepare_checkpoint(run);
+    EXPECT_EQ(c.figures["candidates"]["candidate"]["patch_sha256"].value_or(std::string()), sha256_hex(diff));
+    EXPECT_EQ(c.figures["overrides"]["candidate_worktree"].value_or(false), true);
+    EXPECT_EQ(c.figures["candidates"]["candidate"]["patch"].value_or(std::string()), (run / "inputs/candidate.patch").string())
+        << "the working tree's diff, removed after prepare, is recorded as the run's copy";
+    for (const auto &entry : fs::directory_iterator(run))
+        EXPECT_EQ(entry.path().filename().string().find(".candidate-worktree"), std::string::npos) << entry.path();
+
+    r = sage2tp({"prepare"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << "an unchanged working tree: " << r.out;
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 8;\n";
+    r = sage2tp({"prepare"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 8"), std::string::npos)
+        << "prepare again follows the working tree";
+
+    for (const std::vector<std::string> &also : {std::vector<std::string>{"--patch", "c.patch"}, {"--no-patch"}}) {
+        std::vector<std::string> args = prepare;
+        args.insert(args.end(), also.begin(), also.end());
+        r = sage2tp(args);
+        EXPECT_EQ(r.exit_code, 2) << also.front() << ": " << r.err;
+        EXPECT_NE(r.err.find("without --patch or --no-patch"), std::string::npos) << r.err;
+    }
+    std::ofstream(dir_ / "two.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\ncommit = \"" << commit
+                                     << "\"\nkernel_sources = [\"kernels/k.cu\"]\n[[candidate]]\nname = \"a\"\npatch = "
+                                        "\"c.patch\"\n[[candidate]]\nname = \"b\"\npatch = \"c.patch\"\n"
+                                        "[workload]\nname = \"w\"\nlen_q = 128\n";
+    r = sage2tp({"prepare", "--new", "--manifest", "two.toml", "--repository", "repo", "--candidate-worktree"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("the manifest has 2 candidates"), std::string::npos) << r.err;
+    // A manifest whose candidate has no patch of its own: the working tree gives it one.
+    std::ofstream(dir_ / "bare.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\ncommit = \"HEAD\"\n"
+                                         "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\n[workload]\nname = \"w\"\nlen_q = 128\n";
+    r = sage2tp({"prepare", "--new", "--run-id", "bare", "--manifest", "bare.toml", "--repository", "repo", "--candidate-worktree"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(slurp(dir_ / "sage2tp-runs/bare/trees/candidate/kernels/k.cu").find("schedule = 8"), std::string::npos);
+    EXPECT_EQ(sage2tp({"prepare", "--new", "--manifest", "bare.toml", "--repository", "repo"}).exit_code, 2)
+        << "without it, that candidate is the baseline itself";
+
+    std::vector<std::string> own_commit = prepare;
+    own_commit.insert(own_commit.end(), {"--new", "--candidate-commit", "HEAD"});
+    r = sage2tp(own_commit);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("candidate 'candidate' is commit HEAD of its own"), std::string::npos) << r.err;
+    r = sage2tp({"prepare", "--new", "--manifest", "temporal-pair", "--candidate-worktree"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("has no working tree"), std::string::npos) << r.err;
+}
