@@ -22,6 +22,8 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     cl.add_options()
         ("patch", "the patch of the manifest's only candidate, in place of the manifest's", cxxopts::value<std::string>(), "FILE")
         ("no-patch", "the manifest's only candidate without its patch (with --candidate-commit: that commit alone)")
+        ("candidate-worktree", "the manifest's only candidate is the repository's working tree: its 'git diff' against "
+                               "the baseline commit, recorded as the candidate's patch")
         ("new", "start a new run directory even when a latest run exists");
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
@@ -84,6 +86,10 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     if (cl.has("patch") && cl.has("no-patch")) fail(ExitCode::usage, "--patch and --no-patch contradict each other; give one");
     if (cl.has("patch")) request.overrides.candidate_patch = fs::absolute(cl.result()["patch"].as<std::string>()).lexically_normal().string();
     if (cl.has("no-patch")) request.overrides.candidate_patch = "";
+    if (cl.has("candidate-worktree") && (cl.has("patch") || cl.has("no-patch")))
+        fail(ExitCode::usage, "--candidate-worktree takes the working tree's diff as the patch: give it without --patch or --no-patch");
+    if (cl.has("patch") || cl.has("no-patch")) request.overrides.candidate_worktree.reset();
+    if (cl.has("candidate-worktree")) request.overrides.candidate_worktree = true;
     request.experiment = load_experiment(request.manifest, request.overrides);
     if (existing && prepared && cl.has("manifest") && !cl.has("force"))
         check_same_experiment(*existing, request.experiment.name, request.manifest);
@@ -96,6 +102,8 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
         if (!candidate.patch.empty() && !candidate.source.same_checkout(request.experiment.baseline_source))
             cl.reporter().warn("candidate '" + candidate.name + "' is commit " + candidate.source.commit + " with the patch " +
                                candidate.patch + " applied on top; pass --no-patch for the commit alone, or --patch FILE");
+    const std::optional<WorktreeChange> worktree =
+        request.overrides.candidate_worktree ? std::optional(take_worktree_change(request.experiment)) : std::nullopt;
     request.force = cl.has("force");
     request.embedded_kernels = [] { return embedded_kernels(); };
 
@@ -104,6 +112,10 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
     const fs::path root = existing ? *existing : run_for_prepare(selection, request.experiment.name);
     const bool made_here = existing ? claim_run_directory(*existing) : true;
     const bool quiet = cl.result().count("quiet") > 0;
+    if (worktree) {
+        const std::string told = use_worktree_change(request, root, *worktree);
+        if (!quiet) cl.reporter().say(told);
+    }
     const PrepareOutcome outcome = prepare_in_run(root, made_here, request, quiet ? cl.reporter().without_results() : cl.reporter());
     if (outcome.exit_code != ExitCode::ok) {
         if (quiet)

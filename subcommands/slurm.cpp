@@ -1,6 +1,7 @@
 // sage2tp slurm: the run built on this host once per arch, then the GPU stages as one Slurm job array
 // (tools/slurm_submission.h); `slurm collect` merges the tasks into one table of verdicts per arch and
-// GPU kind (reports/cluster.toml); `slurm task` is what each array task runs.
+// GPU kind (reports/cluster.toml); `slurm task` is what each array task runs; `slurm -n` previews a
+// submission without Slurm.
 #include "subcommands.h"
 
 #include "pipeline/cli.h"
@@ -20,6 +21,24 @@ int print_verdicts(const CommandLine &cl, const ClusterVerdicts &verdicts, const
     result.insert("command", "slurm");
     cl.reporter().emit_json(result);
     return static_cast<int>(verdicts.all_passed() ? ExitCode::ok : ExitCode::stop);
+}
+
+// `slurm -n`: what a submission would build, its plan.toml and its task.sh, each under a heading.
+int print_preview(const CommandLine &cl, const RunDirectory &run, const SlurmPreview &preview) {
+    std::string builds;
+    for (const std::string &arch : preview.builds) builds += "  " + arch + "\n";
+    cl.reporter().say("dry run: nothing built or submitted; written to " + run.relative(preview.dir) + "\n" +
+                      "builds on this host, one per arch:\n" + builds + "# plan.toml (the job id is Slurm's)\n" +
+                      preview.plan + "# task.sh\n" + preview.script.substr(0, preview.script.size() - 1));
+    toml::array builds_json;
+    for (const std::string &arch : preview.builds) builds_json.push_back(arch);
+    cl.reporter().emit_json(toml::table{{"command", "slurm"},
+                                        {"dry_run", true},
+                                        {"preview", run.relative(preview.dir)},
+                                        {"builds", builds_json},
+                                        {"plan", preview.plan},
+                                        {"task_script", preview.script}});
+    return 0;
 }
 
 int collect_command(const Args &args) {
@@ -70,6 +89,8 @@ int slurm_command(const Args &args) {
          cxxopts::value<int>()->default_value("1"), "N")
         ("partition", "the Slurm partition (default: the cluster's)", cxxopts::value<std::string>(), "NAME")
         ("time-limit", "each task's time limit in minutes (default: the partition's)", cxxopts::value<int>(), "MIN")
+        ("n,dry-run", "write and print the plan and the batch script to slurm/dry-run/ and list the builds, "
+                      "without asking Slurm, submitting or building")
         ("no-wait", "return once the array is submitted; 'sage2tp slurm collect' reads it later")
         ("poll", "seconds between looks at the queue while waiting", cxxopts::value<int>()->default_value("10"), "S")
         ("format", "text, markdown or csv (the table printed after waiting)",
@@ -93,6 +114,7 @@ int slurm_command(const Args &args) {
 
     // Opened as the build stage is: the run locked, its prepare checkpoint passed and fresh.
     StageContext context(Stage::build, require_existing_run(cl.selection()));
+    if (cl.has("dry-run")) return print_preview(cl, context.run(), preview_slurm_array(context.run(), context.experiment(), request));
     const SlurmSubmission submission = submit_slurm_array(context.run(), context.experiment(), request, cl.reporter());
     cl.reporter().progress("submitted job array " + submission.job + " (" + std::to_string(submission.tasks.size()) +
                            " tasks) from " + context.run().relative(submission.dir));

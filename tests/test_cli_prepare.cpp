@@ -17,6 +17,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -946,4 +947,118 @@ TEST_F(Cli, ArchAutoWithoutAGpuNamesTheTargetsByGpu) {
     r = sage2tp({"build", "--run", "arch", "--arch", "sm_90"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("did you mean 'sm_90a'?"), std::string::npos) << r.err;
+}
+
+// Issue 36 item 5: `slurm -n` previews a submission on a host without Slurm (PATH an empty directory,
+// whatever this host has installed): the plan and task.sh written to slurm/dry-run/ and printed, the
+// builds listed, nothing built or submitted, exit 0; the same usage errors as a submission; without -n
+// the missing sbatch is still exit 3.
+TEST_F(Cli, SlurmDryRunPrintsThePlanAndBatchScriptWithoutSlurm) {
+    ASSERT_EQ(sage2tp({"prepare", "-q"}).exit_code, 0);
+    fs::create_directories(dir_ / "no-slurm");
+    const std::map<std::string, std::string> no_slurm{{"PATH", (dir_ / "no-slurm").string()}};
+    const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    ProcessResult r = sage2tp({"slurm", "-n", "--arch", "sm_89,sm_90a", "--constraint", "h200", "--repeat", "2"}, no_slurm);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::cout << r.out;
+    const fs::path preview = run / "slurm/dry-run";
+    const std::string plan = slurp(preview / "plan.toml");
+    const std::string script = slurp(preview / "task.sh");
+    ASSERT_FALSE(plan.empty());
+    EXPECT_NE(r.out.find(plan), std::string::npos) << "the plan as written is printed";
+    EXPECT_NE(r.out.find(script.substr(0, script.size() - 1)), std::string::npos) << "task.sh as written is printed";
+    EXPECT_NE(r.out.find("builds on this host, one per arch:\n  sm_89\n  sm_90a\n"), std::string::npos) << r.out;
+    EXPECT_NE(plan.find("sm_90&h200"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("slurm/dry-run/task-3/run"), std::string::npos) << "four tasks: " << plan;
+    EXPECT_EQ(plan.find("task-4"), std::string::npos) << plan;
+    EXPECT_EQ(plan.find("job"), std::string::npos) << "Slurm gave no job id: " << plan;
+    EXPECT_NE(script.find("slurm task --plan '" + preview.string() + "/plan.toml'"), std::string::npos) << script;
+    EXPECT_FALSE(fs::exists(preview / "arch-sm_89")) << "nothing built";
+    EXPECT_FALSE(fs::exists(run / "slurm/latest")) << "nothing submitted";
+    EXPECT_EQ(sage2tp({"slurm", "collect", "--submission", "dry-run"}).exit_code, 2) << "a preview is never collected";
+
+    r = sage2tp({"slurm", "--dry-run", "--repeat", "0"}, no_slurm);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--repeat must be at least 1"), std::string::npos) << r.err;
+    r = sage2tp({"slurm", "-n", "--constraint", "h200&x"}, no_slurm);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+
+    r = sage2tp({"slurm"}, no_slurm);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("sbatch not found"), std::string::npos) << r.err;
+}
+
+// Issue 36 item 7: prepare --candidate-worktree takes an uncommitted edit as the candidate, recording
+// `git diff HEAD` as its patch; refused (exit 2) without an edit, with two candidates, with --patch or
+// --no-patch, and for a source without a working tree.
+TEST_F(Cli, CandidateWorktreeTakesTheUncommittedEditAsThePatch) {
+    const std::string commit = make_repository(dir_ / "repo");
+    write_manifest("kind = \"git\"\ncommit = \"" + commit + "\"\n", good_patch());
+    const std::vector<std::string> prepare{"prepare", "--manifest", "m.toml", "--repository", "repo", "--candidate-worktree"};
+    ProcessResult r = sage2tp(prepare);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("has no change against commit " + commit.substr(0, 12)), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "sage2tp-runs/latest")) << "a refused prepare leaves no run";
+
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 7;\n";
+    std::ofstream(dir_ / "repo/kernels/untracked.cu") << "int untracked = 1;\n";
+    const std::string diff = run_git(dir_ / "repo", {"diff", "HEAD"}).out;
+    r = sage2tp(prepare);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("candidate 'candidate': the working tree of " + fs::absolute(dir_ / "repo").string() +
+                         ", as 'git diff " + commit.substr(0, 12) + "' gives it"),
+              std::string::npos) << r.out;
+    const fs::path run = fs::canonical(dir_ / "sage2tp-runs/latest");
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 7"), std::string::npos);
+    EXPECT_NE(slurp(run / "trees/baseline/kernels/k.cu").find("schedule = 0"), std::string::npos);
+    EXPECT_FALSE(fs::exists(run / "trees/candidate/kernels/untracked.cu")) << "untracked files are not in git diff";
+    EXPECT_EQ(slurp(run / "inputs/candidate.patch"), diff) << "the recorded patch is git diff HEAD";
+    Checkpoint c = prepare_checkpoint(run);
+    EXPECT_EQ(c.figures["candidates"]["candidate"]["patch_sha256"].value_or(std::string()), sha256_hex(diff));
+    EXPECT_EQ(c.figures["overrides"]["candidate_worktree"].value_or(false), true);
+    EXPECT_EQ(c.figures["candidates"]["candidate"]["patch"].value_or(std::string()), (run / "inputs/candidate.patch").string())
+        << "the working tree's diff, removed after prepare, is recorded as the run's copy";
+    for (const auto &entry : fs::directory_iterator(run))
+        EXPECT_EQ(entry.path().filename().string().find(".candidate-worktree"), std::string::npos) << entry.path();
+
+    r = sage2tp({"prepare"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << "an unchanged working tree: " << r.out;
+    std::ofstream(dir_ / "repo/kernels/k.cu") << "// kernel\nint schedule = 8;\n";
+    r = sage2tp({"prepare"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(slurp(run / "trees/candidate/kernels/k.cu").find("schedule = 8"), std::string::npos)
+        << "prepare again follows the working tree";
+
+    for (const std::vector<std::string> &also : {std::vector<std::string>{"--patch", "c.patch"}, {"--no-patch"}}) {
+        std::vector<std::string> args = prepare;
+        args.insert(args.end(), also.begin(), also.end());
+        r = sage2tp(args);
+        EXPECT_EQ(r.exit_code, 2) << also.front() << ": " << r.err;
+        EXPECT_NE(r.err.find("without --patch or --no-patch"), std::string::npos) << r.err;
+    }
+    std::ofstream(dir_ / "two.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\ncommit = \"" << commit
+                                     << "\"\nkernel_sources = [\"kernels/k.cu\"]\n[[candidate]]\nname = \"a\"\npatch = "
+                                        "\"c.patch\"\n[[candidate]]\nname = \"b\"\npatch = \"c.patch\"\n"
+                                        "[workload]\nname = \"w\"\nlen_q = 128\n";
+    r = sage2tp({"prepare", "--new", "--manifest", "two.toml", "--repository", "repo", "--candidate-worktree"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("the manifest has 2 candidates"), std::string::npos) << r.err;
+    // A manifest whose candidate has no patch of its own: the working tree gives it one.
+    std::ofstream(dir_ / "bare.toml") << "[experiment]\nname = \"exp\"\n[source]\nkind = \"git\"\ncommit = \"HEAD\"\n"
+                                         "kernel_sources = [\"kernels/k.cu\"]\n[candidate]\n[workload]\nname = \"w\"\nlen_q = 128\n";
+    r = sage2tp({"prepare", "--new", "--run-id", "bare", "--manifest", "bare.toml", "--repository", "repo", "--candidate-worktree"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(slurp(dir_ / "sage2tp-runs/bare/trees/candidate/kernels/k.cu").find("schedule = 8"), std::string::npos);
+    EXPECT_EQ(sage2tp({"prepare", "--new", "--manifest", "bare.toml", "--repository", "repo"}).exit_code, 2)
+        << "without it, that candidate is the baseline itself";
+
+    std::vector<std::string> own_commit = prepare;
+    own_commit.insert(own_commit.end(), {"--new", "--candidate-commit", "HEAD"});
+    r = sage2tp(own_commit);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("candidate 'candidate' is commit HEAD of its own"), std::string::npos) << r.err;
+    r = sage2tp({"prepare", "--new", "--manifest", "temporal-pair", "--candidate-worktree"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("has no working tree"), std::string::npos) << r.err;
 }

@@ -34,7 +34,8 @@ const std::vector<Field<SourceOverrides>> &figure_fields_of(const SourceOverride
                                              field("commit", &O::commit, "--commit"),
                                              field("candidate_commit", &O::candidate_commit, "--candidate-commit REV"),
                                              std::move(commits),
-                                             field("candidate_patch", &O::candidate_patch, "--patch, --no-patch")};
+                                             field("candidate_patch", &O::candidate_patch, "--patch, --no-patch"),
+                                             field("candidate_worktree", &O::candidate_worktree, "--candidate-worktree")};
     return table;
 }
 

@@ -156,8 +156,9 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
                                       "', but it is not a git source");
         c.source.commit = *commit_override;
     }
-    // Another launcher of the same checkout (its own kernel_sources or abi) is a candidate of its own.
-    if (c.patch.empty() && c.source.same_checkout(e.baseline_source) &&
+    // Another launcher of the same checkout (its own kernel_sources or abi) is a candidate of its own;
+    // with --candidate-worktree the working tree's diff becomes its patch.
+    if (c.patch.empty() && !overrides.candidate_worktree && c.source.same_checkout(e.baseline_source) &&
         c.source.kernel_sources == e.baseline_source.kernel_sources && c.abi == e.baseline_abi)
         fail(ExitCode::usage, r.position() + ": " + (name_required ? "candidate '" + c.name + "'" : std::string("the candidate")) +
                                   " is the baseline itself: give " + where +

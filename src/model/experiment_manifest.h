@@ -45,6 +45,9 @@ struct SourceOverrides {
     // The patch of a manifest's only candidate in place of its own (prepare --patch FILE, an absolute
     // path), or "" for none (--no-patch).
     std::optional<std::string> candidate_patch;
+    // The manifest's only candidate is the baseline repository's working tree, its diff against the
+    // baseline commit taken anew by each prepare (prepare --candidate-worktree); unset otherwise.
+    std::optional<bool> candidate_worktree;
 };
 // Adds one --candidate-commit value: NAME=REV (NAME a candidate name) sets that candidate's commit,
 // anything else is the REV of a one-candidate manifest. Error(usage) for a name or plain REV given twice.

@@ -19,6 +19,16 @@ namespace {
 // The workload tensors prepare copies into the run.
 const char *const workload_copies = "inputs/workload";
 
+// The working tree's diff while prepare --candidate-worktree runs, <run>/<prefix><digest>.patch.
+const std::string worktree_patch_prefix = ".candidate-worktree-";
+
+// Removes what a killed prepare --candidate-worktree left at the root of the run.
+void remove_worktree_patches(const fs::path &root) {
+    std::error_code ec;
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().filename().string().rfind(worktree_patch_prefix, 0) == 0) remove_without_following(it->path());
+}
+
 // The run's own copy of a candidate's patch, so that the run stays complete when copied to another host.
 std::string patch_copy(const CandidateSpec &candidate) { return "inputs/" + candidate.name + ".patch"; }
 
@@ -142,7 +152,11 @@ StageResult passed_result(const RunDirectory &run, const PrepareRequest &request
     for (std::size_t i = 0; i < experiment.candidates.size(); ++i) {
         const CandidateSpec &c = experiment.candidates[i];
         const PreparedCandidateTree &t = trees.candidates[i];
-        figures.candidates.push_back({c.name, c.source.kind, t.commit, c.patch, t.patch_sha256, t.digest});
+        // The working tree's diff is removed once prepare is over; the run's copy of it stands for it.
+        const std::string patch_file = request.candidate_worktree_diff.empty()
+                                           ? c.patch
+                                           : fs::absolute(run.resolve(recorded.candidates[i].patch)).lexically_normal().string();
+        figures.candidates.push_back({c.name, c.source.kind, t.commit, patch_file, t.patch_sha256, t.digest});
         const std::string own_source = c.source.same_checkout(experiment.baseline_source) ? "" : describe(c.source, t.commit);
         const std::string patch = t.patch_sha256.empty() ? "no patch" : "patch " + t.patch_sha256.substr(0, 12);
         if (experiment.candidates.size() == 1) figures.summary += (own_source.empty() ? "" : " vs " + own_source) + ", " + patch;
@@ -248,7 +262,16 @@ PrepareOutcome prepare_in_run(const fs::path &root, bool made_here, const Prepar
         // directory behind either.
         StageContext context(root, request.experiment);
         reporter.progress("run directory: " + root.string());
-        outcome = prepare_stage(context, request, reporter);
+        remove_worktree_patches(root);
+        if (!request.candidate_worktree_diff.empty())
+            write_file_atomically(request.experiment.candidates.front().patch, request.candidate_worktree_diff);
+        try {
+            outcome = prepare_stage(context, request, reporter);
+        } catch (...) {
+            remove_worktree_patches(root);
+            throw;
+        }
+        remove_worktree_patches(root);
     } catch (...) {
         // Never while another process holds the run: a directory made here is no one else's, but a
         // prepare that lost the race for its lock must leave it to the winner.
@@ -272,6 +295,39 @@ ExitCode keep_copied_run(const fs::path &root, const std::string &absent, const 
                                                   "passed, intact one; pass --manifest (and --repository) to prepare it again");
     kept.keep_reason = "prepared from " + absent + ", which is not on this host";
     return run_stage(context, kept, reporter);
+}
+
+WorktreeChange take_worktree_change(const Experiment &experiment) {
+    const SourceSpec &baseline = experiment.baseline_source;
+    if (baseline.kind != "git")
+        fail(ExitCode::usage, "--candidate-worktree: the baseline is an " + baseline.kind +
+                                  " source, which has no working tree; pass --manifest with a git source and --repository your checkout");
+    if (experiment.candidates.size() != 1)
+        fail(ExitCode::usage, "--candidate-worktree: the manifest has " + std::to_string(experiment.candidates.size()) +
+                                  " candidates; the working tree is the candidate of a manifest with one");
+    const CandidateSpec &candidate = experiment.candidates.front();
+    if (!candidate.source.same_checkout(baseline))
+        fail(ExitCode::usage, "--candidate-worktree: candidate '" + candidate.name + "' is commit " + candidate.source.commit +
+                                  " of its own, but the working tree's diff is taken against the baseline commit " +
+                                  baseline.commit + "; leave out --candidate-commit, or use a manifest whose candidate "
+                                  "has no commit of its own");
+    WorktreeChange change{baseline.repository, resolve_commit(baseline.repository, baseline.commit), ""};
+    change.diff = worktree_diff(change.repository, change.commit);
+    if (change.diff.empty())
+        fail(ExitCode::usage, "--candidate-worktree: the working tree of " + change.repository +
+                                  " has no change against commit " + change.commit.substr(0, 12) +
+                                  " (untracked files are not part of it: 'git add' them)");
+    return change;
+}
+
+std::string use_worktree_change(PrepareRequest &request, const fs::path &root, const WorktreeChange &change) {
+    CandidateSpec &candidate = request.experiment.candidates.front();
+    const std::string digest = sha256_hex(change.diff);
+    candidate.patch = (fs::absolute(root) / (worktree_patch_prefix + digest.substr(0, 16) + ".patch")).lexically_normal().string();
+    request.candidate_worktree_diff = change.diff;
+    return "candidate '" + candidate.name + "': the working tree of " + change.repository + ", as 'git diff " +
+           change.commit.substr(0, 12) + "' gives it (untracked files are not in it), recorded as its patch " +
+           patch_copy(candidate) + " (sha256 " + digest.substr(0, 12) + ")";
 }
 
 void check_same_experiment(const fs::path &run, const std::string &experiment_name, const fs::path &manifest) {

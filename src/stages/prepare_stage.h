@@ -28,7 +28,26 @@ struct PrepareRequest {
     Experiment experiment;
     bool force = false;
     std::function<std::filesystem::path()> embedded_kernels;  // the kernels an embedded source commits
+    // prepare --candidate-worktree: the working tree's diff, which prepare_in_run writes to the only
+    // candidate's patch path under the run's lock and removes once the stage is over; "" otherwise.
+    std::string candidate_worktree_diff;
 };
+
+// prepare --candidate-worktree: the working tree of the repository of `experiment`'s baseline against
+// the baseline commit, as worktree_diff (tools/source_trees.h) gives it.
+struct WorktreeChange {
+    std::string repository;
+    std::string commit;  // the baseline's, resolved
+    std::string diff;
+};
+// Error(usage) when the baseline is not a git source, the manifest has more than one candidate, the
+// candidate has a source of its own (its commit is not the baseline's), or the working tree has no
+// change against the commit.
+WorktreeChange take_worktree_change(const Experiment &experiment);
+// Makes `change` the patch of request.experiment's only candidate: a file at the root of the run
+// `root`, named after the diff's digest, so that an unchanged working tree is the same input and
+// leaves the run up to date. Returns the line prepare prints about it.
+std::string use_worktree_change(PrepareRequest &request, const std::filesystem::path &root, const WorktreeChange &change);
 
 struct PrepareOutcome {
     ExitCode exit_code = ExitCode::ok;  // 0 passed or up to date, 1 a failed prepare (nothing changed)

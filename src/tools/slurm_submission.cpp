@@ -21,6 +21,9 @@ namespace {
 // What each task runs in its copy, in order: the GPU stages, then the verdict.
 const std::vector<std::string> kTaskStages{"sanitize", "parity", "time", "gate"};
 
+// The directory under <run>/slurm/ that `slurm -n` writes its preview to.
+const char *const kPreviewDir = "dry-run";
+
 std::string join(const std::vector<std::string> &words, const std::string &separator) {
     std::string text;
     for (const auto &word : words) text += (text.empty() ? "" : separator) + word;
@@ -71,7 +74,8 @@ toml::table plan_to_toml(const std::string &job, const std::vector<SlurmTaskPlan
         rows.push_back(toml::table{{"task", t.task},         {"arch", t.arch},         {"arch_feature", t.arch_feature},
                                    {"gpu_kind", t.gpu_kind}, {"repeat", t.repeat},     {"constraint", t.constraint},
                                    {"run", t.run}});
-    toml::table plan{{"job", job}, {"task", rows}};
+    toml::table plan{{"task", rows}};
+    if (!job.empty()) plan.insert("job", job);  // a preview has none
     if (devices) plan.insert("devices", devices->text());
     return plan;
 }
@@ -103,6 +107,23 @@ SlurmPlanFile read_plan(const fs::path &file) {
 }
 
 fs::path task_dir(const fs::path &submission, int task) { return submission / ("task-" + std::to_string(task)); }
+
+// Each task's run copy, task-<N>/run in the submission directory, relative to the run.
+void assign_task_runs(const RunDirectory &run, const fs::path &submission, std::vector<SlurmTaskPlan> &tasks) {
+    for (SlurmTaskPlan &t : tasks) t.run = run.relative(task_dir(submission, t.task) / "run");
+}
+
+// The archs of `tasks`, each once, in order: what a submission builds.
+std::vector<std::string> archs_to_build(const std::vector<SlurmTaskPlan> &tasks) {
+    std::vector<std::string> archs;
+    for (const SlurmTaskPlan &t : tasks)
+        if (std::find(archs.begin(), archs.end(), t.arch) == archs.end()) archs.push_back(t.arch);
+    return archs;
+}
+
+std::vector<std::string> archs_of(const Experiment &experiment, const SlurmRequest &request) {
+    return request.archs.empty() ? std::vector<std::string>{experiment.arch} : request.archs;
+}
 
 // The line a stage's failure is best told by: its last line on stderr, else on stdout.
 std::string last_line(const ProcessResult &result) {
@@ -189,6 +210,8 @@ fs::path slurm_submission_dir(const RunDirectory &run, const std::string &name) 
     }
     if (chosen.empty())
         fail(ExitCode::precondition, "the run " + run.root().string() + " has no Slurm submission: run 'sage2tp slurm' first");
+    if (chosen == kPreviewDir)
+        fail(ExitCode::usage, "--submission '" + chosen + "' is the preview of 'sage2tp slurm -n', never submitted");
     if (!stays_inside(chosen) || chosen.find('/') != std::string::npos)
         fail(ExitCode::usage, "--submission '" + chosen + "' is not a submission's name under " + slurm.string());
     if (!fs::exists(slurm / chosen / "plan.toml"))
@@ -199,9 +222,8 @@ fs::path slurm_submission_dir(const RunDirectory &run, const std::string &name) 
 SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &experiment, const SlurmRequest &request,
                                    const Reporter &reporter) {
     const ArchLimitsTable limits = load_arch_limits(arch_limits_table().string());
-    const std::vector<std::string> archs = request.archs.empty() ? std::vector<std::string>{experiment.arch} : request.archs;
     SlurmSubmission submission;
-    submission.tasks = plan_slurm_tasks(archs, request.gpu_kinds, request.repeats, limits);
+    submission.tasks = plan_slurm_tasks(archs_of(experiment, request), request.gpu_kinds, request.repeats, limits);
     if (!find_program("sbatch"))
         fail(ExitCode::missing_tool, "sbatch not found in PATH: sage2tp slurm needs Slurm's client commands "
                                      "(Debian: apt-get install slurm-client)");
@@ -217,26 +239,19 @@ SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &ex
     // Whatever goes wrong from here on, the run is left as it was.
     try {
         fs::create_directories(submission.dir);
-        std::vector<std::string> built;
-        for (const SlurmTaskPlan &t : submission.tasks) {
-            const fs::path arch_run = submission.dir / ("arch-" + t.arch);
-            if (std::find(built.begin(), built.end(), t.arch) == built.end()) {
-                reporter.progress("building " + t.arch + " in " + run.relative(arch_run));
-                copy_run(run.root(), arch_run);
-                const ProcessResult build = run_process({binary.string(), "-q", "build", "--run", arch_run.string(),
-                                                         "--arch", t.arch});
-                if (build.exit_code != 0)
-                    fail(build.exit_code == 3 ? ExitCode::missing_tool : ExitCode::stop,
-                         "the build for " + t.arch + " did not pass (exit " + std::to_string(build.exit_code) +
-                             "): " + last_line(build));
-                built.push_back(t.arch);
-            }
+        for (const std::string &arch : archs_to_build(submission.tasks)) {
+            const fs::path arch_run = submission.dir / ("arch-" + arch);
+            reporter.progress("building " + arch + " in " + run.relative(arch_run));
+            copy_run(run.root(), arch_run);
+            const ProcessResult build = run_process({binary.string(), "-q", "build", "--run", arch_run.string(), "--arch", arch});
+            if (build.exit_code != 0)
+                fail(build.exit_code == 3 ? ExitCode::missing_tool : ExitCode::stop,
+                     "the build for " + arch + " did not pass (exit " + std::to_string(build.exit_code) +
+                         "): " + last_line(build));
         }
-        for (SlurmTaskPlan &t : submission.tasks) {
-            const fs::path copy = task_dir(submission.dir, t.task) / "run";
-            copy_run(submission.dir / ("arch-" + t.arch), copy);
-            t.run = run.relative(copy);
-        }
+        assign_task_runs(run, submission.dir, submission.tasks);
+        for (const SlurmTaskPlan &t : submission.tasks)
+            copy_run(submission.dir / ("arch-" + t.arch), task_dir(submission.dir, t.task) / "run");
         const fs::path plan = submission.dir / "plan.toml";
         write_file_atomically(submission.dir / "task.sh", slurm_batch_script(binary, plan));
         std::vector<std::string> sbatch_options{"--job-name=sage2tp", "--chdir=" + submission.dir.string(),
@@ -264,6 +279,22 @@ SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &ex
         throw;
     }
     return submission;
+}
+
+SlurmPreview preview_slurm_array(const RunDirectory &run, const Experiment &experiment, const SlurmRequest &request) {
+    const ArchLimitsTable limits = load_arch_limits(arch_limits_table().string());
+    std::vector<SlurmTaskPlan> tasks = plan_slurm_tasks(archs_of(experiment, request), request.gpu_kinds, request.repeats, limits);
+    SlurmPreview preview;
+    preview.dir = fs::absolute(run.root() / "slurm" / kPreviewDir).lexically_normal();
+    preview.builds = archs_to_build(tasks);
+    assign_task_runs(run, preview.dir, tasks);
+    preview.script = slurm_batch_script(current_executable(), preview.dir / "plan.toml");
+    preview.plan = toml_text(plan_to_toml("", tasks, request.devices));
+    remove_without_following(preview.dir);
+    fs::create_directories(preview.dir);
+    write_file_atomically(preview.dir / "plan.toml", preview.plan);
+    write_file_atomically(preview.dir / "task.sh", preview.script);
+    return preview;
 }
 
 void wait_for_slurm_array(const std::string &job, int poll_seconds, const Reporter &reporter) {

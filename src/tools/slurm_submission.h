@@ -7,7 +7,8 @@
 //   task.sh           the batch script: `exec <sage2tp> slurm task --plan <plan.toml>`, both paths quoted
 //   arch-<arch>/      the run copied and built for that arch
 //   task-<N>/run/     task N's copy of its arch's build; task-<N>/result.toml, logs/, slurm.out
-// and <run>/slurm/latest names the newest. Nothing of the run outside slurm/ is changed by a submission,
+// and <run>/slurm/latest names the newest. A preview (`slurm -n`) writes plan.toml, without a job id,
+// and task.sh to <run>/slurm/dry-run/ instead, replacing the previous preview, and builds nothing. Nothing of the run outside slurm/ is changed by a submission,
 // and a refused one leaves no trace. Every node runs what its constraint allows: the arch's feature
 // (the arch-limits row, e.g. sm_90 for sm_90a) and, with --constraint, the GPU kind's feature.
 #pragma once
@@ -75,8 +76,21 @@ struct SlurmSubmission {
 SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &experiment, const SlurmRequest &request,
                                    const Reporter &reporter);
 
+// What `sage2tp slurm -n` shows: the plan and the batch script a submission of `request` would write,
+// and the archs it would build, in order. Plans the tasks as a submission does (the same Error(usage)
+// for bad input), then writes plan.toml (no job id: Slurm gives none) and task.sh to <run>/slurm/dry-run/,
+// replacing the previous preview. Runs neither sinfo nor sbatch, and builds nothing; `run` is locked by
+// the caller.
+struct SlurmPreview {
+    std::filesystem::path dir;        // <run>/slurm/dry-run, absolute
+    std::vector<std::string> builds;  // the archs built once each, in the tasks' order
+    std::string plan;                 // plan.toml as written
+    std::string script;               // task.sh as written
+};
+SlurmPreview preview_slurm_array(const RunDirectory &run, const Experiment &experiment, const SlurmRequest &request);
+
 // The submission `name` names (a directory under <run>/slurm/), or the latest; Error(precondition)
-// naming 'sage2tp slurm' when there is none.
+// naming 'sage2tp slurm' when there is none; Error(usage) for the preview's directory, never submitted.
 std::filesystem::path slurm_submission_dir(const RunDirectory &run, const std::string &name);
 
 // Polls Slurm every `poll_seconds` until no task of the job is pending or running. Ctrl-C stops the

@@ -70,6 +70,13 @@ std::string resolve_commit(const std::string &repository, const std::string &com
     return trimmed(r.out);
 }
 
+std::string worktree_diff(const std::string &repository, const std::string &commit) {
+    return git_or_fail({"-C", repository, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative", "--binary",
+                        "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", resolve_commit(repository, commit), "--"},
+                       std::nullopt, "git diff of the working tree of '" + repository + "'")
+        .out;
+}
+
 namespace {
 
 // The user repositories a run's trees are worktrees of (each once).

@@ -44,6 +44,12 @@ std::string git_version();  // throws Error(missing_tool) when git is not instal
 // The commit id `commit` names in `repository`; Error(usage) when it does not exist.
 std::string resolve_commit(const std::string &repository, const std::string &commit);
 
+// The working tree of `repository` against `commit`, as `git diff <commit>` gives it: tracked files
+// only (an untracked file is not in it), binary changes included, with a/ and b/ prefixes and no
+// colour, external diff or textconv whatever the user's git config says, so that `git apply` takes it
+// back. "" when the working tree has no change against the commit.
+std::string worktree_diff(const std::string &repository, const std::string &commit);
+
 // A worktree's registration in the repository it belongs to: <git directory>/worktrees/<id>, whose
 // gitdir file names the worktree.
 struct WorktreeRegistration {
