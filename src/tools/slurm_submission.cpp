@@ -125,8 +125,13 @@ std::vector<std::string> archs_of(const Experiment &experiment, const SlurmReque
     return request.archs.empty() ? std::vector<std::string>{experiment.arch} : request.archs;
 }
 
-// The line a stage's failure is best told by: its last line on stderr, else on stdout.
-std::string last_line(const ProcessResult &result) {
+// The line a stage's failure is best told by: the first line of its last error ("sage2tp STAGE: error:
+// ...", which the next steps may follow on lines of their own), else its last line on stderr, else on
+// stdout.
+std::string failure_line(const ProcessResult &result) {
+    const std::vector<std::string_view> errors = split_lines(result.err);
+    for (auto line = errors.rbegin(); line != errors.rend(); ++line)
+        if (line->find(": error: ") != std::string_view::npos) return std::string(*line);
     for (const std::string *stream : {&result.err, &result.out}) {
         const std::vector<std::string_view> lines = split_lines(*stream);
         for (auto line = lines.rbegin(); line != lines.rend(); ++line)
@@ -247,7 +252,7 @@ SlurmSubmission submit_slurm_array(const RunDirectory &run, const Experiment &ex
             if (build.exit_code != 0)
                 fail(build.exit_code == 3 ? ExitCode::missing_tool : ExitCode::stop,
                      "the build for " + arch + " did not pass (exit " + std::to_string(build.exit_code) +
-                         "): " + last_line(build));
+                         "): " + failure_line(build));
         }
         assign_task_runs(run, submission.dir, submission.tasks);
         for (const SlurmTaskPlan &t : submission.tasks)
@@ -371,7 +376,7 @@ int run_slurm_task(const fs::path &plan_file) {
         }
         write_file_atomically(dir / "logs" / (stage + ".log"), outcome.out + outcome.err);
         result.stages.back().exit_code = outcome.exit_code;
-        result.stages.back().message = last_line(outcome);
+        result.stages.back().message = failure_line(outcome);
         record();
         if (outcome.exit_code != 0) {
             result.finished = true;
