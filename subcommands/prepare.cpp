@@ -19,12 +19,6 @@ int prepare_command(const Args &args) {
 int prepare_command(const Args &args, fs::path &prepared_run) {
     CommandLine cl("prepare", "Resolve the experiment and make the baseline and candidate source trees.", args);
     add_stage_options(cl, Stage::prepare);
-    cl.add_options()
-        ("patch", "the patch of the manifest's only candidate, in place of the manifest's", cxxopts::value<std::string>(), "FILE")
-        ("no-patch", "the manifest's only candidate without its patch (with --candidate-commit: that commit alone)")
-        ("candidate-worktree", "the manifest's only candidate is the repository's working tree: its 'git diff' against "
-                               "the baseline commit, recorded as the candidate's patch")
-        ("new", "start a new run directory even when a latest run exists");
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
 
@@ -90,6 +84,8 @@ int prepare_command(const Args &args, fs::path &prepared_run) {
         fail(ExitCode::usage, "--candidate-worktree takes the working tree's diff as the patch: give it without --patch or --no-patch");
     if (cl.has("patch") || cl.has("no-patch")) request.overrides.candidate_worktree.reset();
     if (cl.has("candidate-worktree")) request.overrides.candidate_worktree = true;
+    if (cl.has("name")) request.overrides.experiment_name = cl.result()["name"].as<std::string>();
+    if (cl.has("description")) request.overrides.experiment_description = cl.result()["description"].as<std::string>();
     request.experiment = load_experiment(request.manifest, request.overrides);
     if (existing && prepared && cl.has("manifest") && !cl.has("force"))
         check_same_experiment(*existing, request.experiment.name, request.manifest);

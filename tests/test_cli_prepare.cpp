@@ -204,6 +204,37 @@ TEST_F(Cli, AnotherExperimentIsNeverPreparedOverTheLatestRunSilently) {
     EXPECT_NE(slurp(dir_ / "sage2tp-runs/tp/experiment.toml").find("long-sequence"), std::string::npos);
 }
 
+// Issue 36 item 6: a run of another change than the manifest's is named as that change, through prepare
+// and through run; a later prepare keeps the name; run passes every prepare option on.
+TEST_F(Cli, NameAndDescriptionFollowTheChangeThroughPrepareAndRun) {
+    ProcessResult r = sage2tp({"prepare", "--run-id", "refactor", "--name", "refactor-softmax", "--description",
+                               "the softmax split into its own header", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const fs::path run = dir_ / "sage2tp-runs/refactor";
+    const Experiment prepared = load_experiment(run / "experiment.toml");
+    EXPECT_EQ(prepared.name, "refactor-softmax");
+    EXPECT_EQ(prepared.description, "the softmax split into its own header");
+    EXPECT_EQ(prepare_checkpoint(run).figures["overrides"]["experiment_name"].value_or(std::string()), "refactor-softmax");
+    r = sage2tp({"prepare", "--run-id", "refactor"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prepare: up to date"), std::string::npos) << "the name is kept: " << r.out;
+    EXPECT_EQ(load_experiment(run / "experiment.toml").name, "refactor-softmax");
+    r = sage2tp({"prepare", "--run-id", "bad", "--name", "a/b"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--name 'a/b'"), std::string::npos) << r.err;
+
+    // run takes prepare's options and passes them on (an arch no table row has stops it at build, after
+    // prepare, without compiling anything).
+    r = sage2tp({"run", "--new", "--run-id", "via-run", "--name", "via-run-name", "--arch", "sm_1"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("stopped at build"), std::string::npos) << r.err;
+    EXPECT_EQ(load_experiment(dir_ / "sage2tp-runs/via-run/experiment.toml").name, "via-run-name") << r.err;
+    r = sage2tp({"run", "--no-patch"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--patch and --no-patch are for a manifest with one candidate"), std::string::npos)
+        << "prepare got --no-patch from run: " << r.err;
+}
+
 TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {
     std::string commit = make_repository(dir_ / "repo");
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());

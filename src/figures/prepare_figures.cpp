@@ -35,7 +35,10 @@ const std::vector<Field<SourceOverrides>> &figure_fields_of(const SourceOverride
                                              field("candidate_commit", &O::candidate_commit, "--candidate-commit REV"),
                                              std::move(commits),
                                              field("candidate_patch", &O::candidate_patch, "--patch, --no-patch"),
-                                             field("candidate_worktree", &O::candidate_worktree, "--candidate-worktree")};
+                                             field("candidate_worktree", &O::candidate_worktree, "--candidate-worktree"),
+                                             field("experiment_name", &O::experiment_name, "--name"),
+                                             field("experiment_description", &O::experiment_description,
+                                                   "--description")};
     return table;
 }
 

@@ -333,6 +333,12 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
         r.finish();
         if (e.name.empty() || e.name.find('/') != std::string::npos)
             fail(ExitCode::usage, r.position() + ": [experiment] name must be a plain non-empty name");
+        if (overrides.experiment_name) {
+            if (overrides.experiment_name->empty() || overrides.experiment_name->find('/') != std::string::npos)
+                fail(ExitCode::usage, "--name '" + *overrides.experiment_name + "': an experiment name is plain and non-empty");
+            e.name = *overrides.experiment_name;
+        }
+        if (overrides.experiment_description) e.description = *overrides.experiment_description;
     }
 
     const toml::table *source = top.optional_table("source");

@@ -48,6 +48,9 @@ struct SourceOverrides {
     // The manifest's only candidate is the baseline repository's working tree, its diff against the
     // baseline commit taken anew by each prepare (prepare --candidate-worktree); unset otherwise.
     std::optional<bool> candidate_worktree;
+    // The experiment's name and description in place of the manifest's [experiment] ones (prepare --name,
+    // --description), so that a run of another change than the manifest's is labelled as that change.
+    std::optional<std::string> experiment_name, experiment_description;
 };
 // Adds one --candidate-commit value: NAME=REV (NAME a candidate name) sets that candidate's commit,
 // anything else is the REV of a one-candidate manifest. Error(usage) for a name or plain REV given twice.
