@@ -182,6 +182,15 @@ TEST_F(SetErrors, PinsAreReadAndWrittenPerKernel) {
                                              "kernel's table holds only ARCH = \"sha256\" entries"),
                   std::string::npos) << e.what();
     }
+    std::ofstream(dir_ / "arch.toml") << "[workload]\nname = \"w\"\nlen_q = 256\n[workload.expected_sha256]\nh200 = \""
+                                      << a << "\"\n";
+    try {
+        load_workload(dir_ / "arch.toml");
+        FAIL() << "a pin keyed by something other than a build target was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("'h200': a pin's key is a build target such as sm_90a"), std::string::npos)
+            << e.what();
+    }
     std::ofstream(dir_ / "name.toml") << "[workload]\nname = \"w\"\nlen_q = 256\n"
                                       << "[workload.expected_sha256.\"Sm90 Kernel\"]\nsm_90a = \"" << a << "\"\n";
     try {

@@ -96,6 +96,10 @@ void read_arch_pins(const toml::table &table, const std::string &kernel, const s
         const std::optional<std::string> value = node.value<std::string>();
         if (!value || value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)
             fail(ExitCode::usage, where + " must be a SHA-256 of 64 lower-case hex digits");
+        // A build target as build records it; with its '_', never a kernel's name.
+        const std::string target(arch.str());
+        if (target.rfind("sm_", 0) != 0 || target.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+            fail(ExitCode::usage, where + ": a pin's key is a build target such as sm_90a");
         set_pin(pins, OutputPin{PinKey{kernel.empty() ? bare_pin_kernel : kernel, std::string(arch.str())}, *value});
     }
 }
