@@ -235,6 +235,22 @@ TEST_F(Cli, NameAndDescriptionFollowTheChangeThroughPrepareAndRun) {
         << "prepare got --no-patch from run: " << r.err;
 }
 
+// What a killed prepare --candidate-worktree leaves at the run's root is part of the run until the next
+// prepare removes it: the run is still a run, and clean removes it with the rest.
+TEST_F(Cli, AWorkingTreeDiffLeftByAKilledPrepareIsPartOfTheRun) {
+    ASSERT_EQ(sage2tp({"prepare", "--run-id", "r", "-q"}).exit_code, 0);
+    const fs::path run = dir_ / "sage2tp-runs/r";
+    std::ofstream(run / ".candidate-worktree-0123456789abcdef.patch") << "diff\n";
+    EXPECT_EQ(sage2tp({"status", "--run-id", "r"}).exit_code, 0);
+    ProcessResult r = sage2tp({"prepare", "--run-id", "r"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(run / ".candidate-worktree-0123456789abcdef.patch")) << "the next prepare removes it";
+    std::ofstream(run / ".candidate-worktree-fedcba9876543210.patch") << "diff\n";
+    r = sage2tp({"clean", "--yes", "--run-id", "r"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(run));
+}
+
 TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {
     std::string commit = make_repository(dir_ / "repo");
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\n", good_patch());

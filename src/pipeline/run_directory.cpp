@@ -353,7 +353,9 @@ bool is_layout_entry(const std::string &name) {
     for (const std::string &entry : run_layout_entries())
         // A file written atomically leaves .NAME.tmp-XXXX behind when its writer is killed.
         if (name == entry || name.rfind("." + entry + ".tmp-", 0) == 0) return true;
-    return false;
+    const std::string patch = ".patch";
+    return name.rfind(worktree_patch_prefix, 0) == 0 && name.size() > patch.size() &&
+           name.compare(name.size() - patch.size(), patch.size(), patch) == 0;
 }
 
 // True when `inner` is `outer` or inside it (both absolute and normal).

@@ -126,6 +126,10 @@ void check_run_id(const std::string &id);
 std::optional<std::filesystem::path> latest_run(const std::filesystem::path &runs_root);
 // The names a run directory may hold (the layout above).
 const std::vector<std::string> &run_layout_entries();
+// What `prepare --candidate-worktree` names the working tree's diff at the run's root while it runs
+// (PREFIX<digest>.patch); a killed prepare leaves it, the next prepare of the run removes it, and until
+// then it is part of the run (clean removes it with the rest).
+inline constexpr const char *worktree_patch_prefix = ".candidate-worktree-";
 // Why `root` may not be removed as a run, "" when it may: it must be provably a run (a directory with
 // its marker (see why_not_a_run), holding nothing but the run layout's entries and their temporary
 // files), and neither the root directory, the working directory or one holding it,

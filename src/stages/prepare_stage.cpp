@@ -19,9 +19,6 @@ namespace {
 // The workload tensors prepare copies into the run.
 const char *const workload_copies = "inputs/workload";
 
-// The working tree's diff while prepare --candidate-worktree runs, <run>/<prefix><digest>.patch.
-const std::string worktree_patch_prefix = ".candidate-worktree-";
-
 // Removes what a killed prepare --candidate-worktree left at the root of the run.
 void remove_worktree_patches(const fs::path &root) {
     std::error_code ec;
@@ -323,7 +320,7 @@ WorktreeChange take_worktree_change(const Experiment &experiment) {
 std::string use_worktree_change(PrepareRequest &request, const fs::path &root, const WorktreeChange &change) {
     CandidateSpec &candidate = request.experiment.candidates.front();
     const std::string digest = sha256_hex(change.diff);
-    candidate.patch = (fs::absolute(root) / (worktree_patch_prefix + digest.substr(0, 16) + ".patch")).lexically_normal().string();
+    candidate.patch = (fs::absolute(root) / (std::string(worktree_patch_prefix) + digest.substr(0, 16) + ".patch")).lexically_normal().string();
     request.candidate_worktree_diff = change.diff;
     return "candidate '" + candidate.name + "': the working tree of " + change.repository + ", as 'git diff " +
            change.commit.substr(0, 12) + "' gives it (untracked files are not in it), recorded as its patch " +
