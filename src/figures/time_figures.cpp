@@ -271,8 +271,8 @@ std::string arm_conditions_text(const TimeFigures &f, bool only_if_different) {
     if (f.baseline) arms.emplace_back("baseline", &*f.baseline);
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.timing) arms.emplace_back(c.name, &*c.timing);
-    std::vector<ArmConditions> clocks;
-    for (const auto &[name, arm] : arms) clocks.push_back(ArmConditions{arm->sm_clock_median_mhz, {}, {}, {}, {}, {}});
+    std::vector<std::optional<double>> clocks;
+    for (const auto &[name, arm] : arms) clocks.push_back(arm->sm_clock_median_mhz);
     // 1%: far above what two arms of one kernel differed by at the power cap (1,813 against 1,814 MHz,
     // upstream's sm90 kernel against itself on an H100).
     const bool different = arms_at_different_clocks(clocks, 0.01);

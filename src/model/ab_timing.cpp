@@ -317,10 +317,10 @@ ArmConditions arm_conditions(const std::vector<TimingRun> &repeats, Arm arm) {
 
 }  // namespace
 
-bool arms_at_different_clocks(const std::vector<ArmConditions> &arms, double fraction) {
+bool arms_at_different_clocks(const std::vector<std::optional<double>> &clock_medians_mhz, double fraction) {
     std::vector<double> medians;
-    for (const ArmConditions &arm : arms)
-        if (arm.clock_median_mhz) medians.push_back(*arm.clock_median_mhz);
+    for (const std::optional<double> &clock : clock_medians_mhz)
+        if (clock) medians.push_back(*clock);
     if (medians.size() < 2) return false;
     const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
     return *high > *low * (1 + fraction);

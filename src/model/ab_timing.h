@@ -259,9 +259,9 @@ struct ArmConditions {
     std::optional<double> power_limited_share, thermal_limited_share, sync_boost_share;
 };
 
-// Whether the arms ran at clocks that differ by more than `fraction` of the lowest median: then their
-// absolute times depend on what ran beside them, and the time stage says so.
-bool arms_at_different_clocks(const std::vector<ArmConditions> &arms, double fraction);
+// Whether the arms' median SM clocks (unset where none was read) differ by more than `fraction` of the
+// lowest: then their absolute times depend on what ran beside them, and the time stage says so.
+bool arms_at_different_clocks(const std::vector<std::optional<double>> &clock_medians_mhz, double fraction);
 
 struct TimingStats {
     std::vector<Summary> arms;          // indexed by arm; kept rounds of every repeat pooled

@@ -715,7 +715,7 @@ std::string verify_time_outputs(const Checkpoint &c, const std::optional<std::st
 }
 
 TimingStats with_between_process(const TimeStageInputs &in, TimingStats stats) {
-    if (in.repeats * std::max<std::size_t>(in.gpus.size(), 1) > 1) return stats;
+    if (process_count(in) > 1) return stats;
     for (Arm arm = first_candidate_arm; arm < stats.ratios.size(); ++arm)
         stats.ratios[arm].interval = with_between_process(stats.ratios[arm].interval, in.between_process.relative_sd);
     return stats;
