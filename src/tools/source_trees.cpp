@@ -298,12 +298,14 @@ void relink_trees(const fs::path &trees, const fs::path &moved_from, const fs::p
         if (!admin.empty() && fs::is_directory(admin, ec)) moved.emplace_back(tree, admin);
     }
     // git reads every registration of the repository to repair one, so a registration that a killed
-    // `git worktree add` of this run left half-written (its commondir empty) fails the repair. It names
-    // a worktree inside the run that is no longer there, and no tree being moved is its.
+    // `git worktree add` of this run left half-written (its commondir empty) fails the repair. Such a one
+    // names a worktree inside the run, and no tree being moved is its: it goes when that worktree is no
+    // longer there, or when git could not read it anyway (its commondir empty or missing).
     for (const auto &[tree, admin] : moved)
         for (const WorktreeRegistration &r : registrations_inside(admin.parent_path().parent_path(), run_root)) {
             const bool moving = std::any_of(moved.begin(), moved.end(), [&](const auto &m) { return m.second == r.admin; });
-            if (!moving && fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found)
+            const bool gone = fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found;
+            if (!moving && (gone || first_line_of_small_file(r.admin / "commondir").empty()))
                 remove_without_following(r.admin);
         }
     for (const auto &[tree, admin] : moved)
