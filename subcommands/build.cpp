@@ -16,9 +16,6 @@ int build_command(const Args &args) {
     add_option(cl, jobs_option("parallel nvcc processes", "$MAX_JOBS, else the number of cores"));
     add_option(cl, nvcc_option);
     cl.add_options()
-        ("torch-include", "a directory with torch's headers for sources that need them (repeatable; default: "
-                          "[build] torch_include_dirs, then the python3 on PATH, then libtorch-dev)",
-         cxxopts::value<std::vector<std::string>>(), "DIR")
         ("sass", "also count the SASS opcodes of every entry and variant (cuobjdump or nvdisasm); on an up-to-date "
                  "build, of the cubins already built")
         ("no-cache", "neither take compiles from the compile cache nor store them (as SAGE2TP_CACHE=off)");
@@ -29,7 +26,6 @@ int build_command(const Args &args) {
     if (cl.has("arch")) request.arch = cl.result()["arch"].as<std::string>();
     request.jobs = jobs_count(cl).value_or(default_build_jobs());
     if (cl.has("nvcc")) request.nvcc = cl.result()["nvcc"].as<std::string>();
-    if (cl.has("torch-include")) request.torch_include = cl.result()["torch-include"].as<std::vector<std::string>>();
     request.sass = cl.has("sass");
     request.force = cl.has("force");
     request.no_cache = cl.has("no-cache");

@@ -60,7 +60,7 @@ int exec_command(const Args &args) {
     const DeviceFacts device = require_gpu("exec", request.device_index);
     require_kernels_for_device("exec", kernels, device);
     const CubinModule quantize(kernels.quantize);
-    const CubinModule attention(built.cubin);
+    const LoadedAttention attention = load_attention(built);
 
     // Each launch with inputs and outputs of its own, freed before the next, and waited for before
     // its line is printed (run_attention synchronizes): a fault stops exec at the shape that caused
@@ -72,7 +72,7 @@ int exec_command(const Args &args) {
             workload ? workload_inputs(*workload) : problem_inputs(problem, request.seed.value_or(1));
         const DeviceQuantizedInputs inputs =
             quantize_on_gpu(quantize, problem, host.q, host.k, host.v, {}, built.abi->quantization(problem.shape.head_dim));
-        const KernelRun out = run_attention(*built.abi, attention, problem, inputs, variant);
+        const KernelRun out = run_attention(attention, problem, inputs, variant);
 
         const std::int64_t unwritten = count_nan(out.o) + (problem.with_lse ? count_nan(out.lse) : 0);
         const std::int64_t elements = out.o.numel() + (problem.with_lse ? out.lse.numel() : 0);
@@ -80,8 +80,15 @@ int exec_command(const Args &args) {
         cl.reporter().say("exec " + variant + " " + problem.describe() + " on " + device.name + ": o sha256 " +
                           o_sha256 + ", " + std::to_string(unwritten) + " of " + std::to_string(elements) +
                           " output elements unwritten");
-        launches.push_back(toml::table{
-            {"shape", problem.describe()}, {"o_sha256", o_sha256}, {"unwritten_elements", unwritten}});
+        toml::table launch{{"shape", problem.describe()}, {"o_sha256", o_sha256}, {"unwritten_elements", unwritten}};
+        if (!out.launches.empty()) {
+            // What the user's host function launched, as it launched it.
+            const RecordedLaunch &first = out.launches.front();
+            cl.reporter().say("  launched by " + attention.library()->function() + ": " + first.describe() + " (" +
+                              std::to_string(out.launches.size()) + " launch" + (out.launches.size() == 1 ? "" : "es") + ")");
+            launch.insert("host_launch", first.describe());
+        }
+        launches.push_back(launch);
         all_written = all_written && unwritten == 0;
     }
     cl.reporter().emit_json(toml::table{{"command", "exec"},

@@ -105,11 +105,11 @@ int run(int argc, char **argv) {
 
     started = Clock::now();
     const CubinModule quantize(options["quant-cubin"].as<std::string>());
-    const CubinModule baseline_module(options["baseline-cubin"].as<std::string>());
-    const CubinModule candidate_module(options["candidate-cubin"].as<std::string>());
     const KernelAbi &abi = kernel_abi("sage2tp", "bench_time_overhead");
-    const Kernel baseline = find_attention_kernel(abi, baseline_module, problem);
-    const Kernel candidate = find_attention_kernel(abi, candidate_module, problem);
+    const LoadedAttention baseline_module(abi, options["baseline-cubin"].as<std::string>(), {});
+    const LoadedAttention candidate_module(abi, options["candidate-cubin"].as<std::string>(), {});
+    const AttentionEntry baseline = find_attention_entry(baseline_module, problem);
+    const AttentionEntry candidate = find_attention_entry(candidate_module, problem);
     steps.add("loading the quantize, baseline and candidate cubins; finding the attention entries",
               seconds_since(started), Steps::both);
 
@@ -154,7 +154,7 @@ int run(int argc, char **argv) {
     started = Clock::now();
     // The time stage's arms for one candidate: the baseline, its A/A control and the candidate.
     const std::vector<std::string> arm_names{"baseline", "baseline_control", "candidate"};
-    const std::vector<const Kernel *> arm_kernels{&baseline, &baseline, &candidate};
+    const std::vector<const AttentionEntry *> arm_kernels{&baseline, &baseline, &candidate};
     std::vector<AttentionOutputs> outputs(arm_names.size());
     std::vector<AttentionLaunch> launches(arm_names.size());
     for (Arm arm = 0; arm < arm_names.size(); ++arm) {

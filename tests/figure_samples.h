@@ -37,7 +37,6 @@ inline BuildFigures build() {
     f.nvcc_version = "release 13.0, V13.0.48 / Build cuda_13.0";
     f.jobs = 2;
     f.flags = {"-O3", "-lineinfo"};
-    f.torch_headers = TorchHeadersFigure{"libtorch-dev", {"/usr/include/torch/csrc/api/include", "/usr/include"}};
     f.baseline = {{"hd128_bf16_nomask", entry("hd128_bf16_nomask", 32768, 4.0, 0)},
                   {"hd64_f16_causal", entry("hd64_f16_causal", 16384, 6.0, 0)}};
     f.candidates["candidate"] = CandidateBuild{f.baseline, "2 entries, register growth <= 0"};

@@ -7,15 +7,16 @@
 //   gpu_kernel_check sanitize  --tool memcheck|racecheck|synccheck|initcheck [shapes options]
 //   gpu_kernel_check bench     --baseline-cubin B --candidate-cubin C --quant-cubin Q [-n N] [--rounds R]
 //   gpu_kernel_check occupancy --baseline-cubin B --candidate-cubin C [--arch-limits FILE]
-//   gpu_kernel_check upstream  --upstream-cubin U --baseline-cubin B --quant-cubin Q [--golden DIR]
-//   gpu_kernel_check launchers --launcher-cubins DIR --quant-cubin Q [--launcher-golden DIR]
+//   gpu_kernel_check upstream  --upstream-library U --baseline-cubin B --quant-cubin Q [--golden DIR]
+//   gpu_kernel_check launchers --launcher-libraries DIR --quant-cubin Q [--launcher-golden DIR]
 //                              [--launchers-matching TEXT] [--seq-len N --rounds R]
+//   gpu_kernel_check overhead  --upstream-library U --quant-cubin Q [--seq-len N] [--rounds R]
 //
 // launchers: every upstream launcher adapter (kernel_abi_names() with a launcher_file()) on the golden
 // cases of tests/golden (cases.toml, upstream.toml, means/): inputs regenerated from each case's seed,
 // quantized by sage2tp's quantizers with the launcher's recipe (and upstream's K and V means), must
-// have upstream's digests, and the launcher's cubin DIR/<launcher_file>.cubin, launched through its
-// adapter on them, must write upstream's o and LSE bytes; the Q/K granularity is the adapter's (per warp
+// have upstream's digests, and the launcher's host function, called from its host-call library
+// DIR/<launcher_file>.so through its adapter on them, must write upstream's o and LSE bytes; the Q/K granularity is the adapter's (per warp
 // and per thread for the sm89 and sm80 launchers; the sm90 adapters, both, run on an sm_90 GPU only), and
 // the sm80 launchers' fp16 V is checked as upstream's `v`. The sm90 path's GPU quantizer is
 // also checked on its own, against upstream's digests and the host quantizer. With --seq-len it then
@@ -23,11 +24,13 @@
 // events. --launchers-matching keeps only the adapters whose names contain TEXT.
 //
 // Every attention launch goes through the product's kernel ABI adapters (src/gpu/kernel_abi.h): the
-// sage2tp cubins through `sage2tp`, upstream SageAttention's own cubin through `sageattention-sm89`.
+// sage2tp cubins through `sage2tp`, upstream SageAttention's own launcher through its host function
+// (`sageattention-sm89`), from the host-call library built from it.
 //
 // Common options: --device N (index within CUDA_VISIBLE_DEVICES), --out DIR (writes <mode>.json).
-// --baseline-abi and --candidate-abi (default sage2tp) name the kernel ABI adapter of each cubin in
-// shapes and sanitize, so that upstream SageAttention's own cubin can be either arm.
+// --baseline-abi and --candidate-abi (default sage2tp) name the kernel ABI adapter of each arm in
+// shapes and sanitize, so that upstream SageAttention's own launcher can be either arm: its
+// --baseline-cubin / --candidate-cubin is then the host-call library.
 // Exit status: 0 all checks passed; 1 a check failed; 77 skipped (no GPU, no compute-sanitizer, no golden
 // data), which meson reports as SKIP; otherwise sage2tp's exit codes (2 usage, 3 missing tool, 5 internal).
 #include "gpu/attention_launch.h"
@@ -97,8 +100,8 @@ constexpr double kLseTolerance = 1e-3;
 
 struct Options {
     std::string mode;
-    std::optional<fs::path> baseline_cubin, candidate_cubin, quant_cubin, upstream_cubin, golden_dir, out_dir, arch_limits,
-        sanitizer, launcher_cubins, launcher_golden;
+    std::optional<fs::path> baseline_cubin, candidate_cubin, quant_cubin, upstream_library, golden_dir, out_dir, arch_limits,
+        sanitizer, launcher_libraries, launcher_golden;
     bool seq_len_given = false;
     int device = 0;
     std::string variant = "both";
@@ -222,6 +225,12 @@ QuantizedInputs golden_quantized(const golden::Case &c) {
     return q;
 }
 
+// A kernel's code as its adapter launches it: the file is a cubin, or for an adapter that calls a host
+// function, the host-call library built from the launcher file.
+LoadedAttention load_code(const KernelAbi &abi, const fs::path &file) {
+    return abi.host_function().empty() ? LoadedAttention(abi, file, {}) : LoadedAttention(abi, {}, file);
+}
+
 int run_golden(const Options &options) {
     const fs::path dir = golden_directory(options);
     const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
@@ -231,7 +240,9 @@ int run_golden(const Options &options) {
 
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
-    CubinModule baseline(baseline_path), candidate(candidate_path), quant(quant_path);
+    CubinModule quant(quant_path);
+    const LoadedAttention baseline = load_code(sage2tp_kernels(), baseline_path),
+                          candidate = load_code(sage2tp_kernels(), candidate_path);
 
     toml::array case_results;
     int failed = 0;
@@ -249,8 +260,8 @@ int run_golden(const Options &options) {
 
         // (1) Upstream's quantized inputs through both arms: o and lse must be upstream's bytes.
         DeviceQuantizedInputs device_inputs = upload_quantized(problem, golden);
-        KernelRun base = run_attention(sage2tp_kernels(), baseline, problem, device_inputs, "baseline");
-        KernelRun cand = run_attention(sage2tp_kernels(), candidate, problem, device_inputs, "candidate");
+        KernelRun base = run_attention(baseline, problem, device_inputs, "baseline");
+        KernelRun cand = run_attention(candidate, problem, device_inputs, "candidate");
         for (const std::string &line :
              {difference_text("baseline o", base.o, golden_o), difference_text("baseline lse", base.lse, golden_lse),
               difference_text("candidate o", cand.o, golden_o), difference_text("candidate lse", cand.lse, golden_lse)})
@@ -324,15 +335,17 @@ int run_golden(const Options &options) {
 // then both on sage2tp's own quantization of upstream's q, k, v must agree with each other.
 int run_upstream(const Options &options) {
     const fs::path dir = golden_directory(options);
-    const fs::path upstream_path = required(options.upstream_cubin, "upstream-cubin");
+    const fs::path upstream_path = required(options.upstream_library, "upstream-library");
     const fs::path baseline_path = required(options.baseline_cubin, "baseline-cubin");
     const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
     const std::vector<golden::Case> cases = golden::cases(dir);
 
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
-    const CubinModule upstream(upstream_path), baseline(baseline_path), quant(quant_path);
     const KernelAbi &upstream_abi = kernel_abi("sageattention-sm89", "gpu_kernel_check upstream");
+    const CubinModule quant(quant_path);
+    const LoadedAttention upstream = load_code(upstream_abi, upstream_path),
+                          baseline = load_code(sage2tp_kernels(), baseline_path);
 
     toml::array case_results;
     int failed = 0;
@@ -343,10 +356,9 @@ int run_upstream(const Options &options) {
         const Tensor golden_o = golden::load(c, "o");
         const Tensor golden_lse = golden::load(c, "lse");
 
-        const std::string entry = upstream_abi.select_entry(problem, upstream.entry_names(), upstream_path.string());
         const DeviceQuantizedInputs golden_inputs = upload_quantized(problem, golden);
-        const KernelRun up = run_attention(upstream_abi, upstream, problem, golden_inputs, "upstream");
-        const KernelRun ours = run_attention(sage2tp_kernels(), baseline, problem, golden_inputs, "baseline");
+        const KernelRun up = run_attention(upstream, problem, golden_inputs, "upstream");
+        const KernelRun ours = run_attention(baseline, problem, golden_inputs, "baseline");
         std::vector<std::string> lines = {difference_text("upstream o vs golden", up.o, golden_o),
                                           difference_text("baseline o vs upstream", ours.o, up.o)};
         if (problem.with_lse) {
@@ -357,8 +369,8 @@ int run_upstream(const Options &options) {
         const GeneratedInputs host{golden::load(c, "q"), golden::load(c, "k"), golden::load(c, "v")};
         const DeviceQuantizedInputs own_inputs =
             quantize_on_gpu(quant, problem, host.q, host.k, host.v, GivenMeans{golden.k_mean, std::nullopt});
-        const KernelRun up_own = run_attention(upstream_abi, upstream, problem, own_inputs, "upstream");
-        const KernelRun ours_own = run_attention(sage2tp_kernels(), baseline, problem, own_inputs, "baseline");
+        const KernelRun up_own = run_attention(upstream, problem, own_inputs, "upstream");
+        const KernelRun ours_own = run_attention(baseline, problem, own_inputs, "baseline");
         lines.push_back(difference_text("on sage2tp's quantization: baseline o vs upstream", ours_own.o, up_own.o));
         if (problem.with_lse)
             lines.push_back(difference_text("on sage2tp's quantization: baseline lse vs upstream", ours_own.lse, up_own.lse));
@@ -368,6 +380,8 @@ int run_upstream(const Options &options) {
 
         const bool passed = problems.empty();
         if (!passed) ++failed;
+        // The kernel upstream's host function launched (a host call launches at least one).
+        const std::string &entry = up.launches.front().kernel;
         const std::string demangled = demangle(entry).value_or(entry);
         std::cout << (passed ? "PASS " : "FAIL ") << c.name << " (" << problem.describe() << "): " << demangled << "\n";
         for (const std::string &line : problems) std::cout << "    " << line << "\n";
@@ -405,9 +419,10 @@ const toml::table *golden_digests(const toml::table &root, const std::string &ca
 
 std::string digest_of(const Tensor &t) { return sha256_hex(t.bytes.data(), t.bytes.size()); }
 
+
 // Wan 480p (B1 H40 N D128, bf16, HND as upstream's do_bench figures), every launcher interleaved.
 void time_launchers(const Options &options, const std::vector<const KernelAbi *> &adapters,
-                    const std::vector<std::unique_ptr<CubinModule>> &modules, const CubinModule &quant,
+                    const std::vector<std::unique_ptr<LoadedAttention>> &modules, const CubinModule &quant,
                     toml::table &result) {
     AttentionProblem problem;
     problem.shape.batch = 1, problem.shape.heads_q = 40, problem.shape.heads_kv = 40;
@@ -420,7 +435,7 @@ void time_launchers(const Options &options, const std::vector<const KernelAbi *>
     const GeneratedInputs generated = generate_inputs(problem.shape, problem.dtype, options.seed.value_or(24));
     // One set of quantized inputs per recipe: launchers that agree share one.
     std::vector<std::pair<QuantizationRecipe, DeviceQuantizedInputs>> inputs;
-    std::vector<Kernel> kernels;
+    std::vector<AttentionEntry> kernels;
     std::vector<AttentionOutputs> outputs;
     std::vector<AttentionLaunch> launches;
     for (std::size_t i = 0; i < adapters.size(); ++i) {
@@ -430,7 +445,7 @@ void time_launchers(const Options &options, const std::vector<const KernelAbi *>
             inputs.emplace_back(recipe, quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v, {}, recipe));
             found = inputs.end() - 1;
         }
-        kernels.push_back(find_attention_kernel(*adapters[i], *modules[i], problem));
+        kernels.push_back(find_attention_entry(*modules[i], problem));
         outputs.push_back(allocate_outputs(problem, adapters[i]->name()));
         launches.push_back(adapters[i]->pack(problem, attention_buffers(problem, found->second, outputs.back())));
     }
@@ -504,8 +519,8 @@ std::vector<std::string> sm90_quantizer_problems(const CubinModule &quant, const
 
 int run_launchers(const Options &options) {
     const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
-    if (!options.launcher_cubins || !fs::is_directory(*options.launcher_cubins))
-        fail(ExitCode::usage, "--launcher-cubins must name a directory of <launcher>.cubin files");
+    if (!options.launcher_libraries || !fs::is_directory(*options.launcher_libraries))
+        fail(ExitCode::usage, "--launcher-libraries must name a directory of <launcher>.so host-call libraries");
     const fs::path golden_dir =
         options.launcher_golden.value_or(fs::path(S2TP_SOURCE_ROOT) / "tests" / "golden");
     const std::vector<golden::SeededCase> cases = golden::seeded_cases(golden_dir / "cases.toml");
@@ -522,18 +537,20 @@ int run_launchers(const Options &options) {
     const CubinModule quant(quant_path);
     // A launcher whose cubin this host could not build (upstream's sm90 file needs torch >= 2.1's
     // headers) is named and left out; its golden cases are not counted as passed.
-    std::vector<std::unique_ptr<CubinModule>> modules;
+    std::vector<std::unique_ptr<LoadedAttention>> modules;
     std::vector<const KernelAbi *> built;
     for (const KernelAbi *abi : adapters) {
-        const fs::path cubin = *options.launcher_cubins / (abi->launcher_file() + ".cubin");
-        if (!fs::is_regular_file(cubin)) {
-            std::cout << "not checked: " << abi->name() << ", no " << cubin.string() << " (not built on this host)\n";
+        const fs::path library = *options.launcher_libraries / (abi->launcher_file() + ".so");
+        if (!fs::is_regular_file(library)) {
+            std::cout << "not checked: " << abi->name() << ", no " << library.string() << " (not built on this host)\n";
             continue;
         }
         built.push_back(abi);
-        modules.push_back(std::make_unique<CubinModule>(cubin));
+        modules.push_back(std::make_unique<LoadedAttention>(load_code(*abi, library)));
     }
-    if (built.empty()) fail(ExitCode::usage, "--launcher-cubins: no launcher's cubin in '" + options.launcher_cubins->string() + "'");
+    if (built.empty())
+        fail(ExitCode::usage, "--launcher-libraries: no launcher's host-call library in '" +
+                                  options.launcher_libraries->string() + "'");
     adapters = built;
 
     int failed = 0;
@@ -566,7 +583,7 @@ int run_launchers(const Options &options) {
                     quant, problem, host.q, host.k, host.v, recipe.v_format == VFormat::f16 ? f16_means : e4m3_means,
                     recipe);
                 const QuantizedInputs ours = download_quantized(problem, inputs);
-                const KernelRun run = run_attention(abi, *modules[i], problem, inputs, abi.name());
+                const KernelRun run = run_attention(*modules[i], problem, inputs, abi.name());
                 const std::map<std::string, const Tensor *> tensors = {
                     {"q_int8", &ours.q_int8}, {"q_scale", &ours.q_scale}, {"k_int8", &ours.k_int8},
                     {"k_scale", &ours.k_scale}, {"v_fp8", &ours.v_fp8},   {"v_scale", &ours.v_scale},
@@ -665,9 +682,9 @@ int run_shapes(const Options &options) {
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
     CubinModule quant(quant_path);
-    std::optional<CubinModule> baseline, candidate;
-    if (baseline_path) baseline.emplace(*baseline_path);
-    if (candidate_path) candidate.emplace(*candidate_path);
+    std::optional<LoadedAttention> baseline, candidate;
+    if (baseline_path) baseline.emplace(load_code(baseline_abi, *baseline_path));
+    if (candidate_path) candidate.emplace(load_code(candidate_abi, *candidate_path));
 
     toml::array shape_results;
     int failed = 0;
@@ -681,8 +698,8 @@ int run_shapes(const Options &options) {
 
         std::vector<std::string> problems;
         std::vector<std::pair<std::string, KernelRun>> runs;
-        if (baseline) runs.emplace_back("baseline", run_attention(baseline_abi, *baseline, problem, inputs, "baseline"));
-        if (candidate) runs.emplace_back("candidate", run_attention(candidate_abi, *candidate, problem, inputs, "candidate"));
+        if (baseline) runs.emplace_back("baseline", run_attention(*baseline, problem, inputs, "baseline"));
+        if (candidate) runs.emplace_back("candidate", run_attention(*candidate, problem, inputs, "candidate"));
         std::string errors_text;
         for (const auto &[label, run] : runs) {
             for (const std::string &line :
@@ -841,9 +858,10 @@ int run_bench(const Options &options) {
 
     DeviceFacts device = select_device(options.device);
     std::cout << device.summary() << "\n";
-    CubinModule baseline(baseline_path), candidate(candidate_path), quant(quant_path);
+    CubinModule quant(quant_path);
     const KernelAbi &abi = sage2tp_kernels();
-    const Kernel kernels[2] = {find_attention_kernel(abi, baseline, problem), find_attention_kernel(abi, candidate, problem)};
+    const LoadedAttention baseline = load_code(abi, baseline_path), candidate = load_code(abi, candidate_path);
+    const AttentionEntry kernels[2] = {find_attention_entry(baseline, problem), find_attention_entry(candidate, problem)};
     const std::string entry = kernels[0].name();
     const char *labels[2] = {"baseline", "candidate"};
 
@@ -1016,8 +1034,8 @@ Options parse_options(int argc, char **argv) {
         ("baseline-cubin", "attention cubin of the baseline", cxxopts::value<std::string>())
         ("candidate-cubin", "attention cubin of the candidate", cxxopts::value<std::string>())
         ("quant-cubin", "quantization cubin (also holds the SM clock probe)", cxxopts::value<std::string>())
-        ("upstream-cubin", "upstream: cubin of upstream SageAttention's sm89 .cu", cxxopts::value<std::string>())
-        ("launcher-cubins", "launchers: directory of <launcher file stem>.cubin", cxxopts::value<std::string>())
+        ("upstream-library", "upstream: host-call library of upstream SageAttention's sm89 .cu", cxxopts::value<std::string>())
+        ("launcher-libraries", "launchers: directory of <launcher file stem>.so host-call libraries", cxxopts::value<std::string>())
         ("launcher-golden", "launchers: cases.toml, upstream.toml and means/ (default: tests/golden)",
          cxxopts::value<std::string>())
         ("launchers-matching", "launchers: only the adapters whose names contain this text (say, sm90)",
@@ -1064,8 +1082,8 @@ Options parse_options(int argc, char **argv) {
     o.baseline_cubin = path("baseline-cubin");
     o.candidate_cubin = path("candidate-cubin");
     o.quant_cubin = path("quant-cubin");
-    o.upstream_cubin = path("upstream-cubin");
-    o.launcher_cubins = path("launcher-cubins");
+    o.upstream_library = path("upstream-library");
+    o.launcher_libraries = path("launcher-libraries");
     o.launcher_golden = path("launcher-golden");
     if (result.count("launchers-matching")) o.launchers_matching = result["launchers-matching"].as<std::string>();
     o.seq_len_given = result.count("seq-len") > 0;
@@ -1089,14 +1107,77 @@ Options parse_options(int argc, char **argv) {
     return o;
 }
 
+// overhead: upstream's sm89 launcher through its host call (what every GPU stage times) and through a
+// direct replay of the launch that call recorded (cudaLaunchKernel with the same grid, block, shared
+// memory and argument bytes, no host function), interleaved in one process at two shapes: Wan 480p
+// (B1 H40 N --seq-len D128, HND, bf16) and a short one (B1 H16 N1024). The paired ratio with its
+// bootstrap interval is what the host function's own work (checks, dispatch, torch::empty) adds.
+int run_overhead(const Options &options) {
+    const fs::path library_path = required(options.upstream_library, "upstream-library");
+    const fs::path quant_path = required(options.quant_cubin, "quant-cubin");
+    const DeviceFacts device = select_device(options.device);
+    std::cout << device.summary() << "\n";
+    const KernelAbi &abi = kernel_abi("sageattention-sm89", "gpu_kernel_check overhead");
+    const CubinModule quant(quant_path);
+    const LoadedAttention code = load_code(abi, library_path);
+    toml::array shapes;
+    for (const std::int64_t heads : {std::int64_t{40}, std::int64_t{16}}) {
+        AttentionProblem problem;
+        problem.shape.batch = 1, problem.shape.heads_q = heads, problem.shape.heads_kv = heads;
+        problem.shape.len_q = problem.shape.len_kv = heads == 40 ? options.n : 1024;
+        problem.shape.head_dim = 128;
+        problem.shape.layout = Layout::hnd;
+        problem.dtype = DType::bf16;
+        problem.sm_scale = static_cast<float>(1.0 / std::sqrt(128.0));
+        problem.with_lse = false;
+        const GeneratedInputs generated = generate_inputs(problem.shape, problem.dtype, 11);
+        const DeviceQuantizedInputs inputs = quantize_on_gpu(quant, problem, generated.q, generated.k, generated.v, {},
+                                                             abi.quantization(problem.shape.head_dim));
+        AttentionOutputs outputs = allocate_outputs(problem, "overhead");
+        const AttentionEntry entry = find_attention_entry(code, problem);
+        const AttentionLaunch launch = abi.pack(problem, attention_buffers(problem, inputs, outputs));
+        for (int w = 0; w < options.warmup; ++w) launch_attention(entry, launch);
+        entry.library->call(launch.host_arguments, nullptr, false, problem.describe(), true);  // what replay makes
+        synchronize("overhead warm-up, " + problem.describe());
+        const int rounds = heads == 40 ? options.rounds : options.rounds * 20;
+        EventTimer timer;
+        std::vector<double> called, replayed;
+        for (int round = 0; round < rounds; ++round)
+            for (int position = 0; position < 2; ++position) {
+                const bool call = (round % 2 == 0) == (position == 0);  // alternate which goes first
+                timer.start(nullptr);
+                if (call) launch_attention(entry, launch);
+                else code.library()->replay(nullptr, problem.describe());
+                timer.stop(nullptr);
+                (call ? called : replayed).push_back(timer.elapsed_ms());
+            }
+        const RatioInterval ratio = bootstrap_median_interval(paired_ratios(called, replayed), BootstrapOptions{7});
+        const double call_ms = median(called), replay_ms = median(replayed);
+        std::cout << problem.describe() << ": host call p50 " << fixed(call_ms, 4) << " ms, direct replay p50 "
+                  << fixed(replay_ms, 4) << " ms, host call / replay " << interval_text(ratio) << " over " << rounds
+                  << " rounds\n";
+        shapes.push_back(toml::table{{"shape", problem.describe()},
+                                     {"host_call_p50_ms", call_ms},
+                                     {"replay_p50_ms", replay_ms},
+                                     {"ratio", ratio.median},
+                                     {"ratio_ci_low", ratio.lo},
+                                     {"ratio_ci_high", ratio.hi},
+                                     {"rounds", rounds}});
+    }
+    write_json(options, toml::table{{"device", device.summary()}, {"shapes", shapes}});
+    return kExitPass;
+}
+
 int run(int argc, char **argv) {
     Options options = parse_options(argc, argv);
     if (options.mode.empty()) return kExitPass;  // --help
-    static const char *const modes[] = {"golden", "shapes", "sanitize", "bench", "occupancy", "upstream", "launchers"};
+    static const char *const modes[] = {"golden",   "shapes",    "sanitize", "bench",
+                                        "occupancy", "upstream", "launchers", "overhead"};
     if (std::find_if(std::begin(modes), std::end(modes), [&](const char *m) { return options.mode == m; }) ==
         std::end(modes))
         fail(ExitCode::usage,
-             "unknown mode '" + options.mode + "'; valid: golden, shapes, sanitize, bench, occupancy, upstream, launchers");
+             "unknown mode '" + options.mode +
+                                  "'; valid: golden, shapes, sanitize, bench, occupancy, upstream, launchers, overhead");
 
     // Without a GPU every mode is skipped, before any input is read: CI hosts have neither.
     GpuProbe probe = probe_gpu();
@@ -1108,6 +1189,7 @@ int run(int argc, char **argv) {
     if (options.mode == "bench") return run_bench(options);
     if (options.mode == "upstream") return run_upstream(options);
     if (options.mode == "launchers") return run_launchers(options);
+    if (options.mode == "overhead") return run_overhead(options);
     return run_occupancy(options);
 }
 

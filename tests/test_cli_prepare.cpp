@@ -264,15 +264,22 @@ TEST_F(Cli, PrepareFromAGitRepositoryWithAPatchThatApplies) {
     EXPECT_NE(worktrees.out.find("run/trees/candidate"), std::string::npos) << worktrees.out;
 }
 
-TEST_F(Cli, AnUnknownKernelAbiFailsBuildListingTheAdapters) {
+TEST_F(Cli, AnUnknownKernelAbiFailsPrepareWithADidYouMeanAndTheAdapters) {
     std::string commit = make_repository(dir_ / "repo");
     write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\nabi = \"flash\"\n", good_patch());
-    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
-    // Refused before anything is compiled, so no nvcc is needed to see it.
-    ProcessResult r = sage2tp({"build", "--run", "run"});
+    // Refused by prepare, before any tree is made or anything compiled.
+    ProcessResult r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_NE(r.err.find("[source] abi: unknown kernel ABI 'flash'"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("the known adapters are sage2tp, sageattention-sm89"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("[source] abi: unknown kernel ABI 'flash'; the known adapters are sage2tp, sageattention-sm89"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "run" / "trees"));
+    write_manifest("kind = \"git\"\nrepository = \"repo\"\ncommit = \"" + commit + "\"\nabi = \"sageattention-sm98\"\n",
+                   good_patch());
+    r = sage2tp({"prepare", "--manifest", "m.toml", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("unknown kernel ABI 'sageattention-sm98'; did you mean 'sageattention-sm89'?"), std::string::npos)
+        << r.err;
 }
 
 TEST_F(Cli, PatchThatDoesNotApplyFailsAndLeavesNoTree) {

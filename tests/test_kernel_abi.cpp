@@ -508,68 +508,75 @@ AttentionBuffers fake_buffers() {
     return b;
 }
 
-std::uintptr_t pointer_at(const KernelArguments &a, std::size_t index) {
-    return reinterpret_cast<std::uintptr_t>(a.get<const void *>(index));
+// One host-function argument, as the host-call library receives it.
+struct Passed {
+    std::uintptr_t data;
+    HostDType dtype;
+    std::vector<std::int64_t> sizes;
+};
+
+Passed tensor_at(const HostArguments &a, std::size_t index) {
+    const s2tp_host_value &v = a.values().at(index);
+    EXPECT_EQ(v.kind, S2TP_HOST_TENSOR) << "argument " << index;
+    return {reinterpret_cast<std::uintptr_t>(v.tensor.data), static_cast<HostDType>(v.tensor.dtype),
+            std::vector<std::int64_t>(v.tensor.sizes, v.tensor.sizes + v.tensor.dims)};
 }
 
-std::vector<std::uint32_t> integers(const KernelArguments &a) {
-    std::vector<std::uint32_t> values;
-    for (std::size_t i = 9; i < 24; ++i) values.push_back(a.get<std::uint32_t>(i));
-    return values;
+void expect_tensor(const HostArguments &a, std::size_t index, std::uintptr_t data, HostDType dtype,
+                   const std::vector<std::int64_t> &sizes) {
+    const Passed passed = tensor_at(a, index);
+    EXPECT_EQ(passed.data, data) << "argument " << index;
+    EXPECT_EQ(passed.dtype, dtype) << "argument " << index;
+    EXPECT_EQ(passed.sizes, sizes) << "argument " << index;
 }
 
-void expect_pointers(const KernelArguments &a, std::uintptr_t lse) {
-    ASSERT_EQ(a.count(), 25u);
-    for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(a.sizes()[i], 8u) << i;
-    for (std::size_t i = 9; i < 25; ++i) EXPECT_EQ(a.sizes()[i], 4u) << i;
-    // Q, K, V, O, Lse, Q_scale, K_scale, V_scale, V_mean
-    const std::vector<std::uintptr_t> expected = {0x1000, 0x2000, 0x3000, 0x7000, lse, 0x4000, 0x5000, 0x6000, 0};
-    for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(pointer_at(a, i), expected[i]) << "argument " << i;
+// The values after the tensors: tensor_layout, is_causal, qk_quant_gran, sm_scale, return_lse.
+void expect_trailing(const HostArguments &a, std::int64_t layout, std::int64_t causal, std::int64_t granularity,
+                     float sm_scale, std::int64_t return_lse) {
+    const std::vector<s2tp_host_value> &v = a.values();
+    ASSERT_GE(v.size(), 5u);
+    const std::size_t at = v.size() - 5;
+    for (std::size_t i : {at, at + 1, at + 2, at + 4}) EXPECT_EQ(v[i].kind, S2TP_HOST_INTEGER) << i;
+    EXPECT_EQ(v[at].integer, layout);
+    EXPECT_EQ(v[at + 1].integer, causal);
+    EXPECT_EQ(v[at + 2].integer, granularity);
+    EXPECT_EQ(v[at + 3].kind, S2TP_HOST_REAL);
+    EXPECT_EQ(static_cast<float>(v[at + 3].real), sm_scale);
+    EXPECT_EQ(v[at + 4].integer, return_lse);
 }
 
-TEST(SageAttentionSm89, PacksAnNhdProblemAsUpstreamsHostFunction) {
+TEST(SageAttentionSm89, PassesAnNhdProblemAsCorePyCallsTheHostFunction) {
     AttentionProblem p = problem(128, DType::bf16, false, false);
     p.shape.batch = 2, p.shape.heads_q = 8, p.shape.heads_kv = 2, p.shape.len_q = 300, p.shape.len_kv = 200;
     p.shape.layout = Layout::nhd;
+    EXPECT_EQ(upstream().host_function(), "qk_int8_sv_f8_accum_f16_fuse_v_scale_attn_inst_buf");
     const AttentionLaunch launch = upstream().pack(p, fake_buffers());
-    expect_pointers(launch.arguments, 0);  // no LSE: nullptr, as the launcher passes without return_lse
-    // q [2,300,8,128], k [2,200,2,128], v [2,128,2,256] (200 tokens padded to 256), o like q;
-    // tensor_layout 0: seq = stride(1), head = stride(2); V: head = stride(2), dim = stride(1).
-    EXPECT_EQ(integers(launch.arguments),
-              (std::vector<std::uint32_t>{300, 200, 4,            // qo_len, kv_len, num_kv_groups
-                                          307200, 1024, 128,      // q: bz, seq, h
-                                          51200, 256, 128,        // k
-                                          65536, 256, 512,        // v: bz, h, d
-                                          307200, 1024, 128}));   // o
-    EXPECT_EQ(launch.arguments.get<float>(24), p.sm_scale);
-    EXPECT_EQ(launch.grid.x, 3u);
-    EXPECT_EQ(launch.grid.y, 8u);
-    EXPECT_EQ(launch.grid.z, 2u);
-    EXPECT_EQ(launch.block.x, 32u);
-    EXPECT_EQ(launch.block.y, 4u);
-    EXPECT_EQ(launch.block.z, 1u);
-    EXPECT_EQ(launch.dynamic_smem_bytes, 32768u);  // max(128*128 + 64*128 + 64*128, 128*128*2)
-    EXPECT_TRUE(launch.set_smem_attribute);
+    const HostArguments &a = launch.host_arguments;
+    ASSERT_EQ(a.values().size(), 12u);
+    // query, key, value (e4m3, transposed, 200 tokens padded to 256), output, the per-warp scales.
+    expect_tensor(a, 0, 0x1000, HostDType::int8, {2, 300, 8, 128});
+    expect_tensor(a, 1, 0x2000, HostDType::int8, {2, 200, 2, 128});
+    expect_tensor(a, 2, 0x3000, HostDType::e4m3, {2, 128, 2, 256});
+    expect_tensor(a, 3, 0x7000, HostDType::bf16, {2, 300, 8, 128});
+    expect_tensor(a, 4, 0x4000, HostDType::f32, {2, 8, 12});  // ceil(300/128) CTAs x 4 warps
+    expect_tensor(a, 5, 0x5000, HostDType::f32, {2, 2, 4});   // ceil(200/64)
+    expect_tensor(a, 6, 0x6000, HostDType::f32, {2, 2, 128});  // value_scale
+    expect_trailing(a, 0, 0, 2, p.sm_scale, 0);                 // NHD, no mask, per warp, no LSE
+    EXPECT_TRUE(launch.arguments.count() == 0);                 // nothing packed for a cubin launch
 }
 
-TEST(SageAttentionSm89, PacksAnHndProblemAsUpstreamsHostFunction) {
+TEST(SageAttentionSm89, PassesAnHndProblemAsCorePyCallsTheHostFunction) {
     AttentionProblem p = problem(64, DType::f16, true, true);
     p.shape.batch = 1, p.shape.heads_q = 4, p.shape.heads_kv = 4, p.shape.len_q = 65, p.shape.len_kv = 65;
     p.shape.layout = Layout::hnd;
-    const AttentionLaunch launch = upstream().pack(p, fake_buffers());
-    expect_pointers(launch.arguments, 0x8000);
-    // q, k, o [1,4,65,64], v [1,4,64,128]; tensor_layout 1: seq = stride(2), head = stride(1);
-    // V: head = stride(1), dim = stride(2).
-    EXPECT_EQ(integers(launch.arguments),
-              (std::vector<std::uint32_t>{65, 65, 1,              //
-                                          16640, 64, 4160,        // q
-                                          16640, 64, 4160,        // k
-                                          32768, 8192, 128,       // v
-                                          16640, 64, 4160}));     // o
-    EXPECT_EQ(launch.grid.x, 1u);
-    EXPECT_EQ(launch.grid.y, 4u);
-    EXPECT_EQ(launch.grid.z, 1u);
-    EXPECT_EQ(launch.dynamic_smem_bytes, 16384u);
+    const HostArguments a = kernel_abi("sageattention-sm89-per-thread", "test").pack(p, fake_buffers()).host_arguments;
+    ASSERT_EQ(a.values().size(), 12u);
+    expect_tensor(a, 0, 0x1000, HostDType::int8, {1, 4, 65, 64});
+    expect_tensor(a, 2, 0x3000, HostDType::e4m3, {1, 4, 64, 128});
+    expect_tensor(a, 3, 0x7000, HostDType::f16, {1, 4, 65, 64});
+    expect_tensor(a, 4, 0x4000, HostDType::f32, {1, 4, 32});  // per thread: 1 CTA x 4 warps x 8
+    expect_tensor(a, 5, 0x5000, HostDType::f32, {1, 4, 8});   // 2 blocks x 4
+    expect_trailing(a, 1, 1, 3, p.sm_scale, 1);                // HND, causal, per thread, LSE
 }
 
 TEST(SageAttentionSm89Launchers, PassVScaleAndVMeanOnlyWhereTheLauncherFusesThem) {
@@ -578,18 +585,13 @@ TEST(SageAttentionSm89Launchers, PassVScaleAndVMeanOnlyWhereTheLauncherFusesThem
     buffers.v_mean = reinterpret_cast<const void *>(0x9000);
     for (const LauncherRow &row : launcher_rows()) {
         const KernelAbi &abi = kernel_abi(row.abi, "test");
-        const AttentionLaunch launch = abi.pack(p, buffers);
-        ASSERT_EQ(launch.arguments.count(), 25u);
-        EXPECT_EQ(pointer_at(launch.arguments, 7), row.fuse_v_scale ? 0x6000u : 0u) << row.abi;  // V_scale
-        EXPECT_EQ(pointer_at(launch.arguments, 8), row.fuse_v_mean ? 0x9000u : 0u) << row.abi;   // V_mean
-        // The rest as the fp16-accumulation launcher packs it: the seven share one host function.
-        const AttentionLaunch reference = upstream().pack(p, buffers);
-        for (std::size_t i = 0; i < 7; ++i) {
-            EXPECT_EQ(pointer_at(launch.arguments, i), pointer_at(reference.arguments, i)) << row.abi << " " << i;
-        }
-        EXPECT_EQ(integers(launch.arguments), integers(reference.arguments)) << row.abi;
-        EXPECT_EQ(launch.grid.x, reference.grid.x);
-        EXPECT_EQ(launch.dynamic_smem_bytes, reference.dynamic_smem_bytes);
+        EXPECT_EQ(abi.host_function(), row.file.substr(5)) << row.abi;
+        const HostArguments a = abi.pack(p, buffers).host_arguments;
+        ASSERT_EQ(a.values().size(), 11u + row.fuse_v_scale + row.fuse_v_mean) << row.abi;
+        std::size_t next = 6;
+        if (row.fuse_v_scale) expect_tensor(a, next++, 0x6000, HostDType::f32, {1, 2, 128});
+        if (row.fuse_v_mean) expect_tensor(a, next++, 0x9000, HostDType::f32, {1, 2, 128});
+        EXPECT_EQ(a.values().at(next).kind, S2TP_HOST_INTEGER) << row.abi;  // tensor_layout follows
         // core.py's per_channel_fp8: scale_max 2.25 for "fp32+fp16", else 448; smooth_v for fuse_v_mean.
         EXPECT_EQ(abi.quantization(128).v_scale_max, row.fp16_accu ? 2.25f : 448.0f) << row.abi;
         EXPECT_EQ(abi.quantization(128).smooth_v, row.fuse_v_mean) << row.abi;
@@ -643,7 +645,7 @@ TEST(Sage2tpAbi, DescribesExactlyItsEightEntries) {
     EXPECT_NE(message.find("s2tp_attn_hd128_f16_nomask"), std::string::npos) << message;
 }
 
-TEST(Sage2tpAbi, PacksOneParameterStructWithTheSameGeometryAsUpstream) {
+TEST(Sage2tpAbi, PacksOneParameterStructWithUpstreamsGeometry) {
     AttentionProblem p = problem(128, DType::bf16, false, true);
     p.shape.batch = 2, p.shape.heads_q = 8, p.shape.heads_kv = 2, p.shape.len_q = 300, p.shape.len_kv = 200;
     const AttentionLaunch launch = sage2tp().pack(p, fake_buffers());
@@ -664,14 +666,13 @@ TEST(Sage2tpAbi, PacksOneParameterStructWithTheSameGeometryAsUpstream) {
     EXPECT_EQ(params.stride_d_v, 512u);
     EXPECT_EQ(params.sm_scale, p.sm_scale);
     EXPECT_FALSE(launch.set_smem_attribute);
-
-    const AttentionLaunch theirs = upstream().pack(p, fake_buffers());
-    EXPECT_EQ(launch.grid.x, theirs.grid.x);
-    EXPECT_EQ(launch.grid.y, theirs.grid.y);
-    EXPECT_EQ(launch.grid.z, theirs.grid.z);
-    EXPECT_EQ(launch.block.x, theirs.block.x);
-    EXPECT_EQ(launch.block.y, theirs.block.y);
-    EXPECT_EQ(launch.dynamic_smem_bytes, theirs.dynamic_smem_bytes);
+    // The grid, block and shared memory upstream's sm89 launcher uses at d1a57a5.
+    EXPECT_EQ(launch.grid.x, 3u);
+    EXPECT_EQ(launch.grid.y, 8u);
+    EXPECT_EQ(launch.grid.z, 2u);
+    EXPECT_EQ(launch.block.x, 32u);
+    EXPECT_EQ(launch.block.y, 4u);
+    EXPECT_EQ(launch.dynamic_smem_bytes, 32768u);
     p.with_lse = false;
     EXPECT_EQ(sage2tp().pack(p, fake_buffers()).arguments.get<s2tp_attn_params>(0).lse, nullptr);
 }
@@ -821,7 +822,7 @@ TEST(SageAttentionSm80Launchers, AnSm89CubinMatchesNothingAndListsItsDemangledEn
 }
 
 // q [2,300,8,128] NHD, k and the fp16 v [2,200,2,128]: V strided as K; V is the fp16 buffer; no V scale.
-TEST(SageAttentionSm80Launchers, PackAsUpstreamsHostFunctions) {
+TEST(SageAttentionSm80Launchers, PassFp16VAndTheirOwnQuantizationToTheHostFunction) {
     AttentionProblem p = problem(128, DType::bf16, false, true);
     p.shape.batch = 2, p.shape.heads_q = 8, p.shape.heads_kv = 2, p.shape.len_q = 300, p.shape.len_kv = 200;
     p.shape.layout = Layout::nhd;
@@ -829,31 +830,17 @@ TEST(SageAttentionSm80Launchers, PackAsUpstreamsHostFunctions) {
     buffers.v_f16 = reinterpret_cast<const void *>(0xa000);
     buffers.v_mean = reinterpret_cast<const void *>(0x9000);
     for (const Sm80Row &row : sm80_rows()) {
-        const AttentionLaunch launch = kernel_abi(row.abi, "test").pack(p, buffers);
-        const KernelArguments &a = launch.arguments;
-        ASSERT_EQ(a.count(), 24u);
-        for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(a.sizes()[i], 8u) << i;
-        for (std::size_t i = 8; i < 24; ++i) EXPECT_EQ(a.sizes()[i], 4u) << i;
-        // Q, K, V, O, Lse, Q_scale, K_scale, V_mean
-        const std::vector<std::uintptr_t> pointers = {0x1000, 0x2000, 0xa000, 0x7000, 0x8000,
-                                                      0x4000, 0x5000, row.fuse_v_mean ? 0x9000u : 0u};
-        for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(pointer_at(a, i), pointers[i]) << row.abi << " argument " << i;
-        std::vector<std::uint32_t> values;
-        for (std::size_t i = 8; i < 23; ++i) values.push_back(a.get<std::uint32_t>(i));
-        EXPECT_EQ(values, (std::vector<std::uint32_t>{300, 200, 4,           // qo_len, kv_len, num_kv_groups
-                                                      307200, 1024, 128,     // q: bz, seq, h
-                                                      51200, 256, 128,       // k
-                                                      51200, 256, 128,       // v, as k
-                                                      307200, 1024, 128}))   // o
-            << row.abi;
-        EXPECT_EQ(a.get<float>(23), p.sm_scale);
-        EXPECT_EQ(launch.grid.x, 3u);
-        EXPECT_EQ(launch.grid.y, 8u);
-        EXPECT_EQ(launch.grid.z, 2u);
-        EXPECT_EQ(launch.block.x, 32u);
-        EXPECT_EQ(launch.block.y, row.inst_buffer ? 8u : 4u) << row.abi;  // WARP_Q 16 at head dim 128
-        EXPECT_EQ(launch.dynamic_smem_bytes, 40960u);  // max(128*128 + 64*128 + 64*128*2, 128*128*2)
-        EXPECT_TRUE(launch.set_smem_attribute);
+        const KernelAbi &abi = kernel_abi(row.abi, "test");
+        const HostArguments a = abi.pack(p, buffers).host_arguments;
+        ASSERT_EQ(a.values().size(), 11u + row.fuse_v_mean) << row.abi;
+        expect_tensor(a, 2, 0xa000, HostDType::f16, {2, 200, 2, 128});  // fp16 V in K's layout
+        expect_tensor(a, 3, 0x7000, HostDType::bf16, {2, 300, 8, 128});
+        // The Q scales follow the recipe's WARP_Q: 16 for the inst-buf launcher at head dim 128.
+        const std::int64_t q_warps = row.inst_buffer ? 8 : 4;
+        const std::int64_t per = row.granularity == QkGranularity::per_thread ? 8 : 1;
+        expect_tensor(a, 4, 0x4000, HostDType::f32, {2, 8, 3 * q_warps * per});
+        if (row.fuse_v_mean) expect_tensor(a, 6, 0x9000, HostDType::bf16, {2, 2, 128});  // V's dtype
+        expect_trailing(a, 0, 0, row.granularity == QkGranularity::per_thread ? 3 : 2, p.sm_scale, 1);
     }
     // Inputs quantized by another recipe are a caller's bug: Error(internal) naming what is missing.
     const auto internal_error_of = [&](const char *abi) {

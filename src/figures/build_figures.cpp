@@ -139,13 +139,6 @@ ResourceAggregates BuildFigures::aggregates(const std::string &candidate) const 
     return aggregate_resources(baseline, found->second.kernels);
 }
 
-const std::vector<Field<TorchHeadersFigure>> &TorchHeadersFigure::fields() {
-    using T = TorchHeadersFigure;
-    static const std::vector<Field<T>> table{field("found_by", &T::found_by, "source", Presence::always),
-                                             field("include_dirs", &T::include_dirs, "paths", Presence::always)};
-    return table;
-}
-
 const std::vector<Field<CandidateBuild>> &CandidateBuild::fields() {
     using C = CandidateBuild;
     static const std::vector<Field<C>> table{named_map("kernels", &C::kernels, "by entry", Presence::always),
@@ -159,7 +152,6 @@ const std::vector<Field<BuildFigures>> &BuildFigures::fields() {
                                              field("nvcc_version", &B::nvcc_version, "version"),
                                              field("jobs", &B::jobs, "compiles"),
                                              field("flags", &B::flags, "nvcc flags", Presence::always),
-                                             field("torch_headers", &B::torch_headers, "include dirs"),
                                              named_map("baseline.kernels", &B::baseline, "by entry"),
                                              named_map("candidates", &B::candidates, "by name"),
                                              field("summary", &B::summary, "line"),
@@ -173,7 +165,7 @@ BuildFigures BuildFigures::from_toml(const toml::table &t) { return read_fields(
 
 bool BuildFigures::operator==(const BuildFigures &o) const {
     return arch == o.arch && nvcc_version == o.nvcc_version && jobs == o.jobs && flags == o.flags &&
-           torch_headers == o.torch_headers && baseline == o.baseline && candidates == o.candidates &&
+           baseline == o.baseline && candidates == o.candidates &&
            summary == o.summary && sass.has_value() == o.sass.has_value() && (!sass || *sass == *o.sass);
 }
 

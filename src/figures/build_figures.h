@@ -75,16 +75,6 @@ struct ResourceAggregates {
 
 ResourceAggregates aggregate_resources(const EntryTable &baseline, const EntryTable &candidate);
 
-struct TorchHeadersFigure {
-    std::string found_by;
-    std::vector<std::string> include_dirs;
-
-    static const std::vector<figure_fields::Field<TorchHeadersFigure>> &fields();
-    bool operator==(const TorchHeadersFigure &other) const {
-        return found_by == other.found_by && include_dirs == other.include_dirs;
-    }
-};
-
 struct CandidateBuild {
     EntryTable kernels;
     std::string summary;  // this candidate's line of the stage summary
@@ -97,7 +87,6 @@ struct BuildFigures {
     std::string arch, nvcc_version;
     std::optional<std::int64_t> jobs;
     std::vector<std::string> flags;
-    std::optional<TorchHeadersFigure> torch_headers;
     EntryTable baseline;                              // [figures.baseline.kernels]
     std::map<std::string, CandidateBuild> candidates;  // [figures.candidates.<name>]
     std::string summary;

@@ -88,7 +88,7 @@ std::vector<TemplateArgument> template_arguments(const Sm80Launcher &launcher, c
             bool_argument(launcher.fuse_v_mean)};
 }
 
-// The kernel's parameter list, in order: what pack() passes.
+// The kernel's parameter list, in order, as the host function passes it: what tells its entries apart.
 std::vector<std::string> parameters(DType dtype) {
     const std::string out = half_pointer_parameter(dtype);
     std::vector<std::string> p = {"signed char*", "signed char*", "__half*", out, "float*",  // Q K V O Lse
@@ -97,8 +97,6 @@ std::vector<std::string> parameters(DType dtype) {
     p.push_back("float");                   // sm_scale
     return p;
 }
-
-std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
 
 class SageAttentionSm80Abi : public UpstreamLauncherAbi {
 public:
@@ -112,43 +110,9 @@ public:
         return sm80_recipe(launcher_.granularity, warp_q(launcher_, head_dim), launcher_.fuse_v_mean);
     }
 
-    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
-        problem.validate();
-        const AttentionShape &s = problem.shape;
-        // The torch tensors the host function is given, the fp16 v in k's layout.
-        const auto [q, k, seq, head] = torch_strides(s);
-        const auto &v = k;
-        const auto &o = q;
-        require_input(buffers.v_f16, "fp16 V", problem, "V f16");
-        if (launcher_.fuse_v_mean) require_input(buffers.v_mean, "V mean", problem, "smooth_v");
-
-        AttentionLaunch launch;
-        KernelArguments &a = launch.arguments;
-        a.add(buffers.q_int8);  // Q (int8_t*)
-        a.add(buffers.k_int8);  // K
-        a.add(buffers.v_f16);   // V (half*)
-        a.add(buffers.o);       // O (DTypeOut*)
-        a.add(problem.with_lse ? buffers.lse : nullptr);  // Lse
-        a.add(buffers.q_scale);
-        a.add(buffers.k_scale);
-        a.add(launcher_.fuse_v_mean ? buffers.v_mean : nullptr);  // V_mean (DTypeOut*): nullptr unless fused
-        a.add(u32(s.len_q));                                       // qo_len
-        a.add(u32(s.len_kv));                                      // kv_len
-        a.add(u32(s.heads_q / s.heads_kv));                        // num_kv_groups
-        for (std::int64_t stride : {q[0], q[seq], q[head], k[0], k[seq], k[head], v[0], v[seq], v[head], o[0], o[seq],
-                                    o[head]})
-            a.add(u32(stride));
-        a.add(problem.sm_scale);
-
-        launch.grid = {u32((s.len_q + kCtaQ - 1) / kCtaQ), u32(s.heads_q), u32(s.batch)};
-        launch.block = {32, threads_y(s.head_dim), 1};
-        launch.dynamic_smem_bytes = smem_bytes(s.head_dim);
-        launch.set_smem_attribute = true;  // the host function always sets MaxDynamicSharedMemorySize to it
-        launch.context = problem.describe();
-        return launch;
-    }
 
 protected:
+    FusedV fused_v() const override { return {false, launcher_.fuse_v_mean}; }
     std::uint32_t threads_per_block(std::int64_t head_dim) const override { return 32 * threads_y(head_dim); }
     // max(smem_Q + smem_K in int8 + smem_V in half, smem_O in half), as the host function computes it.
     std::size_t smem_bytes(std::int64_t head_dim) const override {

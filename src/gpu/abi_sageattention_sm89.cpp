@@ -4,10 +4,11 @@
 // (github.com/thu-ml/SageAttention).
 //
 // The seven host functions are one function with different template arguments: the same checks,
-// strides, grid (ceil(qo_len/128), num_qo_heads, batch), block (32, 4), dynamic shared memory and
+// strides, grid (ceil(qo_len/128), num_qo_heads, batch at d1a57a5), block, dynamic shared memory and
 // parameter list; they differ in use_inst_buffer, fuse_v_scale, fuse_v_mean and use_pv_fp16_accu, and
-// so in which of V_scale and V_mean they pass (nullptr otherwise). So they share this file: one row of
-// kLaunchers and one registry line (kernel_abi.cpp) each, rather than seven copies of one adapter.
+// so in which of value_scale and value_mean they take. So they share this file: one row of kLaunchers
+// and one registry line (kernel_abi.cpp) each, rather than seven copies of one adapter. The GPU stages
+// call the host function of the user's file (upstream_launchers.h), which launches as it sees fit.
 //
 // Entries are found by their template arguments, read from the demangled names of the cubin's entries:
 //   <CTA_Q, CTA_K, WARP_Q, WARP_K, head_dim, DTypeQK, Q_GRAN, K_GRAN, DTypeSVAccum, use_inst_buffer,
@@ -91,7 +92,7 @@ std::vector<TemplateArgument> template_arguments(const Sm89Launcher &launcher, c
             bool_argument(launcher.use_pv_fp16_accu)};
 }
 
-// The kernel's parameter list, in order: what pack() passes.
+// The kernel's parameter list, in order, as the launcher passes it: what tells its entries apart.
 std::vector<std::string> parameters(DType dtype) {
     std::vector<std::string> p = {"signed char*", "signed char*", "signed char*", half_pointer_parameter(dtype),
                                   "float*",       "float*",       "float*",       "float*",
@@ -100,8 +101,6 @@ std::vector<std::string> parameters(DType dtype) {
     p.push_back("float");                   // sm_scale
     return p;
 }
-
-std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
 
 class SageAttentionSm89Abi : public UpstreamLauncherAbi {
 public:
@@ -119,45 +118,9 @@ public:
         return recipe;
     }
 
-    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
-        problem.validate();
-        const AttentionShape &s = problem.shape;
-        const std::int64_t padded_kv = (s.len_kv + kCtaK - 1) / kCtaK * kCtaK;
-        // The torch tensors the host function is given, and which stride is which, as it reads them.
-        const auto [q, k, seq, head] = torch_strides(s);
-        const auto [v, v_head, v_dim] = transposed_v_strides(s, padded_kv);
-        const auto &o = q;
-
-        AttentionLaunch launch;
-        KernelArguments &a = launch.arguments;
-        a.add(buffers.q_int8);   // Q (int8_t*)
-        a.add(buffers.k_int8);   // K
-        a.add(buffers.v_fp8);    // V, e4m3 bytes read as int8_t*
-        a.add(buffers.o);        // O (DTypeOut*)
-        a.add(problem.with_lse ? buffers.lse : nullptr);  // Lse
-        a.add(buffers.q_scale);  // Q_scale
-        a.add(buffers.k_scale);  // K_scale
-        // V_scale and V_mean: the launcher passes nullptr for what it does not fuse.
-        a.add(launcher_.fuse_v_scale ? buffers.v_scale : nullptr);
-        if (launcher_.fuse_v_mean) require_input(buffers.v_mean, "V mean", problem, "smooth_v");
-        a.add(launcher_.fuse_v_mean ? buffers.v_mean : nullptr);
-        a.add(u32(s.len_q));                         // qo_len
-        a.add(u32(s.len_kv));                        // kv_len
-        a.add(u32(s.heads_q / s.heads_kv));          // num_kv_groups
-        for (std::int64_t stride : {q[0], q[seq], q[head], k[0], k[seq], k[head], v[0], v[v_head], v[v_dim], o[0],
-                                    o[seq], o[head]})
-            a.add(u32(stride));
-        a.add(problem.sm_scale);
-
-        launch.grid = {u32((s.len_q + kCtaQ - 1) / kCtaQ), u32(s.heads_q), u32(s.batch)};
-        launch.block = {32, (kCtaQ / kWarpQ) * (kCtaK / kWarpK), 1};
-        launch.dynamic_smem_bytes = smem_bytes(s.head_dim);
-        launch.set_smem_attribute = true;  // the launcher always sets MaxDynamicSharedMemorySize to it
-        launch.context = problem.describe();
-        return launch;
-    }
 
 protected:
+    FusedV fused_v() const override { return {launcher_.fuse_v_scale, launcher_.fuse_v_mean}; }
     std::uint32_t threads_per_block(std::int64_t) const override { return 32 * (kCtaQ / kWarpQ) * (kCtaK / kWarpK); }
     // max(smem_Q + smem_K + smem_V in int8, smem_O in half), as the launcher computes it.
     std::size_t smem_bytes(std::int64_t head_dim) const override {

@@ -11,11 +11,9 @@
 // uses) or per_warp (2). Each granularity is a row of its own, since it decides the quantized inputs
 // (host_quantizer.h's sm90_recipe) as well as the entry. Template arguments after these 10 are ignored.
 //
-// The kernel reads Q, K and V through TMA: three `const __grid_constant__ CUtensorMap` parameters,
-// encoded here as the host function's create_tensor_map_4D encodes them (rank 4, innermost first:
-// head_dim x tokens x heads x batch for Q and K, tokens x head_dim x heads x batch for V; boxes of
-// head_dim x CTA_Q, head_dim x CTA_K and CTA_K x head_dim bytes; swizzle as wide as a box row; no L2
-// promotion, no interleave). Encoding needs the driver, so pack() runs only where a GPU driver is.
+// The kernel reads Q, K and V through TMA: three `const __grid_constant__ CUtensorMap` parameters the
+// host function encodes (create_tensor_map_4D, with the driver's cuTensorMapEncodeTiled), so the
+// host-call library links libcuda where the GPU stages load it.
 //
 // Golden data and cubins are named per host function, "sm90_" + its name: both rows of a host function
 // read the one cubin of qk_int_sv_f8_cuda_sm90.cu under that name.
@@ -61,7 +59,7 @@ std::vector<TemplateArgument> template_arguments(const Sm90Launcher &launcher, c
             bool_argument(launcher.fuse_v_scale)};
 }
 
-// The kernel's parameter list, in order: what pack() passes.
+// The kernel's parameter list, in order, as the host function passes it: what tells its entries apart.
 std::vector<std::string> parameters(DType dtype) {
     std::vector<std::string> p = {"CUtensorMap_st",              "CUtensorMap_st", "CUtensorMap_st",  // Q, K, V
                                   "float*",                      "float*",         "float*",          // Q, K, V scales
@@ -69,14 +67,6 @@ std::vector<std::string> parameters(DType dtype) {
     p.insert(p.end(), 6, "unsigned int");  // 3 strides of O, qo_len, kv_len, num_kv_groups
     p.push_back("float");                  // sm_scale
     return p;
-}
-
-std::uint32_t u32(std::int64_t value) { return static_cast<std::uint32_t>(value); }
-
-// The swizzle create_tensor_map_4D picks: as wide as a box row of `row_bytes` (32, 64 or 128).
-TensorMapSwizzle swizzle_for(std::int64_t row_bytes) {
-    return row_bytes == 128 ? TensorMapSwizzle::bytes128 : row_bytes == 64 ? TensorMapSwizzle::bytes64
-                                                                           : TensorMapSwizzle::bytes32;
 }
 
 class SageAttentionSm90Abi : public UpstreamLauncherAbi {
@@ -89,48 +79,9 @@ public:
     QuantizationRecipe quantization(std::int64_t) const override { return sm90_recipe(launcher_.granularity); }
     std::string required_arch() const override { return "sm_90a"; }  // wgmma exists only there
 
-    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const override {
-        problem.validate();
-        const AttentionShape &s = problem.shape;
-        const std::int64_t padded_kv = v_fp8_shape(s, quantization(s.head_dim).v_pad_tokens)[3];
-        const auto [q, k, seq, head] = torch_strides(s);
-        const auto [v, v_head, v_dim] = transposed_v_strides(s, padded_kv);
-        const auto &o = q;
-        const std::uint64_t d = static_cast<std::uint64_t>(s.head_dim);
-        const auto bytes = [](std::int64_t stride) { return static_cast<std::uint64_t>(stride); };  // int8 elements
-        const std::string context = std::string(launcher_.abi_name) + ", " + problem.describe();
-
-        AttentionLaunch launch;
-        KernelArguments &a = launch.arguments;
-        a.add(encode_tiled_tensor_map_u8(buffers.q_int8, {d, u64(s.len_q), u64(s.heads_q), u64(s.batch)},
-                                         {bytes(q[seq]), bytes(q[head]), bytes(q[0])}, u32(s.head_dim), kCtaQ,
-                                         swizzle_for(s.head_dim), "Q tensor map, " + context));
-        a.add(encode_tiled_tensor_map_u8(buffers.k_int8, {d, u64(s.len_kv), u64(s.heads_kv), u64(s.batch)},
-                                         {bytes(k[seq]), bytes(k[head]), bytes(k[0])}, u32(s.head_dim), kCtaK,
-                                         swizzle_for(s.head_dim), "K tensor map, " + context));
-        a.add(encode_tiled_tensor_map_u8(buffers.v_fp8, {u64(padded_kv), d, u64(s.heads_kv), u64(s.batch)},
-                                         {bytes(v[v_dim]), bytes(v[v_head]), bytes(v[0])}, kCtaK, u32(s.head_dim),
-                                         swizzle_for(kCtaK), "V tensor map, " + context));
-        a.add(buffers.q_scale);
-        a.add(buffers.k_scale);
-        a.add(launcher_.fuse_v_scale ? buffers.v_scale : nullptr);  // V_scale: nullptr unless fused
-        a.add(buffers.o);
-        a.add(problem.with_lse ? buffers.lse : nullptr);
-        for (std::int64_t stride : {o[0], o[head], o[seq]}) a.add(u32(stride));  // stride_bz_o, stride_h_o, stride_seq_o
-        a.add(u32(s.len_q));                                                       // qo_len
-        a.add(u32(s.len_kv));                                                      // kv_len
-        a.add(u32(s.heads_q / s.heads_kv));                                        // num_kv_groups
-        a.add(problem.sm_scale);
-
-        launch.grid = {u32((s.len_q + kCtaQ - 1) / kCtaQ), u32(s.heads_q), u32(s.batch)};
-        launch.block = {kThreads, 1, 1};
-        launch.dynamic_smem_bytes = smem_bytes(s.head_dim);
-        launch.set_smem_attribute = true;  // the host function always sets MaxDynamicSharedMemorySize to it
-        launch.context = problem.describe();
-        return launch;
-    }
 
 protected:
+    FusedV fused_v() const override { return {launcher_.fuse_v_scale, false}; }
     std::uint32_t threads_per_block(std::int64_t) const override { return kThreads; }
     // smem_Q + smem_K + smem_V in int8, as the host function computes it.
     std::size_t smem_bytes(std::int64_t head_dim) const override {
@@ -139,8 +90,6 @@ protected:
 
 private:
     const Sm90Launcher &launcher_;
-
-    static std::uint64_t u64(std::int64_t value) { return static_cast<std::uint64_t>(value); }
 };
 
 const KernelAbi &sm90_launcher_abi(std::size_t row) { return adapter_of_row<SageAttentionSm90Abi>(kLaunchers, row); }

@@ -56,7 +56,6 @@ struct DriverApi {
     PFN_cuFuncGetParamInfo_v12040 func_get_param_info = nullptr;
     PFN_cuLaunchKernel_v4000 launch_kernel = nullptr;
     PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050 occupancy_max_active_blocks = nullptr;
-    PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encode_tiled = nullptr;
 };
 
 template <typename Function>
@@ -93,7 +92,6 @@ const DriverApi &driver() {
         fetch(a.func_get_param_info, "cuFuncGetParamInfo", 12040);  // new in CUDA 12.4
         fetch(a.launch_kernel, "cuLaunchKernel", 12000);
         fetch(a.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 12000);
-        fetch(a.tensor_map_encode_tiled, "cuTensorMapEncodeTiled", 12000);
         return a;
     }();
     return api;
@@ -287,6 +285,12 @@ void poison(DeviceBuffer &buffer) {
 void zero(DeviceBuffer &buffer) {
     if (buffer.size() == 0) return;
     check_cuda(cudaMemsetAsync(buffer.get(), 0, buffer.size(), nullptr), "cudaMemsetAsync", "zeroing " + buffer.what());
+}
+
+void copy_device_bytes(void *destination, const void *source, std::size_t bytes) {
+    if (bytes == 0) return;
+    check_cuda(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync",
+               "copying " + std::to_string(bytes) + " device bytes");
 }
 
 void copy_device(DeviceBuffer &destination, const DeviceBuffer &source) {
@@ -585,30 +589,6 @@ double SmClockProbe::mhz_now(GpuStream stream, std::uint64_t spin_ns) {
         fail(ExitCode::internal, "the SM clock probe measured 0 ns of %globaltimer while spinning for " +
                                      std::to_string(spin_ns) + " ns");
     return static_cast<double>(cycles_and_ns[0]) * 1000.0 / static_cast<double>(cycles_and_ns[1]);
-}
-
-TensorMapBytes encode_tiled_tensor_map_u8(const void *address, const std::uint64_t (&dims)[4],
-                                          const std::uint64_t (&byte_strides)[3], std::uint32_t box_inner,
-                                          std::uint32_t box_outer, TensorMapSwizzle swizzle,
-                                          const std::string &context) {
-    static_assert(sizeof(TensorMapBytes) == sizeof(CUtensorMap) && alignof(TensorMapBytes) == alignof(CUtensorMap),
-                  "TensorMapBytes must be a CUtensorMap");
-    const CUtensorMapSwizzle mode = swizzle == TensorMapSwizzle::bytes128  ? CU_TENSOR_MAP_SWIZZLE_128B
-                                    : swizzle == TensorMapSwizzle::bytes64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                    : swizzle == TensorMapSwizzle::bytes32 ? CU_TENSOR_MAP_SWIZZLE_32B
-                                                                           : CU_TENSOR_MAP_SWIZZLE_NONE;
-    cuuint64_t global_dims[4], global_strides[3];
-    for (int i = 0; i < 4; ++i) global_dims[i] = dims[i];
-    for (int i = 0; i < 3; ++i) global_strides[i] = byte_strides[i];
-    const cuuint32_t box[4] = {box_inner, box_outer, 1, 1};
-    const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-    TensorMapBytes map{};
-    check_cu(driver().tensor_map_encode_tiled(reinterpret_cast<CUtensorMap *>(&map), CU_TENSOR_MAP_DATA_TYPE_UINT8, 4,
-                                              const_cast<void *>(address), global_dims, global_strides, box,
-                                              element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, mode,
-                                              CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-             "cuTensorMapEncodeTiled", context);
-    return map;
 }
 
 }  // namespace s2tp

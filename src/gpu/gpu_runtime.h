@@ -1,5 +1,6 @@
-// The only part of sage2tp that talks to CUDA: device discovery, cubin loading and launching through the
-// driver API, device memory, event timing, the SM clock probe and the L2 flush.
+// The part of sage2tp that talks to CUDA (gpu/host_call.h calls a host-call library, which talks to
+// CUDA itself): device discovery, cubin loading and launching through the driver API, device memory,
+// event timing, the SM clock probe and the L2 flush.
 //
 // Usage:
 //   s2tp::GpuProbe probe = s2tp::probe_gpu();
@@ -122,6 +123,8 @@ void poison(DeviceBuffer &buffer);
 void zero(DeviceBuffer &buffer);
 // Device-to-device copy on the default stream; the buffers must be the same size.
 void copy_device(DeviceBuffer &destination, const DeviceBuffer &source);
+// `bytes` from device address `source` to device address `destination`, on the default stream.
+void copy_device_bytes(void *destination, const void *source, std::size_t bytes);
 // The buffer's bytes into `destination`, which must hold buffer.size() bytes; waits for the copy.
 void download_bytes(const DeviceBuffer &buffer, void *destination);
 
@@ -249,28 +252,6 @@ private:
     CUmod_st *module_ = nullptr;
     std::filesystem::path path_;
 };
-
-// ---- TMA descriptors ----
-
-// A CUtensorMap (the driver's opaque 128-byte TMA descriptor; CUDA 13's cuda.h aligns it to 128 bytes on
-// the host), passed by value to a kernel's `const __grid_constant__ CUtensorMap` parameter. In the
-// kernel's parameter space it sits at a 64-byte boundary: cuLaunchKernel copies each kernelParams entry
-// to the offset the entry declares, so the packing needs no padding of its own.
-struct TensorMapBytes {
-    alignas(128) unsigned char bytes[128];
-};
-
-// How cuTensorMapEncodeTiled lays a box out in shared memory.
-enum class TensorMapSwizzle { none, bytes32, bytes64, bytes128 };
-
-// A rank-4 tiled tensor map of 1-byte elements (CU_TENSOR_MAP_DATA_TYPE_UINT8), innermost dimension
-// first: `dims` elements per dimension, `byte_strides` of dimensions 1..3, a box of `box_inner` x
-// `box_outer` elements (one along dimensions 2 and 3), element strides 1, no interleave, no L2
-// promotion, no out-of-bounds fill. Error(internal) naming `context` when the driver refuses it.
-TensorMapBytes encode_tiled_tensor_map_u8(const void *address, const std::uint64_t (&dims)[4],
-                                          const std::uint64_t (&byte_strides)[3], std::uint32_t box_inner,
-                                          std::uint32_t box_outer, TensorMapSwizzle swizzle,
-                                          const std::string &context);
 
 // Zeroes every byte of `global` (cuMemsetD8, ordered with the launches on the default stream).
 void zero_global(const DeviceGlobal &global, const std::string &context);

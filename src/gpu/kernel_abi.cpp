@@ -1,5 +1,6 @@
 #include "gpu/kernel_abi.h"
 
+#include "support/did_you_mean.h"
 #include "support/errors.h"
 
 namespace s2tp {
@@ -84,7 +85,9 @@ const KernelAbi &kernel_abi(const std::string &name, const std::string &where) {
         if (adapter().name() == name) return adapter();
     std::string known;
     for (const std::string &adapter : kernel_abi_names()) known += (known.empty() ? "" : ", ") + adapter;
-    fail(ExitCode::usage, where + ": unknown kernel ABI '" + name + "'; the known adapters are " + known);
+    const std::string hint = did_you_mean(name, kernel_abi_names());
+    fail(ExitCode::usage, where + ": unknown kernel ABI '" + name + "'" +
+                              (hint.empty() ? "; the known adapters are " : hint + " The known adapters are ") + known);
 }
 
 // ---- Shared by every adapter ----
@@ -110,19 +113,53 @@ AttentionBuffers attention_buffers(const AttentionProblem &problem, const Device
     return b;
 }
 
-Kernel find_attention_kernel(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem) {
-    return module.function(abi.select_entry(problem, module.entry_names(), module.path().string()));
+LoadedAttention::LoadedAttention(const KernelAbi &abi, const std::filesystem::path &cubin,
+                                 const std::filesystem::path &host_library)
+    : abi_(&abi) {
+    if (abi.host_function().empty())
+        module_.emplace(cubin);
+    else
+        library_.emplace(host_library);
 }
 
-void launch_attention(const Kernel &kernel, const AttentionLaunch &launch, GpuStream stream) {
-    if (launch.set_smem_attribute) kernel.set_max_dynamic_smem(launch.dynamic_smem_bytes, kernel.name());
-    kernel.launch(launch.grid, launch.block, launch.dynamic_smem_bytes, launch.arguments, stream, launch.context);
+std::string AttentionEntry::name() const { return kernel ? kernel->name() : library->function(); }
+
+AttentionEntry find_attention_entry(const LoadedAttention &code, const AttentionProblem &problem) {
+    AttentionEntry entry;
+    if (const CubinModule *module = code.module())
+        entry.kernel = module->function(code.abi().select_entry(problem, module->entry_names(), module->path().string()));
+    else
+        entry.library = code.library();
+    return entry;
 }
 
-void launch_attention(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem,
-                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs) {
-    const Kernel kernel = find_attention_kernel(abi, module, problem);
-    launch_attention(kernel, abi.pack(problem, attention_buffers(problem, inputs, outputs)));
+std::optional<HostCallResult> launch_attention(const AttentionEntry &entry, const AttentionLaunch &launch,
+                                               GpuStream stream, bool poison_allocations) {
+    if (entry.library) return entry.library->call(launch.host_arguments, stream, poison_allocations, launch.context);
+    if (launch.set_smem_attribute) entry.kernel->set_max_dynamic_smem(launch.dynamic_smem_bytes, entry.kernel->name());
+    entry.kernel->launch(launch.grid, launch.block, launch.dynamic_smem_bytes, launch.arguments, stream, launch.context);
+    return std::nullopt;
+}
+
+std::optional<HostCallResult> launch_attention(const LoadedAttention &code, const AttentionProblem &problem,
+                                               const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs) {
+    const AttentionEntry entry = find_attention_entry(code, problem);
+    std::optional<HostCallResult> result =
+        launch_attention(entry, code.abi().pack(problem, attention_buffers(problem, inputs, outputs)), nullptr, true);
+    if (result && problem.with_lse) {
+        if (!result->returned)
+            fail(ExitCode::stop, "the host function " + entry.library->function() + " returned no LSE on " +
+                                     problem.describe() + ", though it was asked for one (return_lse = 1)");
+        const s2tp_host_tensor &lse = *result->returned;
+        std::size_t elements = 1;
+        for (int axis = 0; axis < lse.dims; ++axis) elements *= static_cast<std::size_t>(lse.sizes[axis]);
+        if (lse.dtype != static_cast<std::int32_t>(HostDType::f32) || elements * sizeof(float) != outputs.lse.size())
+            fail(ExitCode::stop, "the LSE the host function " + entry.library->function() + " returned on " +
+                                     problem.describe() + " is not " + std::to_string(outputs.lse.size() / sizeof(float)) +
+                                     " f32 values");
+        copy_device_bytes(outputs.lse.get(), lse.data, outputs.lse.size());
+    }
+    return result;
 }
 
 }  // namespace s2tp

@@ -3,16 +3,23 @@
 //   - at build time, without a GPU: whether a compiled entry (its mangled name, as ptxas and the
 //     cubin spell it) is one of the attention entries the GPU stages launch, its short report name,
 //     its full demangled name, its threads per block and dynamic shared memory;
-//   - at run time: which entry of a loaded cubin serves an AttentionProblem, and the launch itself:
-//     the packed parameter list, grid, block and dynamic shared memory.
+//   - at run time: what serves an AttentionProblem (a cubin entry, or a launcher's host function) and
+//     what it is given: the packed launch of a cubin entry, or the host function's arguments.
 // Inputs always come from sage2tp's quantization kernels (attention_launch.h), which produce the byte
 // layouts every adapter's kernels read; outputs are compared byte for byte whatever the ABIs are.
 //
 // Usage:
 //   const s2tp::KernelAbi &abi = s2tp::kernel_abi("sageattention-sm89", "experiment.toml [source] abi");
-//   s2tp::Kernel kernel = s2tp::find_attention_kernel(abi, module, problem);
+//   s2tp::LoadedAttention code(abi, built.cubin, built.host_library);
+//   s2tp::AttentionEntry entry = s2tp::find_attention_entry(code, problem);
 //   s2tp::AttentionLaunch launch = abi.pack(problem, s2tp::attention_buffers(problem, inputs, outputs));
-//   s2tp::launch_attention(kernel, launch);            // on the default stream; time loops reuse `launch`
+//   s2tp::launch_attention(entry, launch);            // on the default stream; time loops reuse `launch`
+//
+// Two kinds of adapter. sage2tp's own kernels (extern "C" entries, kernels/sage2tp_abi.h) are launched
+// from their cubin with the grid and parameters pack() computes. An upstream launcher is called: its
+// host function, built with its launcher file into a host-call library (gpu/host_call.h), gets tensors
+// that wrap sage2tp's buffers, and launches its kernel itself. pack() then says only how a problem maps
+// to the host function's arguments; the launch is the user's code's.
 //
 // A new adapter is one file (src/gpu/abi_<name>.cpp, defining a KernelAbi and a function returning it)
 // and one line of the registry table in kernel_abi.cpp. Launchers of one template that differ only in
@@ -22,10 +29,12 @@
 
 #include "gpu/attention_launch.h"
 #include "gpu/gpu_runtime.h"
+#include "gpu/host_call.h"
 #include "model/attention_problem.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,7 +64,9 @@ struct AttentionBuffers {
 AttentionBuffers attention_buffers(const AttentionProblem &problem, const DeviceQuantizedInputs &inputs,
                                    AttentionOutputs &outputs);
 
-// Everything cuLaunchKernel needs, packed once: the timed region launches it and does nothing else.
+// What one launch of an attention kernel is given, packed once: the timed region launches it and does
+// nothing else. A cubin entry (sage2tp's own ABI) takes the grid, block, shared memory and parameters;
+// an upstream launcher's host function takes host_arguments and decides the rest itself.
 struct AttentionLaunch {
     LaunchDims grid, block;
     std::size_t dynamic_smem_bytes = 0;
@@ -63,7 +74,8 @@ struct AttentionLaunch {
     // as a launcher that always sets it does; otherwise it is raised only where more than 48 KiB is used.
     bool set_smem_attribute = false;
     KernelArguments arguments;
-    std::string context;  // the problem, for error messages
+    HostArguments host_arguments;  // for a host function: its arguments in its parameter order
+    std::string context;           // the problem, for error messages
 };
 
 class KernelAbi {
@@ -82,7 +94,11 @@ public:
     // How this kernel's inputs are quantized for a problem of `head_dim` (upstream's Python, for an
     // upstream launcher: the sm80 inst_buf launcher's Q warps depend on the head dim).
     virtual QuantizationRecipe quantization(std::int64_t /*head_dim*/) const { return {}; }
-    // The upstream launcher file whose host function this adapter packs like, as a stem
+    // The host function of the launcher file this adapter calls ("qk_int8_sv_f8_accum_f32_attn_inst_buf");
+    // empty for kernels launched from their cubin (sage2tp's own ABI). The build links the launcher
+    // file into a host-call library that exports it.
+    virtual std::string host_function() const { return {}; }
+    // The upstream launcher file whose host function this adapter calls, as a stem
     // ("sm89_qk_int8_sv_f8_accum_f32_attn" for csrc/qattn/sm89_qk_int8_sv_f8_accum_f32_attn.cu); empty
     // for kernels written to sage2tp's own ABI. Golden data and cubins are named after it.
     virtual std::string launcher_file() const { return {}; }
@@ -99,11 +115,40 @@ public:
 const KernelAbi &kernel_abi(const std::string &name, const std::string &where);
 std::vector<std::string> kernel_abi_names();
 
-// The problem's entry in a loaded cubin, through the adapter.
-Kernel find_attention_kernel(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem);
-void launch_attention(const Kernel &kernel, const AttentionLaunch &launch, GpuStream stream = nullptr);
-// Looks the entry up, packs and launches on the default stream.
-void launch_attention(const KernelAbi &abi, const CubinModule &module, const AttentionProblem &problem,
-                      const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs);
+// One variant's attention code, loaded: its cubin, or for an adapter with a host function, the host-call
+// library the build linked from the same launcher file (what the GPU stages call; it holds the same
+// device code, so the cubin itself is not loaded).
+class LoadedAttention {
+public:
+    // `host_library` is empty for an adapter without a host function.
+    LoadedAttention(const KernelAbi &abi, const std::filesystem::path &cubin, const std::filesystem::path &host_library);
+    const KernelAbi &abi() const { return *abi_; }
+    const CubinModule *module() const { return module_ ? &*module_ : nullptr; }
+    const HostCallLibrary *library() const { return library_ ? &*library_ : nullptr; }
+
+private:
+    const KernelAbi *abi_;
+    std::optional<CubinModule> module_;
+    std::optional<HostCallLibrary> library_;
+};
+
+// What serves one problem: the cubin entry the adapter selects, or the host function.
+struct AttentionEntry {
+    std::optional<Kernel> kernel;
+    const HostCallLibrary *library = nullptr;
+    // The cubin entry's mangled name, or the host function's name.
+    std::string name() const;
+};
+
+AttentionEntry find_attention_entry(const LoadedAttention &code, const AttentionProblem &problem);
+// Launches on `stream`: the cubin entry, or a call of the host function (which may also allocate from
+// its pool, fill what it allocates with NaN under `poison_allocations`, and return a tensor). What a host
+// function launched is in the result; nullopt for a cubin entry.
+std::optional<HostCallResult> launch_attention(const AttentionEntry &entry, const AttentionLaunch &launch,
+                                               GpuStream stream = nullptr, bool poison_allocations = false);
+// Looks the entry up, packs and launches on the default stream, poisoning what a host function allocates.
+// The LSE a host function returns is copied into outputs.lse.
+std::optional<HostCallResult> launch_attention(const LoadedAttention &code, const AttentionProblem &problem,
+                                               const DeviceQuantizedInputs &inputs, AttentionOutputs &outputs);
 
 }  // namespace s2tp

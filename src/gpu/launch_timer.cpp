@@ -22,7 +22,7 @@ std::size_t attention_footprint_bytes(const DeviceQuantizedInputs &inputs, const
            inputs.v_fp8.size() + inputs.v_scale.size() + inputs.v_f16.size() + outputs.o.size() + outputs.lse.size();
 }
 
-GpuLaunchTimer::GpuLaunchTimer(std::vector<const Kernel *> kernels,
+GpuLaunchTimer::GpuLaunchTimer(std::vector<const AttentionEntry *> kernels,
                                std::vector<std::vector<AttentionLaunch>> launches,
                                std::vector<AttentionOutputs *> outputs, SmClockProbe &clock, L2Flusher *flusher,
                                OutputRecheck recheck, const NvmlProbe *power)
@@ -46,7 +46,9 @@ void GpuLaunchTimer::use_input_set(std::size_t set) {
     set_ = set;
 }
 
-void GpuLaunchTimer::launch(Arm arm) { launch_attention(*kernels_.at(arm), launches_[set_].at(arm)); }
+std::optional<HostCallResult> GpuLaunchTimer::launch(Arm arm) {
+    return launch_attention(*kernels_.at(arm), launches_[set_].at(arm));
+}
 
 void GpuLaunchTimer::warm_up(Arm arm) { launch(arm); }
 
@@ -58,8 +60,13 @@ LaunchSample GpuLaunchTimer::timed(Arm arm) {
     poison_outputs(*outputs_.at(arm));
     if (flusher_) flusher_->flush(nullptr);
     timer_.start(nullptr);
-    launch(arm);
+    const std::optional<HostCallResult> call = launch(arm);
     timer_.stop(nullptr);
+    // The warm-up filled the host function's pool; a timed call that still allocates would time cudaMalloc.
+    if (call && call->device_allocations > 0)
+        fail(ExitCode::stop, "the host function of arm " + std::to_string(arm) + " allocated device memory (" +
+                                 std::to_string(call->device_allocations) + " torch::empty block(s) beyond any call "
+                                 "before) inside a timed call on " + launches_[set_].at(arm).context);
     LaunchSample sample;
     sample.time_ms = timer_.elapsed_ms();
     sample.sm_clock_mhz = clock_.mhz_now(nullptr);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace s2tp {
@@ -36,10 +37,12 @@ using OutputRecheck = std::function<std::vector<RecheckFailure>(std::size_t set)
 // the end event, and then NVML's reading when `power` is given. The kernels and outputs are referenced,
 // not owned: they must outlive the timer. It resets the persisting-L2 carve-out first
 // (reset_persisting_l2): a carve-out left by another program keeps lines in L2 that no flush evicts.
+// An arm served by a host function is timed as do_bench times a Python call: the events bracket the
+// whole host function (its checks, descriptors and launch), and a timed call that allocates fails.
 class GpuLaunchTimer : public LaunchTimer {
 public:
     // launches[set][arm]; outputs[arm] are what the launches of the arm write.
-    GpuLaunchTimer(std::vector<const Kernel *> kernels, std::vector<std::vector<AttentionLaunch>> launches,
+    GpuLaunchTimer(std::vector<const AttentionEntry *> kernels, std::vector<std::vector<AttentionLaunch>> launches,
                    std::vector<AttentionOutputs *> outputs, SmClockProbe &clock, L2Flusher *flusher,
                    OutputRecheck recheck, const NvmlProbe *power = nullptr);
     std::size_t arms() const override { return kernels_.size(); }
@@ -50,9 +53,9 @@ public:
     std::vector<RecheckFailure> recheck() override;
 
 private:
-    void launch(Arm arm);
+    std::optional<HostCallResult> launch(Arm arm);
 
-    std::vector<const Kernel *> kernels_;
+    std::vector<const AttentionEntry *> kernels_;
     std::vector<std::vector<AttentionLaunch>> launches_;
     std::vector<AttentionOutputs *> outputs_;
     SmClockProbe &clock_;

@@ -1,37 +1,13 @@
 #include "gpu/upstream_launchers.h"
 
 #include "formats/demangled_name.h"
+#include "model/host_quantizer.h"
 #include "support/errors.h"
 
 #include <algorithm>
 #include <utility>
 
 namespace s2tp {
-
-namespace {
-
-// Element strides of a contiguous 4-D tensor, as torch's Tensor::stride() gives them.
-std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4> &sizes) {
-    return {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
-}
-
-}  // namespace
-
-TorchStrides torch_strides(const AttentionShape &s) {
-    const bool nhd = s.layout == Layout::nhd;
-    return {contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_q, s.heads_q, s.head_dim}
-                                   : std::array<std::int64_t, 4>{s.batch, s.heads_q, s.len_q, s.head_dim}),
-            contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.len_kv, s.heads_kv, s.head_dim}
-                                   : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.len_kv, s.head_dim}),
-            nhd ? 1 : 2, nhd ? 2 : 1};
-}
-
-TransposedVStrides transposed_v_strides(const AttentionShape &s, std::int64_t padded_kv) {
-    const bool nhd = s.layout == Layout::nhd;
-    return {contiguous_strides(nhd ? std::array<std::int64_t, 4>{s.batch, s.head_dim, s.heads_kv, padded_kv}
-                                   : std::array<std::int64_t, 4>{s.batch, s.heads_kv, s.head_dim, padded_kv}),
-            nhd ? 2 : 1, nhd ? 1 : 2};
-}
 
 TemplateArgument unsigned_argument(std::int64_t value) { return {std::to_string(value) + "u", std::to_string(value)}; }
 
@@ -90,6 +66,40 @@ UpstreamLauncherAbi::UpstreamLauncherAbi(UpstreamLauncher launcher) : launcher_(
 std::string UpstreamLauncherAbi::name() const { return launcher_.abi_name; }
 
 std::string UpstreamLauncherAbi::launcher_file() const { return launcher_.file; }
+
+std::string UpstreamLauncherAbi::host_function() const { return launcher_.file.substr(launcher_.file.find('_') + 1); }
+
+AttentionLaunch UpstreamLauncherAbi::pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const {
+    problem.validate();
+    const AttentionShape &s = problem.shape;
+    const QuantizationRecipe recipe = quantization(s.head_dim);
+    const FusedV fused = fused_v();
+    AttentionLaunch launch;
+    HostArguments &a = launch.host_arguments;
+    a.tensor(buffers.q_int8, HostDType::int8, s.q_shape());
+    a.tensor(buffers.k_int8, HostDType::int8, s.kv_shape());
+    if (recipe.v_format == VFormat::f16) {
+        require_input(buffers.v_f16, "fp16 V", problem, "V f16");
+        a.tensor(buffers.v_f16, HostDType::f16, s.kv_shape());
+    } else {
+        a.tensor(buffers.v_fp8, HostDType::e4m3, v_fp8_shape(s, recipe.v_pad_tokens));
+    }
+    a.tensor(buffers.o, host_dtype(problem.dtype), s.q_shape());
+    a.tensor(buffers.q_scale, HostDType::f32, q_scale_shape(s, recipe.qk));
+    a.tensor(buffers.k_scale, HostDType::f32, k_scale_shape(s, recipe.qk));
+    if (fused.scale) a.tensor(buffers.v_scale, HostDType::f32, v_scale_shape(s));
+    if (fused.mean) {
+        require_input(buffers.v_mean, "V mean", problem, "smooth_v");
+        a.tensor(buffers.v_mean, host_dtype(v_mean_dtype(recipe, problem.dtype)), v_mean_shape(s));
+    }
+    a.integer(s.layout == Layout::hnd ? 1 : 0);                               // tensor_layout
+    a.integer(problem.causal ? 1 : 0);                                        // is_causal
+    a.integer(recipe.qk.granularity == QkGranularity::per_thread ? 3 : 2);  // qk_quant_gran
+    a.real(problem.sm_scale);
+    a.integer(problem.with_lse ? 1 : 0);  // return_lse
+    launch.context = problem.describe();
+    return launch;
+}
 
 std::optional<UpstreamInstance> UpstreamLauncherAbi::read_instance(const std::string &mangled) const {
     const std::optional<std::string> demangled = demangle(mangled);

@@ -1,11 +1,13 @@
 // What the adapters of upstream SageAttention's launchers (abi_sageattention_sm89.cpp,
-// abi_sageattention_sm90.cpp, abi_sageattention_sm80.cpp) share: the strides torch gives their
-// contiguous tensors in either layout, a template argument in its demangled and its source spelling,
+// abi_sageattention_sm90.cpp, abi_sageattention_sm80.cpp) share: the arguments every SageAttention
+// host function takes (q, k, v, o, the Q/K scales, the V tensors it fuses, tensor_layout, is_causal,
+// qk_quant_gran, sm_scale, return_lse), a template argument in its demangled and its source spelling,
 // reading what an entry's demangled name says about the problem it serves, and the choice of the one
-// entry of a cubin that serves a problem, with the message that lists the candidates when none or
-// several do. UpstreamLauncherAbi puts these together: a family of launchers gives each of its adapters
-// what tells that launcher apart (an UpstreamLauncher: names, kernel template, template arguments,
-// parameters) and keeps only its packing, quantization and launch geometry.
+// entry of a cubin that serves a problem (for build's resource table), with the message that lists the
+// candidates when none or several do. UpstreamLauncherAbi puts these together: a family of launchers
+// gives each of its adapters what tells that launcher apart (an UpstreamLauncher: names, kernel
+// template, template arguments, parameters) and keeps only its quantization, the V tensors its host
+// function takes, and the launch geometry build's table reports before any GPU has run it.
 #pragma once
 
 #include "gpu/kernel_abi.h"
@@ -23,23 +25,6 @@
 #include <vector>
 
 namespace s2tp {
-
-// The strides of the contiguous q, k and o tensors a host function is given for the problem's layout
-// (upstream's tensor_layout 0 for NHD, 1 for HND), and which axis is which, as the host function reads
-// them: q and o [B,Nq,Hq,D] or [B,Hq,Nq,D], k [B,Nk,Hk,D] or [B,Hk,Nk,D].
-struct TorchStrides {
-    std::array<std::int64_t, 4> q, k;  // o's are q's
-    int seq, head;                     // the token and head axes
-};
-TorchStrides torch_strides(const AttentionShape &shape);
-
-// The strides of the e4m3 v, [B,D,Hk,Npad] or [B,Hk,D,Npad] (tokens innermost, padded to `padded_kv`),
-// and its head and head-dim axes.
-struct TransposedVStrides {
-    std::array<std::int64_t, 4> v;
-    int head, dim;
-};
-TransposedVStrides transposed_v_strides(const AttentionShape &shape, std::int64_t padded_kv);
 
 // One template argument of a launcher's kernel, spelled twice: as the demangler prints it in a cubin
 // entry's name, which is what selects the entry, and as upstream's launcher writes it, which is what the
@@ -89,6 +74,16 @@ public:
     explicit UpstreamLauncherAbi(UpstreamLauncher launcher);
     std::string name() const final;
     std::string launcher_file() const final;
+    // The file's name behind its "smXX_" prefix: upstream names each launcher file (and the sm90 and
+    // sm80 rows' pseudo-files) after the host function it holds.
+    std::string host_function() const final;
+    // The host function's arguments, in the parameter order every SageAttention host function shares:
+    //   query, key, value, output, query_scale, key_scale, [value_scale], [value_mean],
+    //   tensor_layout (0 NHD, 1 HND), is_causal, qk_quant_gran (2 per warp, 3 per thread), sm_scale,
+    //   return_lse
+    // as core.py passes them: contiguous tensors of the quantization recipe's shapes (V e4m3 and
+    // transposed, [B, D, Hk, Npad] or [B, Hk, D, Npad], or fp16 in K's shape; the scales f32).
+    AttentionLaunch pack(const AttentionProblem &problem, const AttentionBuffers &buffers) const final;
     // The instances without LSE: the ones the workload is timed with. The LSE instances (parity and
     // sanitize launch them) have no counterpart in sage2tp's ABI, whose entries write the LSE when given
     // a pointer, so a table across ABIs could not compare them.
@@ -100,6 +95,13 @@ public:
                              const std::string &cubin) const final;
 
 protected:
+    // The V tensors the host function takes after the Q/K scales.
+    struct FusedV {
+        bool scale = false, mean = false;
+    };
+    virtual FusedV fused_v() const = 0;
+    // What upstream's launcher at d1a57a5 launches with, for build's resource table only: the GPU stages
+    // call the host function, which decides, and record what it launched.
     virtual std::uint32_t threads_per_block(std::int64_t head_dim) const = 0;
     virtual std::size_t smem_bytes(std::int64_t head_dim) const = 0;
     // Error(internal) naming the adapter and `problem` unless `buffer` is there: the inputs were not

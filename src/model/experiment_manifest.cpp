@@ -367,8 +367,6 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
             if (const toml::array *flags = (*build)[key].as_array())
                 for (const toml::node &flag : *flags)
                     check_compiler_flag(flag.value_or(std::string()), r.position(flag) + ": [build] " + key);
-        e.torch_include_dirs = r.strings_or("torch_include_dirs", e.torch_include_dirs);
-        for (auto &dir : e.torch_include_dirs) dir = resolve_against(base_dir, dir);
         r.finish();
     }
 
@@ -664,8 +662,7 @@ std::string experiment_to_toml(const Experiment &e) {
     }
     doc.insert("build", toml::table{{"arch", e.arch},
                                     {"nvcc_flags", to_array(e.nvcc_flags)},
-                                    {"extra_flags", to_array(e.extra_flags)},
-                                    {"torch_include_dirs", to_array(e.torch_include_dirs)}});
+                                    {"extra_flags", to_array(e.extra_flags)}});
     doc.insert("sanitize", toml::table{{"tools", to_array(e.sanitizer_tools)}});
     toml::array seeds, shapes;
     for (auto s : e.parity_seeds) seeds.push_back(s);

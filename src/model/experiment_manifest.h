@@ -27,7 +27,7 @@ struct SourceSpec {
     std::vector<std::string> kernel_sources;  // compiled per variant and compared (the A/B)
     std::vector<std::string> support_sources; // compiled per variant, not compared (quantizers)
     std::vector<std::string> include_dirs;
-    bool needs_torch_headers = false;         // host code includes <torch/extension.h> (build finds them)
+    bool needs_torch_headers = false;         // host code includes <torch/extension.h>: sage2tp's torch subset
 
     // The same tree before any patch: the same embedded kernels, or the same repository and commit.
     bool same_checkout(const SourceSpec &other) const {
@@ -98,7 +98,6 @@ struct Experiment {
     std::string arch = "sm_121a";
     std::vector<std::string> nvcc_flags = {"-O3", "--use_fast_math"};
     std::vector<std::string> extra_flags;
-    std::vector<std::string> torch_include_dirs;  // where <torch/extension.h> and Python.h are; empty: search
 
     // [sanitize]
     std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};

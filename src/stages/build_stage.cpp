@@ -13,7 +13,6 @@
 #include "tools/kernel_build.h"
 #include "figures/resource_comparison.h"
 #include "tools/sass_histogram.h"
-#include "tools/torch_headers.h"
 #include "support/data_paths.h"
 #include "support/errors.h"
 #include "support/hashing.h"
@@ -59,8 +58,9 @@ void discard_build_leftovers(const RunDirectory &run) {
 void swap_in_build(const RunDirectory &run, const std::vector<CompileJob> &staged) {
     std::set<fs::path> made;
     for (const CompileJob &job : staged)
-        for (const fs::path &file : {job.cubin, job.log, job.command_file, job.dependency_file})
-            made.insert(file.lexically_relative(run.build_staging()));
+        for (const fs::path &file : {job.cubin, job.log, job.command_file, job.dependency_file, job.host_library,
+                                     job.generated_source})
+            if (!file.empty()) made.insert(file.lexically_relative(run.build_staging()));
     std::error_code ec;
     if (fs::is_directory(run.builds()))
         for (fs::recursive_directory_iterator it(run.builds(), ec), end; !ec && it != end; it.increment(ec)) {
@@ -122,7 +122,6 @@ struct BuildPlan {
     const KernelAbi &baseline_abi;
     std::map<std::string, const KernelAbi *> candidate_abis;
     const KernelAbi &sass_candidate_abi;
-    std::optional<TorchHeaders> torch;
     std::vector<CompileJob> jobs;    // where the cubins stand
     std::vector<CompileJob> staged;  // the same compiles into the staging directory, swapped in whole
     std::string compiler;            // nvcc's version line; "" without nvcc
@@ -141,9 +140,7 @@ void add_build_inputs(Fingerprint &f, const BuildPlan &p, const RunDirectory &ru
     for (const auto &flag : experiment.extra_flags) f.add("extra_flag", flag);
     for (const std::string &variant : experiment.variant_names())
         for (const auto &dir : experiment.source(variant).include_dirs) f.add(variant + " include_dir", dir);
-    // Not where torch's headers were found: that is the host's, and they feed the host wrappers
-    // only, never the cubins (tools/torch_headers.h); a run carried to a GPU host that finds them
-    // elsewhere stays up to date. The compile cache does key on their bytes.
+    // The host-call export and torch subset are in the support tree, fingerprinted below.
     for (const auto &job : p.jobs) f.add("source", job.variant + ":" + job.source);
     for (const std::string &variant : experiment.variant_names()) f.add_tree(variant, run.tree(variant));
     if (experiment.needs_support_tree()) f.add_tree("support", run.tree("support"));
@@ -186,11 +183,12 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
     figures.jobs = request.jobs;
     figures.flags = experiment.nvcc_flags;
     figures.flags.insert(figures.flags.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
-    if (p.torch) figures.torch_headers = TorchHeadersFigure{p.torch->found_by, p.torch->include_dirs};
     std::map<std::string, std::vector<PtxasReport>> reports;  // per variant, of its compared sources
     for (std::size_t i = 0; i < p.jobs.size(); ++i) {
         const std::string key = p.jobs[i].variant + ":" + p.jobs[i].source;
-        const bool compiled = outcomes[i].exit_code == 0 && fs::is_regular_file(p.jobs[i].cubin);
+        const bool host_call = !p.jobs[i].host_library.empty();
+        const bool compiled = outcomes[i].exit_code == 0 && fs::is_regular_file(p.jobs[i].cubin) &&
+                              (!host_call || fs::is_regular_file(p.jobs[i].host_library));
         toml::table artifact = compiled ? FileArtifact::of(run, p.jobs[i].cubin).to_toml() : toml::table{};
         artifact.insert("log", run.relative(p.jobs[i].log));
         artifact.insert("command", run.relative(p.jobs[i].command_file));
@@ -207,6 +205,9 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
                                      "): " + (first.empty() ? "see " + run.relative(p.jobs[i].log) : first));
         }
         result.artifacts.insert(key, artifact);
+        if (compiled && host_call)
+            result.artifacts.insert(host_call_artifact_key(p.jobs[i].variant, p.jobs[i].source),
+                                    FileArtifact::of(run, p.jobs[i].host_library).to_toml());
     }
     if (result.status == StageStatus::failed) {
         figures.summary = p.arch + ": compile failed";
@@ -262,32 +263,16 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
     // A GPU host may have no compiler: a passed, intact build made elsewhere is then used as it is.
     const CompilerLookup lookup = look_for_nvcc(request.nvcc);
     const std::optional<fs::path> &nvcc = lookup.nvcc;
-    // Looked up only for sources that include torch's headers, and only where there is a compiler to
-    // use them (a GPU host without nvcc keeps the intact build made elsewhere).
-    // A GPU host whose torch is found elsewhere, or not at all, keeps the intact build made elsewhere.
-    std::optional<TorchHeaders> torch;
-    std::optional<Error> torch_missing;
-    if (needs_torch_headers(experiment) && nvcc) {
-        std::vector<std::string> requested_torch = request.torch_include;
-        for (auto &dir : requested_torch) dir = fs::absolute(dir).lexically_normal().string();
-        try {
-            torch = find_torch_headers(requested_torch, experiment.torch_include_dirs);
-        } catch (const Error &e) {
-            if (e.code() != ExitCode::missing_tool || !request.torch_include.empty()) throw;
-            torch_missing = e;
-        }
-    }
-    const std::vector<std::string> torch_dirs = torch ? torch->include_dirs : std::vector<std::string>{};
-    std::vector<CompileJob> jobs = plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch_dirs);
+    std::vector<CompileJob> jobs = plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"));
     // What runs: the same compiles into the staging directory, swapped in whole when all are done.
     std::vector<CompileJob> staged =
-        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), torch_dirs, run.build_staging().filename());
+        plan_compiles(run, experiment, arch, nvcc.value_or("nvcc"), run.build_staging().filename());
     discard_build_leftovers(run);
     std::string compiler = nvcc ? nvcc_version(*nvcc) : std::string();
     // The SASS histogram compares the baseline with the first candidate.
     const KernelAbi &sass_candidate_abi = *candidate_abis.at(experiment.candidates.front().name);
     const auto plan = std::make_shared<const BuildPlan>(BuildPlan{arch, limits, baseline_abi, std::move(candidate_abis),
-                                                                  sass_candidate_abi, std::move(torch), std::move(jobs),
+                                                                  sass_candidate_abi, std::move(jobs),
                                                                   std::move(staged), std::move(compiler)});
 
     StageWork work;
@@ -297,9 +282,13 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
     // inspect_run has checked every cubin the checkpoint records; what it cannot know is whether the
     // checkpoint records every cubin this plan compiles.
     work.verify_outputs = [&run, plan](const Checkpoint &c) -> std::string {
-        for (const auto &job : plan->jobs)
+        for (const auto &job : plan->jobs) {
             if (!FileArtifact::from_toml(c.artifacts[job.variant + ":" + job.source]))
                 return run.relative(job.cubin) + " is not recorded";
+            if (!job.host_library.empty() &&
+                !FileArtifact::from_toml(c.artifacts[host_call_artifact_key(job.variant, job.source)]))
+                return run.relative(job.host_library) + " is not recorded";
+        }
         return "";
     };
     work.run = [&run, &experiment, &request, &reporter, plan] {
@@ -322,10 +311,6 @@ StageWork build_stage_work(StageContext &context, const BuildRequest &request, c
     if (!nvcc) {
         work.unavailable = *lookup.missing;
         work.keep_reason = "no nvcc on this host; using the cubins built before";
-    } else if (torch_missing) {
-        if (request.force) throw *torch_missing;
-        work.unavailable = *torch_missing;
-        work.keep_reason = "no torch headers on this host; using the cubins built before";
     }
     return work;
 }

@@ -17,7 +17,6 @@ struct BuildRequest {
     std::optional<std::string> arch;  // --arch; unset: auto with a GPU, else the last passed build's, else the manifest's
     int jobs = 1;                     // parallel nvcc processes, at least 1
     std::optional<std::string> nvcc;  // --nvcc; unset: the usual search order
-    std::vector<std::string> torch_include;  // --torch-include, as given
     bool sass = false;
     bool force = false;
     bool no_cache = false;  // --no-cache: compile everything, store nothing

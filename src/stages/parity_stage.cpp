@@ -51,11 +51,14 @@ ParityPlan parity_plan(const Experiment &experiment) {
 
 // The variants' modules, loaded into the context of the calling thread's current GPU.
 struct ParityModules {
-    CubinModule quantize, baseline;
-    std::vector<std::unique_ptr<CubinModule>> candidates;  // in manifest order
+    CubinModule quantize;
+    LoadedAttention baseline;
+    std::vector<std::unique_ptr<LoadedAttention>> candidates;  // in manifest order
 
-    explicit ParityModules(const BuiltKernels &kernels) : quantize(kernels.quantize), baseline(kernels.baseline.cubin) {
-        for (const BuiltAttention &built : kernels.candidates) candidates.push_back(std::make_unique<CubinModule>(built.cubin));
+    explicit ParityModules(const BuiltKernels &kernels)
+        : quantize(kernels.quantize), baseline(load_attention(kernels.baseline)) {
+        for (const BuiltAttention &built : kernels.candidates)
+            candidates.push_back(std::make_unique<LoadedAttention>(load_attention(built)));
     }
 };
 
@@ -133,7 +136,7 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
             }
             // Every launch finds NaN in every SM's shared memory: a tail it reads unwritten shows.
             fill_shared_memory_with_nan(modules.quantize);
-            const KernelRun base = run_attention(*kernels.baseline.abi, modules.baseline, problem, inputs, "baseline");
+            const KernelRun base = run_attention(modules.baseline, problem, inputs, "baseline");
             c.baseline_unwritten = unwritten(base, problem);
             c.baseline_o_sha256 = sha256_hex(base.o.bytes.data(), base.o.bytes.size());
             Tensor base_rows;
@@ -145,7 +148,7 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
                 const KernelAbi &abi = *kernels.candidates[i].abi;
                 fill_shared_memory_with_nan(modules.quantize);
                 const KernelRun cand =
-                    run_attention(abi, *modules.candidates[i], problem, quantized.get(abi.quantization(problem.shape.head_dim)), kernels.candidates[i].variant);
+                    run_attention(*modules.candidates[i], problem, quantized.get(abi.quantization(problem.shape.head_dim)), kernels.candidates[i].variant);
                 CandidateRun &ran = c.candidates[kernels.candidates[i].variant];
                 ran.unwritten = unwritten(cand, problem);
                 ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());

@@ -1,5 +1,7 @@
 #include "stages/prepare_stage.h"
 
+#include "gpu/kernel_abi.h"
+
 #include "formats/toml_schema.h"
 #include "pipeline/file_artifact.h"
 
@@ -168,6 +170,10 @@ StageWork prepare_stage_work(StageContext &context, const PrepareRequest &reques
                              const std::shared_ptr<PrepareOutcome> &outcome) {
     RunDirectory &run = context.run();
     const Experiment &experiment = request.experiment;
+    // An abi that names no adapter is the manifest's mistake: said here, before any tree is made.
+    for (const std::string &variant : experiment.variant_names())
+        kernel_abi(experiment.abi(variant), "the manifest's " + (variant == "baseline" ? std::string("[source]")
+                                                                                        : "candidate " + variant) + " abi");
     StageWork work;
     work.stage = Stage::prepare;
     work.force = request.force;

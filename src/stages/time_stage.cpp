@@ -388,7 +388,7 @@ std::string input_set_text(std::size_t set, std::size_t sets) {
 // input_set_seed), quantized per recipe; then every arm launched once on it from poisoned outputs, the
 // outputs recorded and, when the run checks accuracy, measured. The q, k, v are freed at the end.
 InputSet make_input_set(const MeasureRequest &request, const CubinModule &quantize, std::size_t index,
-                        const std::vector<const BuiltAttention *> &built, const std::vector<const Kernel *> &arm_kernels,
+                        const std::vector<const BuiltAttention *> &built, const std::vector<const AttentionEntry *> &arm_kernels,
                         std::vector<AttentionOutputs> &outputs, const std::vector<std::string> &arms,
                         const Reporter &reporter) {
     const AttentionProblem &problem = request.workload.problem;
@@ -415,7 +415,14 @@ InputSet make_input_set(const MeasureRequest &request, const CubinModule &quanti
             problem, attention_buffers(problem, set.inputs->get(abi.quantization(problem.shape.head_dim)), outputs[arm])));
     }
     for (AttentionOutputs &output : outputs) poison_outputs(output);
-    for (Arm arm = 0; arm < arms.size(); ++arm) launch_attention(*arm_kernels[arm], set.launches[arm]);
+    for (Arm arm = 0; arm < arms.size(); ++arm) {
+        const std::optional<HostCallResult> call = launch_attention(*arm_kernels[arm], set.launches[arm]);
+        // What the user's host function launched: its grid, block and shared memory, not sage2tp's.
+        if (call && index == 0 && arm != 1)
+            for (const RecordedLaunch &launch : call->launches)
+                reporter.progress("time: " + arms[arm] + " (" + arm_kernels[arm]->library->function() + ") launches " +
+                                  launch.kernel + ": " + launch.describe());
+    }
     synchronize("time: first launches on " + input_set_text(index, timed_input_sets) + ", " + problem.describe());
     set.expected = std::make_unique<OutputChecks>(quantize, problem.dtype);
     set.first = output_digests(*set.expected, outputs, true);
@@ -485,15 +492,15 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
     // The baseline's module serves arms 0 and 1; each candidate has its own.
     std::vector<const BuiltAttention *> built{&kernels.baseline, &kernels.baseline};
     for (const BuiltAttention &candidate : kernels.candidates) built.push_back(&candidate);
-    std::vector<std::unique_ptr<CubinModule>> modules;
-    std::vector<Kernel> kernel_of_variant;
-    modules.push_back(std::make_unique<CubinModule>(kernels.baseline.cubin));
-    kernel_of_variant.push_back(find_attention_kernel(*kernels.baseline.abi, *modules.back(), problem));
+    std::vector<std::unique_ptr<LoadedAttention>> modules;
+    std::vector<AttentionEntry> kernel_of_variant;
+    modules.push_back(std::make_unique<LoadedAttention>(load_attention(kernels.baseline)));
+    kernel_of_variant.push_back(find_attention_entry(*modules.back(), problem));
     for (const BuiltAttention &candidate : kernels.candidates) {
-        modules.push_back(std::make_unique<CubinModule>(candidate.cubin));
-        kernel_of_variant.push_back(find_attention_kernel(*candidate.abi, *modules.back(), problem));
+        modules.push_back(std::make_unique<LoadedAttention>(load_attention(candidate)));
+        kernel_of_variant.push_back(find_attention_entry(*modules.back(), problem));
     }
-    std::vector<const Kernel *> arm_kernels{&kernel_of_variant[0], &kernel_of_variant[0]};
+    std::vector<const AttentionEntry *> arm_kernels{&kernel_of_variant[0], &kernel_of_variant[0]};
     for (std::size_t c = 0; c < kernels.candidates.size(); ++c) arm_kernels.push_back(&kernel_of_variant[c + 1]);
 
     std::vector<AttentionOutputs> outputs;
@@ -838,7 +845,7 @@ RatioFigures ratio_figures(const RepeatedRatio &ratio) {
 // matches (the module is loaded only to read it).
 std::string find_entry_name(const BuiltAttention &built, const AttentionProblem &problem) {
     const CubinModule module(built.cubin);
-    return find_attention_kernel(*built.abi, module, problem).name();
+    return built.abi->select_entry(problem, module.entry_names(), built.cubin.string());
 }
 
 

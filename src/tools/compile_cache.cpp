@@ -107,7 +107,8 @@ std::string entry_key_text(const std::string &direct_text, const std::string &fi
 }
 
 std::string digests_text(const CachedOutputs &outputs) {
-    return "cubin " + sha256_hex(outputs.cubin) + "\noutput " + sha256_hex(outputs.output) + "\n";
+    return "cubin " + sha256_hex(outputs.cubin) + "\noutput " + sha256_hex(outputs.output) + "\n" +
+           (outputs.library.empty() ? "" : "library " + sha256_hex(outputs.library) + "\n");
 }
 
 std::string entry_name(const std::string &key_text, const std::string &digests) {
@@ -192,9 +193,12 @@ EntryCheck check_entry(const fs::path &entry, const std::string &key_text) {
     const std::optional<std::string> digests = read_store_file(entry / "digests");
     const std::optional<std::string> cubin = read_store_file(entry / "cubin");
     const std::optional<std::string> output = read_store_file(entry / "output");
+    // A library is there only for a compile that linked one; its digest line says so either way.
+    const bool with_library = what_is_at(entry / "library") != "missing";
+    const std::optional<std::string> library = with_library ? read_store_file(entry / "library") : std::string();
     if (!is_real_directory(entry)) return {};  // evicted while being read
-    if (!key || !digests || !cubin || !output) return {std::nullopt, "a file of it cannot be read"};
-    const CachedOutputs outputs{*cubin, *output};
+    if (!key || !digests || !cubin || !output || !library) return {std::nullopt, "a file of it cannot be read"};
+    const CachedOutputs outputs{*cubin, *output, *library};
     if (*key != key_text) return {std::nullopt, "it records another compile's key (an entry copied, swapped or moved)"};
     if (*digests != digests_text(outputs)) return {std::nullopt, "its files do not match their SHA-256 digests"};
     if (entry.filename() != entry_name(*key, *digests))
@@ -340,6 +344,7 @@ void CompileCache::store(const CacheableCompile &compile, const fs::path &depend
         write_file_atomically(temporary / "key", key_text);
         write_file_atomically(temporary / "cubin", outputs.cubin);
         write_file_atomically(temporary / "output", outputs.output);
+        if (!outputs.library.empty()) write_file_atomically(temporary / "library", outputs.library);
         write_file_atomically(temporary / "digests", digests);
         // Whole or not at all. An entry of this name that is whole holds these very bytes (its name is
         // their digest) and is kept; anything else there is removed and replaced.
@@ -376,7 +381,7 @@ void CompileCache::store(const CacheableCompile &compile, const fs::path &depend
     std::error_code ec;
     for (fs::directory_iterator it(store / "entries", ec), end; !ec && it != end; it.increment(ec)) {
         Aged aged{it->last_write_time(ec), 0, it->path()};
-        for (const char *name : {"cubin", "output", "digests", "key"}) {
+        for (const char *name : {"cubin", "output", "library", "digests", "key"}) {
             std::error_code size_ec;
             const auto size = fs::file_size(it->path() / name, size_ec);
             if (!size_ec) aged.bytes += size;

@@ -55,6 +55,7 @@ struct CacheableCompile {
 struct CachedOutputs {
     std::string cubin;
     std::string output;
+    std::string library;  // a host-call library the compile also linked; empty (and not stored) otherwise
 };
 
 class CompileCache {

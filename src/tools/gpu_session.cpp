@@ -7,6 +7,7 @@
 #include "support/file_io.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"
+#include "tools/kernel_build.h"
 #include "formats/tensor_io.h"
 
 #include <algorithm>
@@ -20,22 +21,38 @@ namespace fs = std::filesystem;
 namespace s2tp {
 namespace {
 
-fs::path recorded_cubin(const RunDirectory &run, const Checkpoint &build, const std::string &variant,
-                        const std::string &source) {
-    const std::string key = variant + ":" + source;
+// The artifact the build checkpoint records under `key` ("<variant>:<source>" for a cubin,
+// host_call_artifact_key() for a host-call library), checked against its SHA-256.
+fs::path recorded_artifact(const RunDirectory &run, const Checkpoint &build, const std::string &key,
+                           const std::string &what) {
     const std::string checkpoint = "the build checkpoint";
     const std::optional<FileArtifact> recorded = FileArtifact::from_toml(build.artifacts[key]);
     if (!recorded || recorded->path.empty() || recorded->sha256.empty())
-        fail(ExitCode::precondition, checkpoint + " records no cubin for " + key + "; run 'sage2tp build' again");
+        fail(ExitCode::precondition, checkpoint + " records no " + what + " for " + key + "; run 'sage2tp build' again");
     switch (recorded->state(run)) {
     case FileArtifact::State::intact: break;
     case FileArtifact::State::missing:
-        fail(ExitCode::precondition, recorded->path + " (the " + key + " cubin) is missing; run 'sage2tp build --force'");
+        fail(ExitCode::precondition, recorded->path + " (the " + key + " " + what + ") is missing; run 'sage2tp build --force'");
     case FileArtifact::State::changed:
-        fail(ExitCode::precondition, recorded->path + " (the " + key + " cubin) changed since it was built: its SHA-256 " +
-                                         "differs from the build checkpoint's; run 'sage2tp build --force'");
+        fail(ExitCode::precondition, recorded->path + " (the " + key + " " + what + ") changed since it was built: its " +
+                                         "SHA-256 differs from the build checkpoint's; run 'sage2tp build --force'");
     }
     return run.resolve(recorded->path);
+}
+
+fs::path recorded_cubin(const RunDirectory &run, const Checkpoint &build, const std::string &variant,
+                        const std::string &source) {
+    return recorded_artifact(run, build, variant + ":" + source, "cubin");
+}
+
+// A variant's attention: its cubin, and the host-call library when its adapter calls a host function.
+BuiltAttention built_attention(const RunDirectory &run, const Checkpoint &build, const std::string &variant,
+                               const SourceSpec &source, const KernelAbi &abi) {
+    const std::string &file = source.kernel_sources.front();
+    BuiltAttention built{variant, recorded_cubin(run, build, variant, file), &abi, {}};
+    if (!abi.host_function().empty())
+        built.host_library = recorded_artifact(run, build, host_call_artifact_key(variant, file), "host-call library");
+    return built;
 }
 
 // A tensor of a workload file: the file's only tensor, or the one named after its role ("q", "k",
@@ -71,11 +88,11 @@ BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState
     const Checkpoint &build = *state.read.checkpoint;
     const std::string manifest = run.relative(run.manifest());
     BuiltKernels kernels;
-    kernels.baseline = {"baseline", recorded_cubin(run, build, "baseline", experiment.baseline_source.kernel_sources.front()),
-                        &kernel_abi(experiment.baseline_abi, manifest + " [source] abi")};
+    kernels.baseline = built_attention(run, build, "baseline", experiment.baseline_source,
+                                       kernel_abi(experiment.baseline_abi, manifest + " [source] abi"));
     for (const CandidateSpec &c : experiment.candidates)
-        kernels.candidates.push_back({c.name, recorded_cubin(run, build, c.name, c.source.kernel_sources.front()),
-                                      &kernel_abi(c.abi, manifest + " candidate " + c.name + " abi")});
+        kernels.candidates.push_back(
+            built_attention(run, build, c.name, c.source, kernel_abi(c.abi, manifest + " candidate " + c.name + " abi")));
     kernels.quantize = experiment.needs_support_tree()
                            ? recorded_cubin(run, build, "support", embedded_quantize_source())
                            : recorded_cubin(run, build, "baseline", experiment.baseline_source.support_sources.front());
@@ -221,15 +238,20 @@ GeneratedInputs workload_inputs(const WorkloadSpec &workload) {
     return inputs;
 }
 
-KernelRun run_attention(const KernelAbi &abi, const CubinModule &attention_module, const AttentionProblem &problem,
+LoadedAttention load_attention(const BuiltAttention &built) {
+    return LoadedAttention(*built.abi, built.cubin, built.host_library);
+}
+
+KernelRun run_attention(const LoadedAttention &attention, const AttentionProblem &problem,
                         const DeviceQuantizedInputs &inputs, const std::string &label) {
     AttentionOutputs outputs = allocate_outputs(problem, label);
     poison_outputs(outputs);
-    launch_attention(abi, attention_module, problem, inputs, outputs);
+    const std::optional<HostCallResult> call = launch_attention(attention, problem, inputs, outputs);
     synchronize(label + " attention, " + problem.describe());
     KernelRun run;
     run.o = download_output(problem, outputs);
     if (problem.with_lse) run.lse = download_lse(problem, outputs);
+    if (call) run.launches = call->launches;
     return run;
 }
 

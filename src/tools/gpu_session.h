@@ -5,10 +5,11 @@
 // Usage:
 //   s2tp::BuiltKernels kernels = s2tp::built_kernels(run, s2tp::inspect_run(run));
 //   s2tp::DeviceFacts device = s2tp::require_gpu("parity", device_index);   // exit 3 without a GPU
-//   s2tp::CubinModule quantize(kernels.quantize), baseline(kernels.baseline_attention);
+//   s2tp::CubinModule quantize(kernels.quantize);
+//   s2tp::LoadedAttention baseline = s2tp::load_attention(kernels.baseline);
 //   s2tp::GeneratedInputs host = s2tp::problem_inputs(problem, seed);
 //   s2tp::DeviceQuantizedInputs inputs = s2tp::quantize_on_gpu(quantize, problem, host.q, host.k, host.v);
-//   s2tp::KernelRun out = s2tp::run_attention(*kernels.baseline_abi, baseline, problem, inputs, "baseline");
+//   s2tp::KernelRun out = s2tp::run_attention(baseline, problem, inputs, "baseline");
 #pragma once
 
 #include "support/cuda_tools.h"
@@ -35,11 +36,13 @@
 namespace s2tp {
 
 // The cubins one run's build stage produced, as absolute paths inside the run directory.
-// One variant's attention cubin and the adapter that launches it.
+// One variant's attention cubin, the adapter that launches it, and for an adapter that calls a host
+// function, the host-call library built from the same launcher file.
 struct BuiltAttention {
-    std::string variant;              // "baseline" or the candidate's name
-    std::filesystem::path cubin;      // the variant's first kernel_sources entry ("<variant>:<source>")
-    const KernelAbi *abi = nullptr;   // the adapter its manifest abi names
+    std::string variant;                 // "baseline" or the candidate's name
+    std::filesystem::path cubin;         // the variant's first kernel_sources entry ("<variant>:<source>")
+    const KernelAbi *abi = nullptr;      // the adapter its manifest abi names
+    std::filesystem::path host_library;  // host_call_artifact_key(); empty without a host function
 };
 
 struct BuiltKernels {
@@ -114,16 +117,20 @@ GeneratedInputs problem_inputs(const AttentionProblem &problem, std::uint64_t se
 // from its seed.
 GeneratedInputs workload_inputs(const WorkloadSpec &workload);
 
+// A variant's attention code, loaded (its cubin, or its host-call library).
+LoadedAttention load_attention(const BuiltAttention &built);
+
 // One launch's outputs, copied back. `lse` holds no bytes when the problem has with_lse off.
 struct KernelRun {
     Tensor o;
     Tensor lse;
+    std::vector<RecordedLaunch> launches;  // what a host function launched; empty for a cubin entry
 };
 
-// Allocates and poisons the outputs, launches `attention_module`'s entry for the problem through its
+// Allocates and poisons the outputs, launches the variant's attention for the problem through its
 // ABI adapter on the default stream, waits, and downloads. `label` ("baseline"/"candidate") names the
 // launch in error messages.
-KernelRun run_attention(const KernelAbi &abi, const CubinModule &attention_module, const AttentionProblem &problem,
+KernelRun run_attention(const LoadedAttention &attention, const AttentionProblem &problem,
                         const DeviceQuantizedInputs &inputs, const std::string &label);
 
 // Counts elements of a floating tensor that are NaN: outputs the kernel never wrote still hold the

@@ -45,7 +45,22 @@ struct CompileJob {
     std::filesystem::path working_directory;
     std::vector<std::string> argv;
     std::vector<std::size_t> output_arguments;  // the positions in argv of the output paths (-MF's, -o's)
+    // A variant whose adapter calls a host function: nvcc compiles `generated_source` (which includes the
+    // launcher file, then kernels/host_call_export.h exporting the host function) and links it into the
+    // host-call library; the cubin is the one nvcc keeps on the way (--keep into keep_directory), so the
+    // device code is compiled once. All empty for a plain cubin compile.
+    std::filesystem::path host_library, keep_directory, generated_source;
+    std::string generated_text;
 };
+
+// The build checkpoint's key of a variant's host-call library, beside "<variant>:<source>" of its cubin.
+std::string host_call_artifact_key(const std::string &variant, const std::string &source);
+// What makes an nvcc compile a host-call library: a shared object, linked with libcuda where the host
+// code calls the driver, with every runtime launch entry point wrapped by the recorder.
+std::vector<std::string> host_call_link_arguments();
+// The generated translation unit of a host-call library: `launcher` (as the #include spells it), then
+// kernels/host_call_export.h exporting `host_function`.
+std::string host_call_source(const std::filesystem::path &launcher, const std::string &host_function);
 
 struct CompileOutcome {
     int exit_code = -1;
@@ -55,8 +70,11 @@ struct CompileOutcome {
 };
 
 // One job per kernel and support source of each variant's own source, from its own tree, plus the
-// embedded quantize.cu from trees/support when the experiment needs it. Sources with
-// needs_torch_headers get `torch_include_dirs` after their own include directories.
+// embedded quantize.cu from trees/support when the experiment needs it. A variant whose adapter calls a
+// host function gets a host-call compile of its first kernel source (CompileJob::host_library). Sources
+// with needs_torch_headers, and every host-call compile, find <torch/extension.h> in sage2tp's own
+// subset of torch's API (kernels/torch_shim, copied into trees/support), so no torch is needed; an
+// experiment whose baseline lists support_sources has no such copy and is refused (Error(usage)).
 //
 // nvcc 13 hands paths to its own shell (sh -c "cicc ... \"<path>\""), among them the absolute path
 // of every source, which it derives from the working directory. So nvcc runs in the run directory,
@@ -70,11 +88,7 @@ struct CompileOutcome {
 // and swaps it in whole as builds/).
 std::vector<CompileJob> plan_compiles(const RunDirectory &run, const Experiment &experiment, const std::string &arch,
                                       const std::filesystem::path &nvcc,
-                                      const std::vector<std::string> &torch_include_dirs,
                                       const std::filesystem::path &output_dir = "builds");
-
-// True when some variant's source needs torch's headers to compile.
-bool needs_torch_headers(const Experiment &experiment);
 
 // One compile in flight, for the progress line.
 struct RunningCompile {

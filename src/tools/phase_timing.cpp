@@ -10,7 +10,6 @@
 #include "support/file_io.h"
 #include "support/hashing.h"
 #include "support/number_format.h"
-#include "tools/torch_headers.h"
 
 #include <chrono>
 #include <cstring>
@@ -73,18 +72,6 @@ PhaseBuild described(const std::vector<CompileJob> &jobs, std::string nvcc_versi
     build.nvcc_version = std::move(nvcc_version);
     build.note = std::move(note);
     return build;
-}
-
-// The torch include directories the run's build used, when the experiment needs them and they are
-// still complete here; else the ones this host has.
-std::vector<std::string> torch_include_dirs(const Experiment &experiment, const Checkpoint &build) {
-    if (!needs_torch_headers(experiment)) return {};
-    std::vector<std::string> recorded;
-    if (const toml::array *dirs = build.figures["torch_headers"]["include_dirs"].as_array())
-        for (const toml::node &dir : *dirs)
-            if (auto text = dir.value<std::string>()) recorded.push_back(*text);
-    if (!recorded.empty() && missing_torch_headers(recorded).empty()) return recorded;
-    return find_torch_headers({}, experiment.torch_include_dirs).include_dirs;
 }
 
 std::string first_errors(const std::string &output) {
@@ -153,7 +140,7 @@ PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experim
     const CompilerLookup lookup = look_for_nvcc(request.nvcc);
     const std::optional<fs::path> &nvcc = lookup.nvcc;
     const std::vector<CompileJob> jobs = plan_phase_compiles(
-        run, plan_compiles(run, experiment, kernels.arch, nvcc.value_or("nvcc"), torch_include_dirs(experiment, build)));
+        run, plan_compiles(run, experiment, kernels.arch, nvcc.value_or("nvcc")));
     const std::string digest = sources_digest(run, jobs);
 
     if (!nvcc) {
@@ -283,7 +270,9 @@ PhaseReport measure_phases(const RunDirectory &run, const Experiment &experiment
                                              S2TP_PHASE_SCHEDULE_SYMBOL + " (the schedule's record beside it, "
                                              "kernels/phase_log.h): the kernel was built against another phase log layout");
         require_layout(*schedule, S2TP_PHASE_SCHEDULE_SYMBOL, sizeof(s2tp_schedule_record), shown);
-        const Kernel kernel = find_attention_kernel(*built->abi, module, problem);
+        // Phase stamps are sage2tp's own kernels' (checked above): launched from their cubin.
+        AttentionEntry kernel;
+        kernel.kernel = module.function(built->abi->select_entry(problem, module.entry_names(), shown));
         AttentionOutputs outputs = allocate_outputs(problem, built->variant);
         const AttentionLaunch launch =
             built->abi->pack(problem, attention_buffers(problem, quantized.get(built->abi->quantization(problem.shape.head_dim)), outputs));
