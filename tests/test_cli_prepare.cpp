@@ -714,6 +714,20 @@ TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     EXPECT_EQ(r.out, "tp-a\ntp-b\n") << r.err;
     r = complete("'" + sage2tp_binary() + "' compare --format ''", 3);
     EXPECT_EQ(r.out, "text\nmarkdown\ncsv\n") << r.err;
+    // Issue 36 item 9: --run-id offers the runs' ids, --arch build's targets, --manifest the shipped
+    // manifests' names (and files).
+    r = complete("'" + sage2tp_binary() + "' --root runs status --run-id tp-", 5);
+    EXPECT_EQ(r.out, "tp-a\ntp-b\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' build --arch sm_9", 3);
+    EXPECT_EQ(r.out, "sm_90a\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' run --arch ''", 3);
+    for (const char *arch : {"auto", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120a", "sm_121a"})
+        EXPECT_NE(r.out.find(std::string(arch) + "\n"), std::string::npos) << arch << " missing from: " << r.out;
+    r = complete("'" + sage2tp_binary() + "' prepare --manifest upstream", 3);
+    EXPECT_EQ(r.out, "upstream-vs-embedded\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' run --manifest ''", 3);
+    for (const fs::directory_entry &shipped : fs::directory_iterator(fs::path(S2TP_SOURCE_ROOT) / "data/experiments"))
+        EXPECT_NE(r.out.find(shipped.path().stem().string() + "\n"), std::string::npos) << shipped.path() << ": " << r.out;
 }
 
 TEST_F(Cli, QuietPreparePrintsOnlyTheRunDirectory) {

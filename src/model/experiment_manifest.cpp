@@ -248,15 +248,21 @@ fs::path find_manifest(const std::string &word) {
     if (plain_name)
         for (const std::string &file : {word, word + ".toml"})
             if (fs::is_regular_file(shipped / file, ec)) return shipped / file;
-    std::vector<std::string> names;
-    for (const auto &entry : fs::directory_iterator(shipped, ec))
-        if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
-    std::sort(names.begin(), names.end());
+    const std::vector<std::string> names = shipped_manifest_names();
     std::string list;
     for (const std::string &name : names) list += (list.empty() ? "" : ", ") + name;
     fail(ExitCode::usage, "--manifest '" + word + "': no such file" +
                               (plain_name ? ", and no shipped manifest of that name" : std::string()) + did_you_mean(word, names) +
                               "; the shipped manifests (" + shipped.string() + "): " + list);
+}
+
+std::vector<std::string> shipped_manifest_names() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(data_root() / "data/experiments", ec))
+        if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
 namespace {
