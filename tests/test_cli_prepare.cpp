@@ -80,7 +80,9 @@ TEST_F(Cli, OverridesAcceptExactlyTheManifestsRanges) {
     };
     for (const Case &c : std::vector<Case>{
              {{"gate", "--max-p50-ms", "-1"}, "--max-p50-ms must be in [0, 1e+09] (as [gate] max_candidate_p50_ms)"},
-             {{"gate", "--max-ratio", "0.001"}, "--max-ratio must be in [0.01, 100] (as [gate] max_ratio_upper)"},
+             // Issue 36 item 9: the value given, never rounded ("got 0").
+             {{"gate", "--max-ratio", "0.001"}, "--max-ratio must be in [0.01, 100] (as [gate] max_ratio_upper), got 0.001"},
+             {{"gate", "--max-ratio", "0.005"}, "got 0.005"},
              {{"gate", "--max-spill-growth-bytes", "1.5"}, "--max-spill-growth-bytes must be a whole number"},
              {{"time", "--repeat", "0"}, "--repeat must be in [1, 100] (as [time] repeats)"},
              {{"time", "--min-rounds", "20.5"}, "--min-rounds must be a whole number (as [time] min_rounds)"},
