@@ -36,9 +36,9 @@ struct StageState {
 };
 
 // Why the last attempt at a stage ended without a checkpoint: a cause that running the same command
-// again on this host does not fix (no GPU here), or an interrupt (the same command resumes). Kept in <run>/last-stop.toml, so that status, report and
-// compare can say why the run stands where it does; execute_stage removes it when any stage writes its
-// checkpoint.
+// again on this host does not fix (no GPU here), or an interrupt (the same command resumes). Kept in
+// <run>/last-stop.toml, so that status, report, runs and compare can say why the run stands where it
+// does; execute_stage removes it when any stage writes its checkpoint.
 struct StageStop {
     Stage stage;
     std::string cause;      // a few words: "no GPU", "interrupted"
