@@ -184,10 +184,11 @@ void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, co
                                       " candidates; at most " + std::to_string(max_candidates) +
                                       ", because time interleaves the baseline, the A/A control and every candidate "
                                       "in each round");
-        if (overrides.candidate_commit)
+        // One [[candidate]] table is the manifest's only candidate, as a [candidate] table is.
+        if (overrides.candidate_commit && several->size() > 1)
             fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
                                       " candidates: --candidate-commit takes NAME=REV, once per candidate it sets");
-        if (overrides.candidate_patch)
+        if (overrides.candidate_patch && several->size() > 1)
             fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
                                       " candidates: --patch and --no-patch are for a manifest with one candidate");
         for (std::size_t i = 0; i < several->size(); ++i) {
