@@ -48,8 +48,7 @@ int compare_command(const Args &args) {
     const bool fail_on_slow = cl.has("fail-on");
     if (fail_on_slow && cl.result()["fail-on"].as<std::string>() != "slow")
         fail(ExitCode::usage, "--fail-on '" + cl.result()["fail-on"].as<std::string>() + "': expected slow");
-    std::vector<ComparedRun> runs;
-    for (const auto &root : select_compared_runs(words, cl.selection())) runs.push_back(compare_run(root));
+    std::vector<ComparedRun> runs = compare_runs(select_compared_runs(words, cl.selection()));
     if (fail_on_slow && runs.size() < 2)
         fail(ExitCode::usage, "--fail-on slow needs two runs or more: BASE, then the runs to check against it");
     const std::vector<CandidateChange> changes = classify_changes(runs, band);

@@ -1,5 +1,5 @@
 // sage2tp parity: the baseline and every candidate on identical quantized inputs, output bytes
-// compared exactly (stages/parity_stage.h does the work).
+// compared exactly or, in tolerance mode, accuracy against a reference (stages/parity_stage.h does the work).
 #include "stage_options.h"
 
 #include "pipeline/cli.h"
@@ -9,7 +9,10 @@
 namespace s2tp {
 
 int parity_command(const Args &args) {
-    CommandLine cl("parity", "Compare baseline and candidate outputs byte for byte on identical inputs.", args);
+    CommandLine cl("parity",
+                   "Compare baseline and candidate outputs on identical inputs: byte for byte, or, for a candidate "
+                   "in tolerance mode, by accuracy against a float64 reference.",
+                   args);
     add_stage_options(cl, Stage::parity);
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;

@@ -1,5 +1,7 @@
 #include "stage_options.h"
 
+#include "support/errors.h"
+
 #include <algorithm>
 
 namespace s2tp {
@@ -29,12 +31,23 @@ CommonOption under_run(const StageOption &option) {
     return declared;
 }
 
+// The shipped manifests, named in --manifest's help (and so offered by the bash completion, which reads
+// it); none where the shipped data is not found, which a command that needs it reports itself.
+std::string shipped_manifest_list() {
+    std::string list;
+    try {
+        for (const std::string &name : shipped_manifest_names()) list += (list.empty() ? "" : ", ") + name;
+    } catch (const Error &) {
+    }
+    return list.empty() ? "" : ": " + list;
+}
+
 }  // namespace
 
 const std::vector<StageOption> &stage_options() {
     static const std::vector<StageOption> options{
-        {{"manifest", "experiment manifest: a file, or a shipped manifest's name such as upstream-vs-embedded "
-                     "(default: the shipped temporal-pair)", Kind::text, "FILE|NAME"},
+        {{"manifest", "experiment manifest: a file, or a shipped manifest's name" + shipped_manifest_list() +
+                          " (default: the shipped temporal-pair)", Kind::text, "FILE|NAME"},
          {Stage::prepare}, ""},
         {{"repository", "the git repository of the manifest's git sources (e.g. your SageAttention checkout)",
           Kind::text, "DIR"},

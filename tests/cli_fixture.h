@@ -43,11 +43,13 @@ inline ProcessResult run_sage2tp(std::vector<std::string> args, const std::files
     return run_process(args, options);
 }
 
-// sage2tp started in `working_directory` without waiting, its output thrown away; in a process group of
-// its own when `own_group`, as a shell's job is, so that a signal to the group is what Ctrl-C at a
-// terminal sends; `environment` is added to the inherited one. The caller waits for it (waitpid).
+// sage2tp started in `working_directory` without waiting, its output thrown away (its stderr written to
+// `stderr_file` when one is named); in a process group of its own when `own_group`, as a shell's job is,
+// so that a signal to the group is what Ctrl-C at a terminal sends; `environment` is added to the
+// inherited one. The caller waits for it (waitpid).
 inline pid_t start_sage2tp(const std::vector<std::string> &args, const std::filesystem::path &working_directory,
-                           bool own_group = false, const std::map<std::string, std::string> &environment = {}) {
+                           bool own_group = false, const std::map<std::string, std::string> &environment = {},
+                           const std::filesystem::path &stderr_file = {}) {
     std::vector<std::string> words{sage2tp_binary()};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char *> argv;
@@ -59,7 +61,8 @@ inline pid_t start_sage2tp(const std::vector<std::string> &args, const std::file
         for (const auto &[name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
         const int null = ::open("/dev/null", O_WRONLY);
         ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
+        const int err = stderr_file.empty() ? null : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(err, STDERR_FILENO);
         if (::chdir(working_directory.c_str()) != 0) ::_exit(126);
         ::execv(argv[0], argv.data());
         ::_exit(127);

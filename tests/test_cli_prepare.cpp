@@ -80,7 +80,9 @@ TEST_F(Cli, OverridesAcceptExactlyTheManifestsRanges) {
     };
     for (const Case &c : std::vector<Case>{
              {{"gate", "--max-p50-ms", "-1"}, "--max-p50-ms must be in [0, 1e+09] (as [gate] max_candidate_p50_ms)"},
-             {{"gate", "--max-ratio", "0.001"}, "--max-ratio must be in [0.01, 100] (as [gate] max_ratio_upper)"},
+             // Issue 36 item 9: the value given, never rounded ("got 0").
+             {{"gate", "--max-ratio", "0.001"}, "--max-ratio must be in [0.01, 100] (as [gate] max_ratio_upper), got 0.001"},
+             {{"gate", "--max-ratio", "0.005"}, "got 0.005"},
              {{"gate", "--max-spill-growth-bytes", "1.5"}, "--max-spill-growth-bytes must be a whole number"},
              {{"time", "--repeat", "0"}, "--repeat must be in [1, 100] (as [time] repeats)"},
              {{"time", "--min-rounds", "20.5"}, "--min-rounds must be a whole number (as [time] min_rounds)"},
@@ -721,6 +723,20 @@ TEST_F(Cli, BashCompletionListsEveryCommandAndItsOptions) {
     EXPECT_EQ(r.out, "tp-a\ntp-b\n") << r.err;
     r = complete("'" + sage2tp_binary() + "' compare --format ''", 3);
     EXPECT_EQ(r.out, "text\nmarkdown\ncsv\n") << r.err;
+    // Issue 36 item 9: --run-id offers the runs' ids, --arch build's targets, --manifest the shipped
+    // manifests' names (and files).
+    r = complete("'" + sage2tp_binary() + "' --root runs status --run-id tp-", 5);
+    EXPECT_EQ(r.out, "tp-a\ntp-b\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' build --arch sm_9", 3);
+    EXPECT_EQ(r.out, "sm_90a\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' run --arch ''", 3);
+    for (const char *arch : {"auto", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120a", "sm_121a"})
+        EXPECT_NE(r.out.find(std::string(arch) + "\n"), std::string::npos) << arch << " missing from: " << r.out;
+    r = complete("'" + sage2tp_binary() + "' prepare --manifest upstream", 3);
+    EXPECT_EQ(r.out, "upstream-vs-embedded\n") << r.err;
+    r = complete("'" + sage2tp_binary() + "' run --manifest ''", 3);
+    for (const fs::directory_entry &shipped : fs::directory_iterator(fs::path(S2TP_SOURCE_ROOT) / "data/experiments"))
+        EXPECT_NE(r.out.find(shipped.path().stem().string() + "\n"), std::string::npos) << shipped.path() << ": " << r.out;
 }
 
 TEST_F(Cli, QuietPreparePrintsOnlyTheRunDirectory) {

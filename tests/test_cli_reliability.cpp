@@ -301,6 +301,37 @@ TEST_F(Reliability, InterruptedForcedBuildKeepsTheLastPassedBuild) {
     EXPECT_FALSE(fs::exists(run / ".build-new")) << "the killed build's staging is left behind";
 }
 
+// Issue 36 item 9: the interrupt's message names the command that resumes, and status and runs say
+// the run stopped at the interrupted stage, not that it stands at its last checkpoint.
+TEST_F(Reliability, InterruptedStageSaysHowToResume) {
+    write_experiment();
+    ASSERT_EQ(sage2tp({"prepare", "--manifest", "m.toml", "--run", "run", "-q"}).exit_code, 0);
+    const fs::path run = fs::canonical(dir_ / "run");
+    bool caught_mid_compile = false;
+    for (int attempt = 0; attempt < 10 && !caught_mid_compile; ++attempt) {
+        fs::remove_all(run / "checkpoints/02-build.toml");
+        const pid_t pid = start_sage2tp({"build", "--run", "run"}, dir_, true, {}, dir_ / "stderr");
+        caught_mid_compile = wait_for_child(pid, run, {"cicc", "ptxas"});
+        if (caught_mid_compile) ::kill(-pid, SIGINT);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+    }
+    ASSERT_TRUE(caught_mid_compile) << "never caught nvcc's children running";
+    const std::string resume = "to resume: sage2tp build --run " + run.string() + ", with the options given before";
+    const std::string err = slurp(dir_ / "stderr");
+    EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
+    EXPECT_NE(err.find(resume), std::string::npos) << err;
+    ProcessResult r = sage2tp({"status", "--run", "run"});
+    EXPECT_NE(r.out.find("next: stopped at build: interrupted; " + resume), std::string::npos) << r.out;
+    r = sage2tp({"runs", "--root", dir_.string()});
+    EXPECT_NE(r.out.find("stopped at build: interrupted"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("prepare passed"), std::string::npos) << r.out;
+    // The same command resumes, and the stop is history.
+    r = sage2tp({"build", "--run", "run"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(run / "last-stop.toml"));
+}
+
 // A run carried to another host, where the repository is at another path. `run` re-prepares nothing and
 // rebuilds nothing; it goes straight to the first GPU stage (which, on this host without a GPU, exits 3).
 // A source that includes <torch/extension.h> builds against sage2tp's own torch subset, copied into the

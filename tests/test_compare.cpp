@@ -145,6 +145,22 @@ TEST_F(CompareTest, AMissingTimeCheckpointShowsAsMissingNeverAsZeros) {
     EXPECT_NE(lines[1].find("missing  missing"), std::string::npos) << text;
 }
 
+// Issue 36 item 9: a run whose build failed says so, not only that its time checkpoint is missing.
+TEST_F(CompareTest, ARunThatFailedBeforeTimeNamesTheStage) {
+    ChainedRun broken(runs_ / "tp-broken");
+    broken.write(Stage::prepare, StageStatus::passed);
+    broken.write(Stage::build, StageStatus::failed, {}, {"nvcc failed on candidate:kernels/k.cu"});
+    const ComparedRun run = compare_run(runs_ / "tp-broken");
+    EXPECT_EQ(run.time.state, "missing");
+    EXPECT_EQ(run.time.note, "build failed: nvcc failed on candidate:kernels/k.cu");
+    EXPECT_EQ(run.gate.note, run.time.note);
+    EXPECT_NE(comparison_table({run}, "text").find("tp-broken: time missing: build failed"), std::string::npos);
+    ChainedRun unbuilt(runs_ / "tp-unbuilt");
+    unbuilt.write(Stage::prepare, StageStatus::passed);
+    EXPECT_EQ(compare_run(runs_ / "tp-unbuilt").time.note, "build not run");
+    EXPECT_EQ(compare_run(runs_ / "tp-untimed").time.note, "") << "every stage before time stands";
+}
+
 TEST_F(CompareTest, AStaleTimeCheckpointGivesNoFigures) {
     ChainedRun run(runs_ / "tp-stale");
     run.write_chain_to(Stage::parity);
@@ -554,6 +570,22 @@ TEST_F(CompareCli, LatestIsNotARunOfItsOwn) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.find("latest"), std::string::npos) << r.out;
     EXPECT_EQ(r.out, comparison_table(both(), "csv"));
+}
+
+// Issue 36 item 9: a run and its copy (carried back from a GPU host) are two rows that say which is which.
+TEST_F(CompareCli, ACopiedRunIsNamedApartFromItsOriginal) {
+    fs::create_directories(dir_ / "gpu-host");
+    fs::copy(runs_ / "tp-two", dir_ / "gpu-host/tp-two", fs::copy_options::recursive);
+    const ProcessResult r = sage2tp({"compare", "--format", "csv", "tp-two", "gpu-host/tp-two"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::size_t original = 0, copy = 0;
+    for (const std::string &line : lines_of(r.out)) {
+        original += line.rfind("sage2tp-runs/tp-two,", 0) == 0;
+        copy += line.rfind("gpu-host/tp-two,", 0) == 0;
+        EXPECT_NE(line.rfind("tp-two,", 0), 0u) << "a row that does not say which run:\n" << r.out;
+    }
+    EXPECT_EQ(original, 2u) << r.out;  // one row per candidate
+    EXPECT_EQ(copy, 2u) << r.out;
 }
 
 TEST_F(CompareCli, WithoutARunItComparesTheLatestRun) {

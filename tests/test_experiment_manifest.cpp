@@ -499,6 +499,21 @@ TEST_F(ManifestErrors, PatchOverrides) {
     }
 }
 
+// A manifest whose only candidate is one [[candidate]] table (the shipped temporal-pair less a candidate)
+// takes --patch as one with a [candidate] table does; it said "the manifest has 1 candidates".
+TEST_F(ManifestErrors, OneCandidateTableTakesThePatchOverride) {
+    std::string text = valid();
+    text.replace(text.find("[candidate]\n"), 12, "[[candidate]]\nname = \"only\"\n");
+    std::ofstream(dir_ / "m.toml") << text;
+    std::ofstream(dir_ / "other.patch") << "--- a/kernels/x.cu\n+++ b/kernels/x.cu\n@@ -1 +1 @@\n-a\n+c\n";
+    SourceOverrides overrides;
+    overrides.candidate_patch = (dir_ / "other.patch").string();
+    const Experiment e = load_experiment(dir_ / "m.toml", overrides);
+    ASSERT_EQ(e.candidates.size(), 1u);
+    EXPECT_EQ(e.candidates.front().name, "only");
+    EXPECT_EQ(e.candidates.front().patch, (dir_ / "other.patch").string());
+}
+
 // The set bounds of [gate]: off unless set, read back through the resolved copy, and a bad value names
 // file, line and key.
 TEST_F(ManifestErrors, SetRatioBoundsAreReadCheckedAndKept) {

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -92,6 +93,32 @@ TEST(ProcessRunner, TimeoutKillsTheWholeGroup) {
 TEST(ProcessRunner, NoInterruptWithoutASignal) {
     EXPECT_EQ(interrupt_signal(), 0);
     EXPECT_NO_THROW(throw_if_interrupted("nothing"));
+}
+
+// Issue 36 item 9: an interrupt with no child running ends the command at once, and its message says
+// what to do next. In a child process, since the handler ends the process it runs in.
+TEST(ProcessRunner, InterruptWithoutAChildPrintsTheNextStep) {
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::dup2(pipe_fds[1], STDERR_FILENO);
+        install_interrupt_handlers();
+        set_interrupt_next_step("to resume: sage2tp time --run R");
+        ::raise(SIGINT);
+        ::_exit(0);  // not reached: the handler ends the process
+    }
+    ::close(pipe_fds[1]);
+    std::string text;
+    char buffer[256];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+    EXPECT_EQ(text, "sage2tp: interrupted; no checkpoint written\nto resume: sage2tp time --run R\n");
 }
 
 }  // namespace s2tp::unit_process_runner

@@ -171,6 +171,34 @@ TEST(SassHistogram, ComparisonFiguresRoundTrip) {
                     .entries.empty());
 }
 
+// Issue 36 item 9: build --sass says whether the two variants' SASS differs, and by how many lines.
+TEST(SassHistogram, SaysWhetherTheSassDiffers) {
+    const SassComparison same = compare_sass(recorded("baseline"), recorded("baseline"), nullptr, nullptr);
+    ASSERT_EQ(same.entries.size(), 1u);
+    EXPECT_EQ(same.entries[0].differing_lines, 0);
+    EXPECT_NE(same.table_text().find("SASS identical in 1 entry\n"), std::string::npos) << same.table_text();
+    EXPECT_NE(same.table_text().find("s2tp_attn_hd128_bf16_nomask; SASS identical;"), std::string::npos) << same.table_text();
+
+    const SassComparison differ = compare_sass(recorded("baseline"), recorded("candidate"), nullptr, nullptr);
+    ASSERT_EQ(differ.entries.size(), 1u);
+    ASSERT_TRUE(differ.entries[0].differing_lines);
+    const std::int64_t lines = *differ.entries[0].differing_lines;
+    EXPECT_GT(lines, 0);
+    const std::string table = differ.table_text();
+    EXPECT_NE(table.find("SASS differs in 1 of 1 entry\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("; SASS differs: " + std::to_string(lines) + " lines;"), std::string::npos) << table;
+    EXPECT_EQ(SassComparison::from_toml(differ.to_toml()).entries[0].differing_lines, lines);
+
+    // One instruction changed is two lines (one gone, one new); the same instructions swapped, two in place.
+    std::vector<SassFunction> edited = recorded("baseline");
+    ASSERT_GE(edited[0].instructions.size(), 2u);
+    edited[0].instructions[0].text += " // edited";
+    EXPECT_EQ(compare_sass(recorded("baseline"), edited, nullptr, nullptr).entries[0].differing_lines, 2);
+    std::vector<SassFunction> swapped = recorded("baseline");
+    std::swap(swapped[0].instructions[0].text, swapped[0].instructions[1].text);
+    EXPECT_EQ(compare_sass(recorded("baseline"), swapped, nullptr, nullptr).entries[0].differing_lines, 2);
+}
+
 // Without cuobjdump and nvdisasm, --sass warns and gives nothing; the build itself is not failed.
 TEST(SassHistogram, MissingDisassemblerGivesNothing) {
     if (fs::exists("/usr/local/cuda/bin/cuobjdump") || fs::exists("/usr/local/cuda/bin/nvdisasm"))

@@ -5,6 +5,20 @@ _sage2tp_commands() {
     "$1" help 2>/dev/null | awk '/^commands:/ {listing = 1; next} listing && /^  [a-z]/ {print $1; next} listing {exit}'
 }
 
+# The run ids under the runs root as the binary finds it (--root ROOT when given, else SAGE2TP_ROOT or
+# the nearest sage2tp-runs), from `sage2tp runs --json`.
+_sage2tp_run_ids() {
+    "$@" runs --json 2>/dev/null | sed -n 's/^ *"id" : "\(.*\)",\{0,1\}$/\1/p'
+}
+
+# The words of OPTION's help in `sage2tp help COMMAND`, its wrapped lines joined.
+_sage2tp_option_help() {
+    "$1" help "$2" 2>/dev/null | awk -v option="--$3" '
+        $1 == option {on = 1; print; next}
+        on && /^ +--/ {exit}
+        on {print}' | tr -s ' \n' '  '
+}
+
 _sage2tp() {
     local cur prev program command word i
     COMPREPLY=()
@@ -22,9 +36,26 @@ _sage2tp() {
         esac
     done
 
+    # The binary and the --root given, if any: what finds the runs this command line means.
+    local runs_program=("$program")
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        [[ ${COMP_WORDS[i]} == --root ]] && runs_program+=(--root "${COMP_WORDS[i+1]}")
+    done
+
     case $prev in
-        --run|--root|--repository|--torch-include) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-        --manifest|--nvcc|--workload|--svg) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --run|--root|--repository) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --nvcc|--workload|--svg) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --run-id) COMPREPLY=($(compgen -W "$(_sage2tp_run_ids "${runs_program[@]}")" -- "$cur")); return ;;
+        --manifest)
+            # The shipped manifests' names, as prepare's help lists them, and files.
+            local names
+            names=$(_sage2tp_option_help "$program" prepare manifest | sed -n "s/.*shipped manifest's name: \([^(]*\)(.*/\1/p" | tr -d ',')
+            COMPREPLY=($(compgen -W "$names" -- "$cur") $(compgen -f -- "$cur"))
+            return ;;
+        --arch)
+            # The targets build's help lists, auto among them.
+            COMPREPLY=($(compgen -W "$(_sage2tp_option_help "$program" build arch | grep -oE 'sm_[0-9]+a?|auto' | sort -u)" -- "$cur"))
+            return ;;
         --format)
             if [[ $command == compare ]]; then
                 COMPREPLY=($(compgen -W "text markdown csv" -- "$cur"))
@@ -48,15 +79,8 @@ _sage2tp() {
         # Their one word that is not an option is [RUN], a run directory.
         COMPREPLY=($(compgen -d -- "$cur"))
     elif [[ $command == compare ]]; then
-        # compare's runs: the run ids under --root (sage2tp-runs unless given), and directories.
-        local root=sage2tp-runs
-        for ((i = 1; i < COMP_CWORD; i++)); do
-            [[ ${COMP_WORDS[i]} == --root ]] && root=${COMP_WORDS[i+1]}
-        done
-        local ids=()
-        [[ -d $root ]] && while IFS= read -r word; do ids+=("$word"); done < <(cd "$root" && for d in */; do
-            [[ $d != latest/ && -f $d/experiment.toml ]] && printf '%s\n' "${d%/}"; done)
-        COMPREPLY=($(compgen -W "${ids[*]}" -- "$cur") $(compgen -d -- "$cur"))
+        # compare's runs: the run ids under the runs root, and directories.
+        COMPREPLY=($(compgen -W "$(_sage2tp_run_ids "${runs_program[@]}")" -- "$cur") $(compgen -d -- "$cur"))
     fi
 }
 

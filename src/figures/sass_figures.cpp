@@ -1,6 +1,7 @@
 #include "figures/sass_figures.h"
 
 #include <chrono>
+#include <map>
 #include <iomanip>
 #include <sstream>
 
@@ -55,6 +56,22 @@ SassVariantFigures figures_of(const SassFunction &function) {
     return v;
 }
 
+std::int64_t differing_lines(const SassFunction &baseline, const SassFunction &candidate) {
+    std::vector<std::string> a, b;
+    for (const SassInstruction &i : baseline.instructions) a.push_back(i.text);
+    for (const SassInstruction &i : candidate.instructions) b.push_back(i.text);
+    if (a == b) return 0;
+    std::map<std::string, std::int64_t> balance;  // + baseline's, - candidate's
+    for (const std::string &line : a) ++balance[line];
+    for (const std::string &line : b) --balance[line];
+    std::int64_t unmatched = 0;
+    for (const auto &[line, count] : balance) unmatched += count < 0 ? -count : count;
+    if (unmatched > 0) return unmatched;
+    std::int64_t moved = 0;  // the same instructions in another order
+    for (std::size_t i = 0; i < a.size(); ++i) moved += a[i] != b[i];
+    return moved;
+}
+
 std::string change(std::int64_t base, std::int64_t cand) {
     std::ostringstream s;
     s << base << " -> " << cand;
@@ -81,7 +98,7 @@ SassComparison compare_sass(const std::vector<SassFunction> &baseline, const std
         if (!base_key) continue;
         for (const SassFunction &cand : candidate)
             if (key_of(candidate_key, cand.name) == base_key) {
-                comparison.entries.push_back({*base_key, figures_of(base), figures_of(cand)});
+                comparison.entries.push_back({*base_key, figures_of(base), figures_of(cand), differing_lines(base, cand)});
                 break;
             }
     }
@@ -90,9 +107,11 @@ SassComparison compare_sass(const std::vector<SassFunction> &baseline, const std
 
 toml::table SassComparison::to_toml() const {
     toml::table entries_table;
-    for (const SassEntryComparison &e : entries)
-        entries_table.insert(e.entry, toml::table{{"baseline", variant_table(e.baseline)},
-                                                  {"candidate", variant_table(e.candidate)}});
+    for (const SassEntryComparison &e : entries) {
+        toml::table entry{{"baseline", variant_table(e.baseline)}, {"candidate", variant_table(e.candidate)}};
+        if (e.differing_lines) entry.insert("differing_lines", *e.differing_lines);
+        entries_table.insert(e.entry, entry);
+    }
     return toml::table{{"tool", tool}, {"entries", entries_table}};
 }
 
@@ -107,6 +126,7 @@ SassComparison SassComparison::from_toml(const toml::table &table) {
             entry.entry = std::string(name.str());
             if (const toml::table *b = (*e)["baseline"].as_table()) entry.baseline = variant_from(*b);
             if (const toml::table *c = (*e)["candidate"].as_table()) entry.candidate = variant_from(*c);
+            entry.differing_lines = (*e)["differing_lines"].value<std::int64_t>();
             comparison.entries.push_back(entry);
         }
     return comparison;
@@ -114,11 +134,24 @@ SassComparison SassComparison::from_toml(const toml::table &table) {
 
 std::string SassComparison::table_text() const {
     std::ostringstream out;
+    std::size_t known = 0, differ = 0;
+    for (const SassEntryComparison &e : entries) {
+        known += e.differing_lines.has_value();
+        differ += e.differing_lines.value_or(0) > 0;
+    }
+    if (known == entries.size() && !entries.empty()) {
+        const std::string all = std::to_string(entries.size()) + (entries.size() == 1 ? " entry" : " entries");
+        out << "  SASS " << (differ == 0 ? "identical in " + (entries.size() == 1 ? all : "all " + all)
+                                         : "differs in " + std::to_string(differ) + " of " + all)
+            << "\n";
+    }
     out << "  SASS opcode families (" << tool << "), baseline -> candidate (delta):\n";
     for (const SassEntryComparison &e : entries) {
         const SassVariantFigures &b = e.baseline, &c = e.candidate;
         const bool loops = b.loop && c.loop;
         out << "  " << e.entry;
+        if (e.differing_lines)
+            out << (*e.differing_lines == 0 ? "; SASS identical" : "; SASS differs: " + std::to_string(*e.differing_lines) + " lines");
         if (loops)
             out << "; main loop " << hex(b.loop_start) << ".." << hex(b.loop_end) << " -> " << hex(c.loop_start)
                 << ".." << hex(c.loop_end);

@@ -24,6 +24,10 @@ struct SassVariantFigures {
 struct SassEntryComparison {
     std::string entry;
     SassVariantFigures baseline, candidate;
+    // How far the two listings differ: 0 when every instruction (its SassInstruction::text) is the same in
+    // the same order; else the instructions of either side that the other lacks, counted as multisets
+    // (as many as differ in place when only the order changed). Nothing in a record made before it was kept.
+    std::optional<std::int64_t> differing_lines;
 };
 
 struct SassComparison {
@@ -32,7 +36,9 @@ struct SassComparison {
 
     toml::table to_toml() const;
     static SassComparison from_toml(const toml::table &table);
-    // Per entry: FAMILY | baseline -> candidate (delta) for the whole entry, then for the main loop.
+    // Whether the SASS differs ("SASS identical in all 4 entries", "SASS differs in 2 of 4 entries"), then
+    // per entry its lines that differ and FAMILY | baseline -> candidate (delta) for the whole entry and
+    // for the main loop.
     std::string table_text() const;
 };
 

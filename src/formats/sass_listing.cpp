@@ -104,6 +104,7 @@ std::vector<SassFunction> parse_sass_listing(std::string_view text, const std::s
         SassInstruction instruction;
         instruction.address = address;
         instruction.opcode = std::string(tokens[op]);
+        instruction.text = std::string(body);
         SassFunction &function = functions.back();
         for (const std::string &label : labels_waiting) label_address[label] = address;
         labels_waiting.clear();

@@ -25,6 +25,7 @@ struct SassInstruction {
     std::string opcode;                          // with modifiers: "HMMA.16816.F32.BF16"
     std::string base() const;                    // before the first '.': "HMMA"
     std::optional<std::uint64_t> branch_target;  // BRA only
+    std::string text;                            // guard, opcode and operands as listed: "@!P0 BRA 0x19c0"
 };
 
 struct SassFunction {

@@ -184,10 +184,11 @@ void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, co
                                       " candidates; at most " + std::to_string(max_candidates) +
                                       ", because time interleaves the baseline, the A/A control and every candidate "
                                       "in each round");
-        if (overrides.candidate_commit)
+        // One [[candidate]] table is the manifest's only candidate, as a [candidate] table is.
+        if (overrides.candidate_commit && several->size() > 1)
             fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
                                       " candidates: --candidate-commit takes NAME=REV, once per candidate it sets");
-        if (overrides.candidate_patch)
+        if (overrides.candidate_patch && several->size() > 1)
             fail(ExitCode::usage, file + ":1:1: the manifest has " + std::to_string(several->size()) +
                                       " candidates: --patch and --no-patch are for a manifest with one candidate");
         for (std::size_t i = 0; i < several->size(); ++i) {
@@ -248,15 +249,21 @@ fs::path find_manifest(const std::string &word) {
     if (plain_name)
         for (const std::string &file : {word, word + ".toml"})
             if (fs::is_regular_file(shipped / file, ec)) return shipped / file;
-    std::vector<std::string> names;
-    for (const auto &entry : fs::directory_iterator(shipped, ec))
-        if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
-    std::sort(names.begin(), names.end());
+    const std::vector<std::string> names = shipped_manifest_names();
     std::string list;
     for (const std::string &name : names) list += (list.empty() ? "" : ", ") + name;
     fail(ExitCode::usage, "--manifest '" + word + "': no such file" +
                               (plain_name ? ", and no shipped manifest of that name" : std::string()) + did_you_mean(word, names) +
                               "; the shipped manifests (" + shipped.string() + "): " + list);
+}
+
+std::vector<std::string> shipped_manifest_names() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(data_root() / "data/experiments", ec))
+        if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
 namespace {

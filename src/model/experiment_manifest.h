@@ -170,6 +170,9 @@ Experiment load_experiment(const std::filesystem::path &manifest, const SourceOv
 // manifest of that name (data/experiments/NAME.toml, NAME with or without ".toml"). Error(usage) saying
 // that no such file exists and listing the shipped manifests otherwise.
 std::filesystem::path find_manifest(const std::string &word);
+// The names of the shipped manifests (data/experiments/*.toml without ".toml"), sorted. Error(usage) as
+// data_root() when the shipped data is not found.
+std::vector<std::string> shipped_manifest_names();
 
 // The characters a compiler flag may hold: letters, digits and - _ = . , / + : @ %. nvcc runs its host
 // compiler and its own steps through sh -c, with the flags inside double quotes, where $ ` " \ still

@@ -319,6 +319,11 @@ ExitCode execute_stage(StageContext &context, const StageWork &work, const Repor
 }  // namespace
 
 ExitCode run_stage(StageContext &context, const StageWork &work, const Reporter &reporter) {
+    // An interrupt leaves no checkpoint of this stage and keeps every earlier one: the same command
+    // picks up from there.
+    const std::string resume = "to resume: sage2tp " + stage_name(work.stage) + " --run " + context.run().root().string() +
+                               ", with the options given before ('sage2tp status' shows where the run stands)";
+    set_interrupt_next_step(resume);
     ExitCode code;
     if (work.unavailable) {
         const std::optional<ExitCode> kept = keep_intact_checkpoint(context, work, work.keep_reason, reporter);
@@ -328,7 +333,15 @@ ExitCode run_stage(StageContext &context, const StageWork &work, const Reporter 
         }
         code = *kept;
     } else {
-        code = execute_stage(context, work, reporter);
+        try {
+            code = execute_stage(context, work, reporter);
+        } catch (const Error &e) {
+            // Recorded, so that status and runs say the run stopped here instead of showing the last
+            // checkpoint as where it stands. Not for prepare, whose run may be half made.
+            if (e.code() == ExitCode::interrupted && work.stage != Stage::prepare)
+                record_stop(context.run(), StageStop{work.stage, "interrupted", e.what(), resume, utc_now()});
+            throw;
+        }
     }
     return work.then ? work.then(code) : code;
 }

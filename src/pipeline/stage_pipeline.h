@@ -35,13 +35,13 @@ struct StageState {
     std::string stale_reason;  // why it is not fresh (or not trusted); empty when fresh
 };
 
-// Why the last attempt at a stage ended without a checkpoint, for a cause that running the same command
-// again on this host does not fix (no GPU here). Kept in <run>/last-stop.toml, so that status, report and
-// compare can say why the run stands where it does; execute_stage removes it when any stage writes its
-// checkpoint.
+// Why the last attempt at a stage ended without a checkpoint: a cause that running the same command
+// again on this host does not fix (no GPU here), or an interrupt (the same command resumes). Kept in
+// <run>/last-stop.toml, so that status, report, runs and compare can say why the run stands where it
+// does; execute_stage removes it when any stage writes its checkpoint.
 struct StageStop {
     Stage stage;
-    std::string cause;      // a few words: "no GPU"
+    std::string cause;      // a few words: "no GPU", "interrupted"
     std::string message;    // the error the command printed, next step included
     std::string next_step;  // what to do instead, one sentence
     std::string utc;

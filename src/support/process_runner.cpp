@@ -97,6 +97,9 @@ std::atomic<int> spawns_in_progress{0};
 std::atomic<int> first_signal{0};
 constexpr std::size_t max_kept_fds = 8;
 std::atomic<int> kept_fds[max_kept_fds] = {};
+// set_interrupt_next_step's text, NUL-terminated; `next_step_ready` is false while it is being written.
+char next_step_text[1024];
+std::atomic<bool> next_step_ready{false};
 
 void write_stderr(const char *text) {
     ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
@@ -121,6 +124,10 @@ void on_interrupt(int signo) {
     if (live == 0 && spawns_in_progress.load() == 0) {
         // No child to wait for: nothing can write into the run after this process is gone.
         write_stderr("sage2tp: interrupted; no checkpoint written\n");
+        if (next_step_ready.load()) {
+            write_stderr(next_step_text);
+            write_stderr("\n");
+        }
         ::_exit(128 + signo);
     }
 }
@@ -275,7 +282,16 @@ int interrupt_signal() { return first_signal.load(); }
 void throw_if_interrupted(const std::string &what) {
     if (int signo = interrupt_signal())
         fail(ExitCode::interrupted, std::string("interrupted by ") + signal_name(signo) + ": " + what +
-                                        " stopped; no checkpoint written");
+                                        " stopped; no checkpoint written" +
+                                        (next_step_ready.load() ? "\n" + std::string(next_step_text) : ""));
+}
+
+void set_interrupt_next_step(const std::string &next_step) {
+    next_step_ready.store(false);
+    const std::size_t length = std::min(next_step.size(), sizeof next_step_text - 1);
+    next_step.copy(next_step_text, length);
+    next_step_text[length] = '\0';
+    next_step_ready.store(!next_step.empty());
 }
 
 void keep_open_in_children(int fd) {

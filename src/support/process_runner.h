@@ -50,8 +50,14 @@ ProcessResult run_process(const std::vector<std::string> &argv, const ProcessOpt
 void install_interrupt_handlers();
 // The first interrupting signal received, or 0.
 int interrupt_signal();
-// Throws Error(interrupted) naming the signal and `what` was stopped, when an interrupt arrived.
+// Throws Error(interrupted) naming the signal and `what` was stopped, when an interrupt arrived; the
+// message ends with the next step set below, if any.
 void throw_if_interrupted(const std::string &what);
+// What an interrupted command tells its user to do next ("to resume: sage2tp build --run DIR ..."),
+// printed after either interrupt message: the thrown one and the one of a command that ends at once.
+// The stage runner sets it once it knows the run. Kept in a fixed buffer, since the signal handler may
+// only write(2) it; longer text is cut.
+void set_interrupt_next_step(const std::string &next_step);
 
 // A descriptor (the run's lock) that the supervisors keep open until their child's group is gone.
 void keep_open_in_children(int fd);

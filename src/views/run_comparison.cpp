@@ -12,6 +12,7 @@
 #include "support/number_format.h"
 #include "support/table_printer.h"
 
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -300,6 +301,20 @@ toml::table clock_figures(const ComparedRun &run) {
     return clock.to_toml();
 }
 
+// Why a run has no time checkpoint: its recorded stop, else the first stage before time that failed or
+// has not run; "" when every stage before time stands.
+std::string where_stopped(const RunDirectory &run, const std::vector<StageState> &states) {
+    if (auto stop = last_stop(run)) return stop_summary(*stop);
+    for (const StageState &state : states) {
+        if (state.stage == Stage::time) break;
+        const Checkpoint *c = state.read.checkpoint ? &*state.read.checkpoint : nullptr;
+        if (!c) return stage_name(state.stage) + (state.read.exists ? " untrusted" : " not run");
+        if (c->status == StageStatus::failed)
+            return stage_name(state.stage) + " failed" + (c->reasons.empty() ? "" : ": " + c->reasons.front());
+    }
+    return "";
+}
+
 }  // namespace
 
 std::vector<fs::path> select_compared_runs(const std::vector<std::string> &words, const RunSelection &selection) {
@@ -351,13 +366,35 @@ ComparedRun compare_run(const fs::path &root) {
     run.time = checkpoint_use(time);
     run.gate = checkpoint_use(gate);
     // A run that stopped before these stages says where and why, not only that their checkpoints are missing.
-    if (auto stop = last_stop(directory))
-        for (CheckpointUse *use : {&run.time, &run.gate})
-            if (use->state == "missing") use->note = stop_summary(*stop);
+    const std::string stopped = where_stopped(directory, states);
+    for (CheckpointUse *use : {&run.time, &run.gate})
+        if (use->state == "missing") use->note = stopped;
     if (run.time.usable()) read_time_figures(time.read.checkpoint->figures, run);
     if (run.gate.usable()) read_gate_verdicts(gate.read.checkpoint->figures, run);
     run.cluster = read_cluster_verdicts(directory);
     return run;
+}
+
+std::vector<ComparedRun> compare_runs(const std::vector<fs::path> &roots) {
+    std::vector<ComparedRun> runs;
+    for (const fs::path &root : roots) runs.push_back(compare_run(root));
+    // The roots are distinct directories, so some number of trailing components tells them apart.
+    for (std::size_t parts = 2;; ++parts) {
+        std::map<std::string, int> named;
+        for (const ComparedRun &run : runs) ++named[run.id];
+        bool lengthened = false;
+        for (ComparedRun &run : runs) {
+            if (named[run.id] < 2) continue;
+            std::vector<std::string> names;
+            for (const fs::path &part : run.root) names.push_back(part.string());
+            std::string id;
+            for (std::size_t i = names.size() - std::min(parts, names.size()); i < names.size(); ++i)
+                id += (id.empty() || id == "/" ? "" : "/") + names[i];
+            lengthened = lengthened || id != run.id;
+            run.id = id;
+        }
+        if (!lengthened) return runs;
+    }
 }
 
 std::string comparison_table(const std::vector<ComparedRun> &runs, const std::string &format) {

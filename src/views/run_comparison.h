@@ -9,7 +9,7 @@
 //
 // Usage:
 //   std::vector<ComparedRun> runs;
-//   for (const auto &dir : select_compared_runs({"tp-1", "runs/tp-2"}, selection)) runs.push_back(compare_run(dir));
+//   std::vector<ComparedRun> runs = compare_runs(select_compared_runs({"tp-1", "runs/tp-2"}, selection));
 //   std::cout << comparison_table(runs, "markdown");
 //   write_file_atomically("sage2tp-compare.svg", comparison_svg(runs));
 #pragma once
@@ -85,8 +85,12 @@ struct ComparedRun {
 std::vector<std::filesystem::path> select_compared_runs(const std::vector<std::string> &words,
                                                         const RunSelection &selection);
 
-// Reads the run's checkpoints once (inspect_run) and keeps what compare shows.
+// Reads the run's checkpoints once (inspect_run) and keeps what compare shows. A run that stopped
+// before time says where: its recorded stop, else the stage before time that failed or has not run.
 ComparedRun compare_run(const std::filesystem::path &root);
+// compare_run of each root, in order; runs of one directory name (a run and its copy) are told apart by
+// as many of their parent directories as it takes ("gpu-host/tp-1", "sage2tp-runs/tp-1").
+std::vector<ComparedRun> compare_runs(const std::vector<std::filesystem::path> &roots);
 
 // One row per candidate of each run (one row with candidate "-" for a run whose checkpoints name none;
 // with several runs, a column "change" of each later run's candidates against the first run's;
