@@ -97,9 +97,11 @@ struct KernelFacts {
 
 class LaunchRecorder {
 public:
+    // Never destroyed, like every static here: dlclose runs a library's static destructors, and an
+    // object destroyed then must not be reached by a later call (see returned_slot).
     static LaunchRecorder &instance() {
-        static LaunchRecorder recorder;
-        return recorder;
+        static LaunchRecorder *recorder = new LaunchRecorder;
+        return *recorder;
     }
 
     // With `keep`, this call's launches replace the kept ones, argument bytes included.
@@ -220,8 +222,8 @@ inline void set_message(s2tp_host_report *report, const std::string &text) {
 
 // The tensor the last call returned, kept alive until the next call (its block then goes back to the pool).
 inline at::Tensor &returned_slot() {
-    static at::Tensor returned;
-    return returned;
+    static at::Tensor *returned = new at::Tensor;
+    return *returned;
 }
 
 template <typename R, typename... P, size_t... I>

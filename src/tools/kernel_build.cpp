@@ -123,9 +123,11 @@ std::string host_call_artifact_key(const std::string &variant, const std::string
 }
 
 std::vector<std::string> host_call_link_arguments() {
-    // libcuda only where the host code calls the driver (cuTensorMapEncodeTiled), so a library of another
+    // Hidden symbols: each library keeps its own statics (inline functions' statics would otherwise be
+    // GNU unique symbols, one per process, shared by the baseline's and the candidate's library). libcuda
+    // only where the host code calls the driver (cuTensorMapEncodeTiled), so a library of another
     // launcher loads on a host without a driver; each launch passes the recorder first.
-    return {"-shared", "-Xcompiler", "-fPIC", "-Xlinker", "--as-needed", "-lcuda", "-Xlinker",
+    return {"-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-Xlinker", "--as-needed", "-lcuda", "-Xlinker",
             "--wrap=__cudaLaunchKernel,--wrap=__cudaLaunchKernel_ptsz,--wrap=cudaLaunchKernel,"
             "--wrap=cudaLaunchKernelExC"};
 }

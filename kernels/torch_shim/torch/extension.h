@@ -168,8 +168,8 @@ private:
 // One pool per shared object (this header is compiled into exactly one translation unit of it).
 class DevicePool {
 public:
-    // Never destroyed: a tensor held in a static (the last returned one) may give its block back
-    // while the library's statics are torn down, after a pool that was one of them would be gone.
+    // Never destroyed: a tensor held elsewhere (the last returned one) may give its block back after
+    // the library's static destructors have run (dlclose runs them).
     static DevicePool &instance() {
         static DevicePool *pool = new DevicePool;
         return *pool;
