@@ -80,6 +80,19 @@ TEST(Layering, EveryIncludeInSrcPointsToItsOwnLayerOrBelow) {
     for (const auto &v : layering_violations(src)) ADD_FAILURE() << v.file << ": #include \"" << v.include << "\" " << v.why;
 }
 
+// The contributor guide states the layers in one line, "Layers: support < formats < ..."; it must be this
+// test's list, in this order, so that the guide cannot drift from what is enforced.
+TEST(Layering, TheContributorGuideNamesTheLayersInOrder) {
+    std::ifstream guide(fs::path(S2TP_SOURCE_ROOT) / "HACKING.md");
+    ASSERT_TRUE(guide) << "HACKING.md is missing";
+    std::string line, stated;
+    while (std::getline(guide, line))
+        if (line.rfind("Layers: ", 0) == 0) stated = line.substr(8);
+    std::string enforced;
+    for (const char *layer : layers) enforced += (enforced.empty() ? "" : " < ") + std::string(layer);
+    EXPECT_EQ(stated, enforced);
+}
+
 TEST(Layering, TheCheckSeesAnUpwardInclude) {
     // The checker itself must be able to fail: a support file that includes a stage is caught.
     const s2tp::ScratchDirectory scratch("layering");
