@@ -49,10 +49,9 @@ int phases_command(const Args &args) {
     require_phase_stamps(run, experiment);
     const std::vector<StageState> states = inspect_run(run);
     const BuiltKernels kernels = built_kernels(run, states, experiment);
-    const Checkpoint &build_checkpoint = *states[static_cast<std::size_t>(Stage::build)].read.checkpoint;
 
     const Reporter &reporter = cl.reporter();
-    const PhaseBuild build = build_phase_cubins(run, experiment, kernels, build_checkpoint, request, reporter);
+    const PhaseBuild build = build_phase_cubins(run, experiment, kernels, request, reporter);
     reporter.say("phases: " + (build.note.empty() ? std::string("instrumented cubins built") : build.note) + ":");
     toml::array cubins;
     for (const PhaseCubin &c : build.cubins) {

@@ -68,11 +68,27 @@ TEST(DependencyFiles, ReadsNvccsRuleWithContinuationsAndEscapedSpaces) {
     EXPECT_EQ(dependency_files("out.cubin: x.cu y.h"), (std::vector<std::string>{"x.cu", "y.h"}));
 }
 
+// A host-call compile links a library beside its cubin: both are served, and a library damaged in the
+// store is caught by its digest like the cubin.
+TEST_F(CompileCacheTest, AHostCallCompilesLibraryIsStoredAndCheckedBesideItsCubin) {
+    CompileCache cache(dir / "cache", 1 << 20);
+    std::vector<std::string> corrupt;
+    cache.store(compile(), work / "k.d", {"CUBIN", "log", "LIBRARY"});
+    auto hit = cache.lookup(compile(), corrupt);
+    ASSERT_TRUE(hit);
+    EXPECT_EQ(hit->cubin, "CUBIN");
+    EXPECT_EQ(hit->library, "LIBRARY");
+    write_file_atomically(only_entry(dir / "cache") / "library", "LIBRARZ");
+    EXPECT_FALSE(cache.lookup(compile(), corrupt));
+    ASSERT_EQ(corrupt.size(), 1u);
+    EXPECT_NE(corrupt.front().find("do not match their SHA-256 digests"), std::string::npos) << corrupt.front();
+}
+
 TEST_F(CompileCacheTest, HitsOnlyWhileEveryFileTheCompileReadIsUnchanged) {
     CompileCache cache(dir / "cache", 1 << 20);
     std::vector<std::string> corrupt;
     EXPECT_FALSE(cache.lookup(compile(), corrupt));
-    cache.store(compile(), work / "k.d", {"CUBIN", "ptxas info : Used 8 registers"});
+    cache.store(compile(), work / "k.d", {"CUBIN", "ptxas info : Used 8 registers", {}});
 
     auto hit = cache.lookup(compile(), corrupt);
     ASSERT_TRUE(hit);
@@ -104,7 +120,7 @@ TEST_F(CompileCacheTest, HitsOnlyWhileEveryFileTheCompileReadIsUnchanged) {
 
 TEST_F(CompileCacheTest, TheSameTreeInAnotherRunDirectoryHits) {
     CompileCache cache(dir / "cache", 1 << 20);
-    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    cache.store(compile(), work / "k.d", {"CUBIN", "log", {}});
     fs::copy(work, dir / "second-run", fs::copy_options::recursive);
     CacheableCompile second = compile();
     second.working_directory = dir / "second-run";
@@ -116,7 +132,7 @@ TEST_F(CompileCacheTest, ACorruptOrTruncatedEntryIsReportedOnceRemovedAndStoredA
     CompileCache cache(dir / "cache", 1 << 20);
     for (const char *damage : {"flip", "truncate", "delete digests"}) {
         SCOPED_TRACE(damage);
-        cache.store(compile(), work / "k.d", {std::string(4096, 'c'), "log"});
+        cache.store(compile(), work / "k.d", {std::string(4096, 'c'), "log", {}});
         const fs::path entry = only_entry(dir / "cache");
         if (std::string(damage) == "flip") {
             std::fstream f(entry / "cubin", std::ios::in | std::ios::out | std::ios::binary);
@@ -136,7 +152,7 @@ TEST_F(CompileCacheTest, ACorruptOrTruncatedEntryIsReportedOnceRemovedAndStoredA
         EXPECT_EQ(corrupt.size(), 1u);
         EXPECT_EQ(entry_count(dir / "cache"), 0u);
     }
-    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    cache.store(compile(), work / "k.d", {"CUBIN", "log", {}});
     std::vector<std::string> corrupt;
     EXPECT_TRUE(cache.lookup(compile(), corrupt));
 }
@@ -160,7 +176,7 @@ TEST_F(CompileCacheTest, ConcurrentFillersNeverShowAHalfWrittenEntry) {
     std::vector<std::thread> fillers;
     for (int i = 0; i < 4; ++i)
         fillers.emplace_back([&] {
-            for (int round = 0; round < 5; ++round) cache.store(compile(), work / "k.d", {cubin, "log"});
+            for (int round = 0; round < 5; ++round) cache.store(compile(), work / "k.d", {cubin, "log", {}});
         });
     for (auto &t : fillers) t.join();
     stop = true;
@@ -183,7 +199,7 @@ TEST_F(CompileCacheTest, ConcurrentProcessesFillingAtOnceLeaveOneWholeEntry) {
         if (pid == 0) {
             try {
                 for (int round = 0; round < 5; ++round) {
-                    cache.store(compile(), work / "k.d", {cubin, "log"});
+                    cache.store(compile(), work / "k.d", {cubin, "log", {}});
                     std::vector<std::string> corrupt;
                     auto hit = cache.lookup(compile(), corrupt);
                     if (!corrupt.empty() || (hit && hit->cubin != cubin)) ::_exit(1);
@@ -207,7 +223,7 @@ TEST_F(CompileCacheTest, TrimsTheLeastRecentlyUsedEntriesToItsSizeLimit) {
     CompileCache cache(dir / "cache", 10000);
     for (int i = 0; i < 4; ++i) {
         write("trees/baseline/k.h", "#define N " + std::to_string(i) + "\n");
-        cache.store(compile(), work / "k.d", {std::string(3000, 'a' + i), "log"});
+        cache.store(compile(), work / "k.d", {std::string(3000, 'a' + i), "log", {}});
     }
     EXPECT_EQ(entry_count(dir / "cache"), 2u);
     std::vector<std::string> corrupt;
@@ -222,10 +238,10 @@ TEST_F(CompileCacheTest, AFullDiskFailsWithExitTwoAndKeepsWhatWasStored) {
     if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=64k") != 0)
         GTEST_SKIP() << "mounting a 64 KiB tmpfs needs root (CAP_SYS_ADMIN): " << std::strerror(errno);
     CompileCache cache(small / "cache", 1ull << 30);
-    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    cache.store(compile(), work / "k.d", {"CUBIN", "log", {}});
     write("trees/baseline/k.h", "#define N 9\n");
     try {
-        cache.store(compile(), work / "k.d", {std::string(256 << 10, 'z'), "log"});
+        cache.store(compile(), work / "k.d", {std::string(256 << 10, 'z'), "log", {}});
         ADD_FAILURE() << "storing 256 KiB on a 64 KiB file system succeeded";
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::usage);
@@ -252,9 +268,9 @@ protected:
         write("trees/candidate/k.cu", "#include \"k.h\"\n__global__ void k() { /* pair */ }\n");
         write("trees/candidate/k.h", "#define N 4\n");
         write("c.d", "builds/candidate/k.cubin : trees/candidate/k.cu \\\n    trees/candidate/k.h\n");
-        cache.store(compile(), work / "k.d", {"BASELINE-CUBIN", "baseline log"});
+        cache.store(compile(), work / "k.d", {"BASELINE-CUBIN", "baseline log", {}});
         baseline_entry = only_entry(dir / "cache");
-        cache.store(candidate(), work / "c.d", {"CANDIDATE-CUBIN", "candidate log"});
+        cache.store(candidate(), work / "c.d", {"CANDIDATE-CUBIN", "candidate log", {}});
         for (const auto &e : fs::directory_iterator(entries_of(dir / "cache")))
             if (e.path() != baseline_entry) candidate_entry = e.path();
         ASSERT_FALSE(candidate_entry.empty());
@@ -279,7 +295,7 @@ protected:
             ASSERT_FALSE(corrupt.empty());
             EXPECT_NE(corrupt[0].find(candidate_entry.filename().string()), std::string::npos) << corrupt[0];
         }
-        cache.store(candidate(), work / "c.d", {"CANDIDATE-CUBIN", "candidate log"});
+        cache.store(candidate(), work / "c.d", {"CANDIDATE-CUBIN", "candidate log", {}});
         std::vector<std::string> after;
         const auto again = cache.lookup(candidate(), after);
         ASSERT_TRUE(again);
@@ -372,7 +388,7 @@ TEST_F(CompileCacheTest, FlagsThatLookLikeAnOutputOptionStayInTheKey) {
         c.output_arguments = {8, 10};
         return c;
     };
-    cache.store(with_flags("-DX"), work / "k.d", {"CUBIN-X", "log"});
+    cache.store(with_flags("-DX"), work / "k.d", {"CUBIN-X", "log", {}});
     std::vector<std::string> corrupt;
     const auto hit = cache.lookup(with_flags("-DY"), corrupt);
     EXPECT_FALSE(hit) << "-DY got -DX's cubin " << hit->cubin;
@@ -386,19 +402,19 @@ TEST_F(CompileCacheTest, ALinkedCacheRootIsResolvedAndALinkInsideTheStoreIsNotFo
     fs::create_directory_symlink(dir / "real-cache", dir / "linked-cache");
     {
         CompileCache cache(dir / "linked-cache", 1 << 20);
-        cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+        cache.store(compile(), work / "k.d", {"CUBIN", "log", {}});
         std::vector<std::string> corrupt;
         EXPECT_TRUE(cache.lookup(compile(), corrupt));
     }
     fs::create_directories(dir / "elsewhere");
     CompileCache cache(dir / "other-cache", 1 << 20);
-    cache.store(compile(), work / "k.d", {"CUBIN", "log"});
+    cache.store(compile(), work / "k.d", {"CUBIN", "log", {}});
     const fs::path entries = only_entry(dir / "other-cache").parent_path();
     fs::remove_all(entries);
     fs::create_directory_symlink(dir / "elsewhere", entries);
     write("trees/baseline/k.h", "#define N 5\n");
     try {
-        cache.store(compile(), work / "k.d", {"CUBIN5", "log"});
+        cache.store(compile(), work / "k.d", {"CUBIN5", "log", {}});
     } catch (const Error &) {
     }
     EXPECT_TRUE(fs::is_empty(dir / "elsewhere"));

@@ -407,6 +407,23 @@ TEST(GateSharedMemory, PassFailNotChecked) {
     EXPECT_FALSE(passes(e));
 }
 
+// Host calls: a host-side change (here four times the shared memory, as on the H100 with upstream's sm89
+// launcher) that build's table cannot see, judged as the host functions launched it.
+TEST(GateSharedMemory, TheLaunchesTheHostFunctionsMadeDecideOverBuildsTable) {
+    GateEvidence e = good_evidence();
+    e.baseline_launched_smem_bytes = 32768;
+    e.candidate_launched_smem_bytes = 131072;
+    const GateCondition failed = condition(evaluate_gate(e, default_gate_thresholds()), "shared-memory");
+    EXPECT_EQ(failed.status, GateStatus::fail);
+    EXPECT_EQ(failed.figure, "as the host functions launched on the workload: candidate 131072 B vs baseline 32768 B of "
+                             "dynamic shared memory per block");
+    e.candidate_launched_smem_bytes = 32768;
+    e.candidate_resources.smem_per_block_bytes = 65536;  // the table's estimate, overruled by the launch
+    EXPECT_EQ(status_of(e, "shared-memory"), GateStatus::pass);
+    e.baseline_launched_smem_bytes.reset();  // a cubin arm: the table decides
+    EXPECT_EQ(status_of(e, "shared-memory"), GateStatus::fail);
+}
+
 // ---- warps-per-scheduler
 TEST(GateWarpsPerScheduler, PassFailNotChecked) {
     GateEvidence e = good_evidence();

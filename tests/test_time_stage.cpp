@@ -231,7 +231,7 @@ TimeStageInputs several_gpu_inputs(const RunDirectory &run, std::vector<DeviceFa
     BuiltKernels kernels;
     kernels.baseline.variant = "baseline";
     kernels.baseline.abi = &kernel_abi("sage2tp", "the test");
-    kernels.candidates = {{"wide-v", {}, nullptr}};
+    kernels.candidates = {{"wide-v", {}, nullptr, {}}};
     kernels.arch = "sm_90a";
     const DeviceFacts first = gpus.front();
     return TimeStageInputs{run,   WorkloadSpec{}, std::nullopt, kernels, first, several_gpu_settings(), repeats,

@@ -63,7 +63,9 @@ const std::vector<Field<ArmTimeFigures>> &ArmTimeFigures::fields() {
         field("temperature_median_c", &A::temperature_median_c, "degrees C"),
         field("power_limited_share", &A::power_limited_share, "of launches"),
         field("thermal_limited_share", &A::thermal_limited_share, "of launches"),
-        field("sync_boost_share", &A::sync_boost_share, "of launches")};
+        field("sync_boost_share", &A::sync_boost_share, "of launches"),
+        field("launch", &A::launch, "as the host function made it"),
+        field("launch_dynamic_smem_bytes", &A::launch_dynamic_smem_bytes, "bytes")};
     return table;
 }
 

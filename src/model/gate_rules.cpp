@@ -256,6 +256,12 @@ std::string at_entry(const std::string &entry) { return entry.empty() ? "" : " a
 
 GateCondition check_shared_memory(const GateEvidence &e, const GateThresholds &) {
     const char *name = "shared-memory";
+    if (e.baseline_launched_smem_bytes && e.candidate_launched_smem_bytes) {
+        const std::int64_t base = *e.baseline_launched_smem_bytes, cand = *e.candidate_launched_smem_bytes;
+        return make(name, cand > base ? GateStatus::fail : GateStatus::pass,
+                    "as the host functions launched on the workload: candidate " + std::to_string(cand) +
+                        " B vs baseline " + std::to_string(base) + " B of dynamic shared memory per block");
+    }
     const auto &base = e.baseline_resources.smem_per_block_bytes;
     const auto &cand = e.candidate_resources.smem_per_block_bytes;
     if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;

@@ -136,6 +136,10 @@ struct GateEvidence {
     std::string smem_worst_entry, spill_worst_entry;
     std::optional<std::int64_t> baseline_max_spill_bytes;
     std::string baseline_max_spill_entry;
+    // The dynamic shared memory each arm's host function launched with on the workload (time's figures),
+    // where both arms are host calls: what shipped code asks for, which build's table, made before any
+    // call, cannot know. The shared-memory condition judges these when they are there.
+    std::optional<std::int64_t> baseline_launched_smem_bytes, candidate_launched_smem_bytes;
 };
 
 // A candidate/baseline median below this is implausible for a change of schedule: more than twice as

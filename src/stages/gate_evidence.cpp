@@ -126,6 +126,10 @@ void read_time(const TimeFigures &figures, const std::string &name, GateEvidence
     evidence.real_output_sha256 = candidate->sha256.value_or("");
     if (candidate->timing) evidence.candidate_p50_ms = candidate->timing->p50;
     evidence.candidate_vs_baseline = ratio_interval(candidate->ratio, candidate->timing);
+    if (figures.baseline && candidate->timing) {
+        evidence.baseline_launched_smem_bytes = figures.baseline->launch_dynamic_smem_bytes;
+        evidence.candidate_launched_smem_bytes = candidate->timing->launch_dynamic_smem_bytes;
+    }
 }
 
 // A set's time figures: each shape read as one workload's, then the candidate's figures over the set.

@@ -213,6 +213,10 @@ toml::table ArmMeasurement::to_toml() const {
                                                {"what", failure.what}});
     toml::array set_failures;
     for (const std::string &reason : input_set_failures) set_failures.push_back(reason);
+    toml::array launched;  // an empty table for an arm launched from its cubin
+    for (const std::optional<ArmLaunch> &launch : launches)
+        launched.push_back(launch ? toml::table{{"shape", launch->shape}, {"dynamic_smem_bytes", launch->dynamic_smem_bytes}}
+                                  : toml::table{});
     toml::array arm_accuracy;
     for (const ArmAccuracy &a : accuracy) {
         toml::table t{{"tolerance", a.tolerance}, {"conditions", a.conditions}};
@@ -223,6 +227,7 @@ toml::table ArmMeasurement::to_toml() const {
     }
     return toml::table{{"first", digests_array(first)},
                        {"input_set_failures", set_failures},
+                       {"launches", launched},
                        {"accuracy", arm_accuracy},
                        {"footprint_bytes", static_cast<std::int64_t>(footprint_bytes)},
                        {"l2_flushed", l2_flushed},
@@ -240,6 +245,15 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
     if (m.first.empty()) fail(ExitCode::internal, where + ": no output record");
     if (const toml::array *reasons = t["input_set_failures"].as_array())
         for (const toml::node &reason : *reasons) m.input_set_failures.push_back(reason.value_or(std::string()));
+    if (const toml::array *launched = t["launches"].as_array())
+        for (const toml::node &node : *launched) {
+            const toml::table *l = node.as_table();
+            if (l && l->contains("shape"))
+                m.launches.push_back(ArmLaunch{(*l)["shape"].value_or(std::string()),
+                                               (*l)["dynamic_smem_bytes"].value_or<std::int64_t>(0)});
+            else
+                m.launches.push_back(std::nullopt);
+        }
     if (const toml::array *accuracy = t["accuracy"].as_array())
         for (const toml::node &node : *accuracy) {
             const toml::table *a = node.as_table();
@@ -372,6 +386,7 @@ ArmAccuracy arm_accuracy(const CubinModule &quantize, const AttentionProblem &pr
 // the set), and, when the run checks accuracy, what that is measured against.
 struct InputSet {
     std::uint64_t seed = 0;
+    std::vector<std::optional<ArmLaunch>> launched;  // by arm: what its host function launched first
     std::unique_ptr<InputsByRecipe> inputs;
     std::vector<AttentionLaunch> launches;  // by arm
     std::unique_ptr<OutputChecks> expected;
@@ -418,7 +433,11 @@ InputSet make_input_set(const MeasureRequest &request, const CubinModule &quanti
     for (Arm arm = 0; arm < arms.size(); ++arm) {
         const std::optional<HostCallResult> call = launch_attention(*arm_kernels[arm], set.launches[arm]);
         // What the user's host function launched: its grid, block and shared memory, not sage2tp's.
-        if (call && index == 0 && arm != 1)
+        set.launched.push_back(std::nullopt);
+        if (!call) continue;
+        const RecordedLaunch &first = call->launches.front();
+        set.launched.back() = ArmLaunch{first.describe(), static_cast<std::int64_t>(first.dynamic_smem_bytes)};
+        if (index == 0 && arm != control_arm)
             for (const RecordedLaunch &launch : call->launches)
                 reporter.progress("time: " + arms[arm] + " (" + arm_kernels[arm]->library->function() + ") launches " +
                                   launch.kernel + ": " + launch.describe());
@@ -515,6 +534,7 @@ ArmMeasurement measure_arms(const MeasureRequest &request, const Reporter &repor
         const InputSet &set = sets.back();
         if (index == 0) {
             m.first = set.first;
+            m.launches = set.launched;
             m.accuracy = set.accuracy;
             m.footprint_bytes = attention_footprint_bytes(set.inputs->get(kernels.baseline.abi->quantization(problem.shape.head_dim)),
                                                           outputs[0]);
@@ -1110,6 +1130,19 @@ void timed_figures(TimeFigures &f, const TimingStats &stats, const std::vector<s
     f.sm_clock_max_mhz = stats.clock_max_mhz;
 }
 
+// What each arm's host function launched (the first measurement's), beside its times: the launch that
+// was timed, which the gate's shared-memory condition judges in place of build's table.
+void launch_figures(TimeFigures &f, const std::vector<std::optional<ArmLaunch>> &launches,
+                    const std::vector<std::string> &arms) {
+    const auto put = [&](std::optional<ArmTimeFigures> &timing, Arm arm) {
+        if (!timing || arm >= launches.size() || !launches[arm]) return;
+        timing->launch = launches[arm]->shape;
+        timing->launch_dynamic_smem_bytes = launches[arm]->dynamic_smem_bytes;
+    };
+    put(f.baseline, baseline_arm);
+    for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) put(f.candidate_or_add(arms[arm]).timing, arm);
+}
+
 // What the A/A band rests on for `arch`, after a too-noisy reason: the band was set from an H200's A/A
 // figures.
 std::string aa_band_basis_text(const std::string &arch) {
@@ -1309,6 +1342,7 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
     } else if (enough_rounds) {
         const TimingStats stats = with_between_process(in, timing_stats(runs, in.settings.bootstrap));
         timed_figures(f, stats, arms, in.workload.problem);
+        launch_figures(f, reference.launches, arms);
         if (process_count(in) == 1 && in.between_process.relative_sd > 0) {
             for (CandidateTimeFigures &c : f.candidates)
                 if (c.ratio) c.ratio->between_process_sd = in.between_process.relative_sd;

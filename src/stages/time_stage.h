@@ -110,8 +110,17 @@ std::optional<std::string> too_few_rounds_reason(const TimingRun &run, const Tim
 
 // ---- One measurement ----
 
+// What an arm's host function launched on input set 0: its first launch, as RecordedLaunch describes
+// it, and that launch's dynamic shared memory.
+struct ArmLaunch {
+    std::string shape;  // "grid 256x40x1, block 32x4x1, 32768 B dynamic smem"
+    std::int64_t dynamic_smem_bytes = 0;
+};
+
 struct ArmMeasurement {
     std::vector<OutputDigest> first;  // before timing, on input set 0 (the workload's own)
+    // Per arm; nullopt for an arm launched from its cubin, whose launch is sage2tp's own.
+    std::vector<std::optional<ArmLaunch>> launches;
     // Why the first outputs on another input set failed first_output_failures' conditions, each naming
     // the set; nothing was timed then.
     std::vector<std::string> input_set_failures;

@@ -136,7 +136,7 @@ void require_phase_stamps(const RunDirectory &run, const Experiment &experiment)
 }
 
 PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experiment, const BuiltKernels &kernels,
-                              const Checkpoint &build, const PhaseBuildRequest &request, const Reporter &reporter) {
+                              const PhaseBuildRequest &request, const Reporter &reporter) {
     const CompilerLookup lookup = look_for_nvcc(request.nvcc);
     const std::optional<fs::path> &nvcc = lookup.nvcc;
     const std::vector<CompileJob> jobs = plan_phase_compiles(

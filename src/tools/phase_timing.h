@@ -57,12 +57,11 @@ struct PhaseBuildRequest {
 void require_phase_stamps(const RunDirectory &run, const Experiment &experiment);
 
 // Builds the instrumented cubins unless they are up to date (same arch, commands, trees and nvcc
-// version as recorded, every cubin intact). `build` is the run's passed, fresh build checkpoint (its
-// figures give the torch include directories it used). Without nvcc, intact cubins built from the same
+// version as recorded, every cubin intact). Without nvcc, intact cubins built from the same
 // inputs elsewhere are kept; otherwise Error(missing_tool). A source that does not compile is
 // Error(stop) quoting nvcc's first errors and naming the log.
 PhaseBuild build_phase_cubins(const RunDirectory &run, const Experiment &experiment, const BuiltKernels &kernels,
-                              const Checkpoint &build, const PhaseBuildRequest &request, const Reporter &reporter);
+                              const PhaseBuildRequest &request, const Reporter &reporter);
 
 // The workload phases launches: the run's, or with `seq_len` > 0 the same generated workload with
 // len_q = len_kv = seq_len (as [time] ncu_seq_len). Error(usage) for a workload of tensor files.
