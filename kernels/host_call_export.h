@@ -22,10 +22,9 @@
 #include <torch/extension.h>
 
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
