@@ -287,6 +287,14 @@ void zero(DeviceBuffer &buffer) {
     check_cuda(cudaMemsetAsync(buffer.get(), 0, buffer.size(), nullptr), "cudaMemsetAsync", "zeroing " + buffer.what());
 }
 
+void release_primary_contexts(const std::vector<int> &device_indices) {
+    for (int index : device_indices) {
+        const std::string context = "releasing device " + std::to_string(index) + "'s context";
+        check_cuda(cudaSetDevice(index), "cudaSetDevice", context);
+        check_cuda(cudaDeviceReset(), "cudaDeviceReset", context);
+    }
+}
+
 void copy_device_bytes(void *destination, const void *source, std::size_t bytes) {
     if (bytes == 0) return;
     check_cuda(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync",

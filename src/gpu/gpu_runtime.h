@@ -79,6 +79,11 @@ struct DeviceFacts {
 // returns its facts. Throws Error(missing_tool) without a driver/device or for an index out of range.
 DeviceFacts select_device(int index);
 
+// Destroys this process's primary context on each device (cudaDeviceReset; a later CUDA call makes a new
+// one), so that the processes it starts next have the GPUs to themselves, as a lone process does: an idle
+// context of another process moves a kernel's time measurably. Nothing of this process may live there.
+void release_primary_contexts(const std::vector<int> &device_indices);
+
 // 13000 -> "13.0", 12080 -> "12.8".
 std::string cuda_version_string(int version);
 
