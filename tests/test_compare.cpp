@@ -356,7 +356,10 @@ toml::table several_model_time() {
         g.aa = ratio(1.0001, 0.9995, 1.0007);
         g.candidates.push_back({"temporal-pair", arm(p50), ratio(median, median - 0.002, median + 0.002)});
         f.gpu_results.push_back(g);
-        GpuFigures table = GpuFigures::of(DeviceFacts{index, name});
+        DeviceFacts device;
+        device.index = index;
+        device.name = name;
+        GpuFigures table = GpuFigures::of(device);
         table.checks = 1;
         table.ran = 1;
         f.gpus.push_back(table);

@@ -64,6 +64,33 @@ TEST_F(Pipeline, LaterStageNeedsThePreviousCheckpoint) {
     EXPECT_EQ(runs_, 0);
 }
 
+// A run that stopped for lack of a GPU says so at the next stage, instead of advising to run the stage
+// that could not run here.
+TEST_F(Pipeline, AMissingCheckpointOfARecordedStopRepeatsTheStop) {
+    std::vector<StageState> states;
+    for (Stage s : all_stages()) states.push_back(StageState{s, {}, false, ""});
+    const StageStop stop{Stage::sanitize, "no GPU", "sanitize needs an NVIDIA GPU",
+                         "copy the run to a GPU host and run 'sage2tp run --run runs/x' there", "2026-12-06T07:50:00Z"};
+    try {
+        require_previous(states, Stage::time, stop);
+        FAIL() << "time ran without parity";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::precondition);
+        EXPECT_NE(std::string(e.what()).find("which is missing: the run stopped at sanitize: no GPU; copy the run to a GPU "
+                                             "host and run 'sage2tp run --run runs/x' there"),
+                  std::string::npos)
+            << e.what();
+        EXPECT_EQ(std::string(e.what()).find("run 'sage2tp parity' first"), std::string::npos) << e.what();
+    }
+    // A stop after the missing stage explains nothing about it.
+    try {
+        require_previous(states, Stage::build, stop);
+        FAIL() << "build ran without prepare";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("run 'sage2tp prepare' first"), std::string::npos) << e.what();
+    }
+}
+
 TEST_F(Pipeline, UnchangedInputsAreUpToDate) {
     EXPECT_EQ(stage(Stage::prepare, "a"), ExitCode::ok);
     EXPECT_EQ(stage(Stage::prepare, "a"), ExitCode::ok);

@@ -134,11 +134,15 @@ std::vector<StageState> inspect_run(const RunDirectory &run) {
     return states;
 }
 
-const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage) {
+const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage,
+                                   const std::optional<StageStop> &stop) {
     if (stage == Stage::prepare) return nullptr;
     const StageState &previous = states[static_cast<std::size_t>(stage) - 1];
     const std::string name = stage_name(previous.stage);
     const std::string fix = "; run 'sage2tp " + name + "' first";
+    if (!previous.read.exists && stop && stop->stage <= previous.stage)
+        fail(ExitCode::precondition, stage_name(stage) + " needs the " + name + " checkpoint, which is missing: the run " +
+                                         stop_summary(*stop) + "; " + stop->next_step);
     if (!previous.read.checkpoint)
         fail(ExitCode::precondition, stage_name(stage) + " needs the " + name + " checkpoint, which is " +
                                          (previous.read.exists ? previous.stale_reason : "missing") + fix);

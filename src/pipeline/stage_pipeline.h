@@ -97,7 +97,10 @@ struct StageWork {
 };
 
 // The precondition check alone: throws Error(precondition) unless the stage before `stage` is usable.
-const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage);
+// When the run recorded a stop at or before that stage (`stop`: "stopped at sanitize: no GPU"), a
+// missing checkpoint is explained by the stop and its next step, not by "run the stage first".
+const Checkpoint *require_previous(const std::vector<StageState> &states, Stage stage,
+                                   const std::optional<StageStop> &stop = std::nullopt);
 
 // What a stage command opens once: its run, locked for the command's lifetime; every checkpoint of the
 // run, read and digest-checked once (on first use, so that prepare can clear a killed prepare's
@@ -117,7 +120,7 @@ public:
     const std::vector<StageState> &states() const;
     const Experiment &experiment() const;
     // The checkpoint this stage resumes from (nullptr for prepare); checked by require_previous.
-    const Checkpoint *previous() const { return require_previous(states(), stage_); }
+    const Checkpoint *previous() const { return require_previous(states(), stage_, last_stop(run_)); }
 
 private:
     Stage stage_;

@@ -66,7 +66,9 @@ std::string resolve_commit(const std::string &repository, const std::string &com
                                   trimmed(probe.err.empty() ? probe.out : probe.err) + "); pass --repository your checkout");
     ProcessResult r = git({"-C", repository, "rev-parse", "--verify", "--quiet", "--end-of-options", commit + "^{commit}"});
     if (r.exit_code != 0)
-        fail(ExitCode::usage, "commit '" + commit + "' does not exist in repository '" + repository + "'");
+        fail(ExitCode::usage, "commit '" + commit + "' does not exist in repository '" + repository +
+                                  "'; to build another commit of your checkout, pass --commit REV for the baseline "
+                                  "or --candidate-commit REV for a candidate (HEAD takes the checkout as committed)");
     return trimmed(r.out);
 }
 
