@@ -145,15 +145,17 @@ TEST_F(HostCall, ALaunchIsRecordedAsTheHostFunctionMadeItAndNoLaunchIsAFailure) 
     DeviceBuffer out(4 * 32 * sizeof(float), "fill output");
     const HostCallResult result = library.call(fill_arguments(out.get(), HostDType::f32, 0), nullptr, false, "b=1 test shape");
     ASSERT_EQ(result.launch_count, 1);
-    EXPECT_NE(result.launches.at(0).kernel.find("fill_kernel"), std::string::npos) << result.launches.at(0).kernel;
-    EXPECT_EQ(result.launches.at(0).describe(), "grid 1x1x1, block 128x1x1, 0 B dynamic smem");
+    const std::vector<RecordedLaunch> launches = library.launches();
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_NE(launches.at(0).kernel.find("fill_kernel"), std::string::npos) << launches.at(0).kernel;
+    EXPECT_EQ(launches.at(0).describe(), "grid 1x1x1, block 128x1x1, 0 B dynamic smem");
     EXPECT_EQ(result.device_allocations, 0);
     // torch::empty's block is allocated once, then reused by the next call.
     EXPECT_EQ(library.call(fill_arguments(out.get(), HostDType::f32, 1), nullptr, true, "x").device_allocations, 1);
     const HostCallResult again = library.call(fill_arguments(out.get(), HostDType::f32, 1), nullptr, true, "x");
     EXPECT_EQ(again.device_allocations, 0);
-    ASSERT_TRUE(again.returned.has_value());
-    EXPECT_EQ(again.returned->dims, 2);
+    ASSERT_TRUE(library.returned().has_value());
+    EXPECT_EQ(library.returned()->dims, 2);
     try {
         library.replay(nullptr, "replay");
         ADD_FAILURE() << "replayed a call that was not kept";

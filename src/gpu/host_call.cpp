@@ -4,8 +4,6 @@
 
 #include <dlfcn.h>
 
-#include <memory>
-#include <utility>
 
 namespace s2tp {
 
@@ -80,51 +78,25 @@ LaunchDims dims_of(const std::uint32_t (&d)[3]) { return {d[0], d[1], d[2]}; }
 
 }  // namespace
 
+void HostCallLibrary::Unload::operator()(void *handle) const { dlclose(handle); }
+
 HostCallLibrary::HostCallLibrary(const std::filesystem::path &library) : path_(library) {
     // RTLD_LOCAL: each variant's library keeps its own symbols, so two builds of one launcher file
     // (baseline and candidate) never resolve to each other's host function.
-    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    handle_.reset(dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL));
     if (!handle_) {
         const char *why = dlerror();
         fail(ExitCode::precondition, "cannot load the host-call library " + library.string() + ": " + (why ? why : "?"));
     }
-    try {
-        const auto version = symbol<s2tp_host_call_version_fn>(handle_, "s2tp_host_call_version", library);
-        if (version() != S2TP_HOST_CALL_VERSION)
-            fail(ExitCode::precondition, library.string() + " was built for host-call version " + std::to_string(version()) +
-                                             ", and this sage2tp speaks version " +
-                                             std::to_string(S2TP_HOST_CALL_VERSION) + "; run 'sage2tp build --force'");
-        function_ = symbol<s2tp_host_function_name_fn>(handle_, "s2tp_host_function_name", library)();
-        call_ = symbol<s2tp_host_call_fn>(handle_, "s2tp_host_call", library);
-        replay_ = symbol<s2tp_host_replay_fn>(handle_, "s2tp_host_replay", library);
-    } catch (...) {
-        dlclose(handle_);
-        throw;
-    }
-    report_ = new s2tp_host_report();
-}
-
-HostCallLibrary::~HostCallLibrary() {
-    delete report_;
-    if (handle_) dlclose(handle_);
-}
-
-HostCallLibrary::HostCallLibrary(HostCallLibrary &&other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)), function_(std::move(other.function_)),
-      call_(other.call_), replay_(other.replay_), report_(std::exchange(other.report_, nullptr)) {}
-
-HostCallLibrary &HostCallLibrary::operator=(HostCallLibrary &&other) noexcept {
-    if (this != &other) {
-        delete report_;
-        if (handle_) dlclose(handle_);
-        handle_ = std::exchange(other.handle_, nullptr);
-        path_ = std::move(other.path_);
-        function_ = std::move(other.function_);
-        call_ = other.call_;
-        replay_ = other.replay_;
-        report_ = std::exchange(other.report_, nullptr);
-    }
-    return *this;
+    const auto version = symbol<s2tp_host_call_version_fn>(handle_.get(), "s2tp_host_call_version", library);
+    if (version() != S2TP_HOST_CALL_VERSION)
+        fail(ExitCode::precondition, library.string() + " was built for host-call version " + std::to_string(version()) +
+                                         ", and this sage2tp speaks version " + std::to_string(S2TP_HOST_CALL_VERSION) +
+                                         "; run 'sage2tp build --force'");
+    function_ = symbol<s2tp_host_function_name_fn>(handle_.get(), "s2tp_host_function_name", library)();
+    call_ = symbol<s2tp_host_call_fn>(handle_.get(), "s2tp_host_call", library);
+    replay_ = symbol<s2tp_host_replay_fn>(handle_.get(), "s2tp_host_replay", library);
+    report_ = std::make_unique<s2tp_host_report>();
 }
 
 HostCallResult HostCallLibrary::call(const HostArguments &arguments, GpuStream stream, bool poison_allocations,
@@ -135,35 +107,44 @@ HostCallResult HostCallLibrary::call(const HostArguments &arguments, GpuStream s
     request.stream = stream;
     request.poison_allocations = poison_allocations ? 1 : 0;
     request.keep_for_replay = keep_for_replay ? 1 : 0;
-    const std::int32_t status = call_(&request, report_);
+    const std::int32_t status = call_(&request, report_.get());
     const s2tp_host_report &r = *report_;
-    const std::string who = "the host function " + function_ + " (" + path_.filename().string() + ") on " + context;
+    // Spelled out only on failure: a timed call builds no strings.
+    const auto who = [&] {
+        return "the host function " + function_ + " (" + path_.filename().string() + ") on " + context;
+    };
     switch (status) {
     case S2TP_HOST_OK: break;
-    case S2TP_HOST_THREW: fail(ExitCode::stop, who + " failed: " + r.message);
-    case S2TP_HOST_CUDA_ERROR: fail(ExitCode::stop, who + ": " + r.message);
+    case S2TP_HOST_THREW: fail(ExitCode::stop, who() + " failed: " + r.message);
+    case S2TP_HOST_CUDA_ERROR: fail(ExitCode::stop, who() + ": " + r.message);
     case S2TP_HOST_BAD_ARGUMENTS:
-        fail(ExitCode::stop, who + " does not take the arguments its adapter passes: " + std::string(r.message) +
+        fail(ExitCode::stop, who() + " does not take the arguments its adapter passes: " + std::string(r.message) +
                                  " (the launcher's signature changed; its adapter's argument map must follow)");
-    default: fail(ExitCode::internal, who + " returned an unknown status " + std::to_string(status));
+    default: fail(ExitCode::internal, who() + " returned an unknown status " + std::to_string(status));
     }
     if (r.launch_count == 0)
-        fail(ExitCode::stop, who + " returned without launching a kernel, so its output is whatever the buffer held");
-    HostCallResult result;
-    result.launch_count = r.launch_count;
-    result.device_allocations = r.device_allocations;
-    for (int i = 0; i < r.launch_count && i < S2TP_HOST_MAX_LAUNCHES; ++i) {
-        const s2tp_launch_record &l = r.launches[i];
-        result.launches.push_back({l.kernel, dims_of(l.grid), dims_of(l.block), l.dynamic_smem_bytes,
-                                   LaunchDims{static_cast<unsigned>(l.cluster[0]), static_cast<unsigned>(l.cluster[1]),
-                                              static_cast<unsigned>(l.cluster[2])}});
+        fail(ExitCode::stop, who() + " returned without launching a kernel, so its output is whatever the buffer held");
+    return {r.launch_count, r.device_allocations};
+}
+
+std::vector<RecordedLaunch> HostCallLibrary::launches() const {
+    std::vector<RecordedLaunch> launches;
+    for (int i = 0; i < report_->launch_count && i < S2TP_HOST_MAX_LAUNCHES; ++i) {
+        const s2tp_launch_record &l = report_->launches[i];
+        launches.push_back({l.kernel, dims_of(l.grid), dims_of(l.block), l.dynamic_smem_bytes,
+                            LaunchDims{static_cast<unsigned>(l.cluster[0]), static_cast<unsigned>(l.cluster[1]),
+                                       static_cast<unsigned>(l.cluster[2])}});
     }
-    if (r.returned_tensor) result.returned = r.returned;
-    return result;
+    return launches;
+}
+
+std::optional<s2tp_host_tensor> HostCallLibrary::returned() const {
+    if (!report_->returned_tensor) return std::nullopt;
+    return report_->returned;
 }
 
 void HostCallLibrary::replay(GpuStream stream, const std::string &context) const {
-    if (replay_(stream, report_) != S2TP_HOST_OK)
+    if (replay_(stream, report_.get()) != S2TP_HOST_OK)
         fail(ExitCode::internal, "replaying the launches of " + function_ + " on " + context + ": " + report_->message);
 }
 

@@ -8,8 +8,8 @@
 //   s2tp::HostCallLibrary library("builds/baseline/qk_int_sv_f8_cuda_sm90.sm_90a.so");
 //   s2tp::HostArguments args;
 //   args.tensor(q, s2tp::HostDType::int8, {B, N, H, D}); ... args.integer(1); args.real(sm_scale);
-//   s2tp::HostCallResult r = library.call(args, nullptr, "hd128 bf16 B1 H40 N32760");   // throws on failure
-//   r.launches.front().grid ...
+//   library.call(args, nullptr, false, "hd128 bf16 B1 H40 N32760");   // throws on failure
+//   library.launches().front().grid ...                               // what that call launched
 #pragma once
 
 #include "gpu/gpu_runtime.h"
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,11 +55,10 @@ struct RecordedLaunch {
     std::string describe() const;  // "grid 256x40x1, block 128x1x1, 32768 B dynamic smem"
 };
 
+// What a call reports at once: counts only, so that a timed call allocates nothing to return them.
 struct HostCallResult {
-    std::vector<RecordedLaunch> launches;  // the first S2TP_HOST_MAX_LAUNCHES
     int launch_count = 0;
-    int device_allocations = 0;                  // cudaMalloc calls its torch::empty made
-    std::optional<s2tp_host_tensor> returned;    // the tensor it returned, valid until the next call
+    int device_allocations = 0;  // cudaMalloc calls its torch::empty made
 };
 
 // A loaded host-call library. Move-only; unloaded on destruction.
@@ -67,11 +67,6 @@ public:
     // Error(precondition) naming the file when it cannot be loaded, exports no host call, or was built
     // for another version of host_call_abi.h.
     explicit HostCallLibrary(const std::filesystem::path &library);
-    ~HostCallLibrary();
-    HostCallLibrary(HostCallLibrary &&other) noexcept;
-    HostCallLibrary &operator=(HostCallLibrary &&other) noexcept;
-    HostCallLibrary(const HostCallLibrary &) = delete;
-    HostCallLibrary &operator=(const HostCallLibrary &) = delete;
 
     const std::string &function() const { return function_; }
     const std::filesystem::path &path() const { return path_; }
@@ -83,18 +78,25 @@ public:
     // assert), takes other parameters than `arguments` gives, leaves a CUDA error, or launches nothing.
     HostCallResult call(const HostArguments &arguments, GpuStream stream, bool poison_allocations,
                         const std::string &context, bool keep_for_replay = false) const;
+    // The last call's launches (the first S2TP_HOST_MAX_LAUNCHES), as it made them.
+    std::vector<RecordedLaunch> launches() const;
+    // The tensor the last call returned, when it returned one with elements; valid until the next call.
+    std::optional<s2tp_host_tensor> returned() const;
     // Makes the launches of the last call kept for replay again with the same arguments, without the
     // host function: the kernels' own cost. Error(internal) naming `context` when a launch fails or no
     // call was kept.
     void replay(GpuStream stream, const std::string &context) const;
 
 private:
-    void *handle_ = nullptr;
+    struct Unload {
+        void operator()(void *handle) const;
+    };
+    std::unique_ptr<void, Unload> handle_;
     std::filesystem::path path_;
     std::string function_;
     s2tp_host_call_fn call_ = nullptr;
     s2tp_host_replay_fn replay_ = nullptr;
-    s2tp_host_report *report_ = nullptr;  // one per library, reused by every call
+    std::unique_ptr<s2tp_host_report> report_;  // one per library, reused by every call
 };
 
 }  // namespace s2tp

@@ -147,10 +147,11 @@ std::optional<HostCallResult> launch_attention(const LoadedAttention &code, cons
     std::optional<HostCallResult> result =
         launch_attention(entry, code.abi().pack(problem, attention_buffers(problem, inputs, outputs)), nullptr, true);
     if (result && problem.with_lse) {
-        if (!result->returned)
+        const std::optional<s2tp_host_tensor> returned = entry.library->returned();
+        if (!returned)
             fail(ExitCode::stop, "the host function " + entry.library->function() + " returned no LSE on " +
                                      problem.describe() + ", though it was asked for one (return_lse = 1)");
-        const s2tp_host_tensor &lse = *result->returned;
+        const s2tp_host_tensor &lse = *returned;
         std::size_t elements = 1;
         for (int axis = 0; axis < lse.dims; ++axis) elements *= static_cast<std::size_t>(lse.sizes[axis]);
         if (lse.dtype != static_cast<std::int32_t>(HostDType::f32) || elements * sizeof(float) != outputs.lse.size())

@@ -142,8 +142,8 @@ struct AttentionEntry {
 
 AttentionEntry find_attention_entry(const LoadedAttention &code, const AttentionProblem &problem);
 // Launches on `stream`: the cubin entry, or a call of the host function (which may also allocate from
-// its pool, fill what it allocates with NaN under `poison_allocations`, and return a tensor). What a host
-// function launched is in the result; nullopt for a cubin entry.
+// its pool, fill what it allocates with NaN under `poison_allocations`, and return a tensor). For a host
+// call, its counts (what it launched: entry.library->launches()); nullopt for a cubin entry.
 std::optional<HostCallResult> launch_attention(const AttentionEntry &entry, const AttentionLaunch &launch,
                                                GpuStream stream = nullptr, bool poison_allocations = false);
 // Looks the entry up, packs and launches on the default stream, poisoning what a host function allocates.

@@ -435,10 +435,11 @@ InputSet make_input_set(const MeasureRequest &request, const CubinModule &quanti
         // What the user's host function launched: its grid, block and shared memory, not sage2tp's.
         set.launched.push_back(std::nullopt);
         if (!call) continue;
-        const RecordedLaunch &first = call->launches.front();
+        const std::vector<RecordedLaunch> launched = arm_kernels[arm]->library->launches();
+        const RecordedLaunch &first = launched.front();
         set.launched.back() = ArmLaunch{first.describe(), static_cast<std::int64_t>(first.dynamic_smem_bytes)};
         if (index == 0 && arm != control_arm)
-            for (const RecordedLaunch &launch : call->launches)
+            for (const RecordedLaunch &launch : launched)
                 reporter.progress("time: " + arms[arm] + " (" + arm_kernels[arm]->library->function() + ") launches " +
                                   launch.kernel + ": " + launch.describe());
     }

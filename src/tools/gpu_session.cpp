@@ -251,7 +251,7 @@ KernelRun run_attention(const LoadedAttention &attention, const AttentionProblem
     KernelRun run;
     run.o = download_output(problem, outputs);
     if (problem.with_lse) run.lse = download_lse(problem, outputs);
-    if (call) run.launches = call->launches;
+    if (call) run.launches = attention.library()->launches();
     return run;
 }
 
