@@ -191,20 +191,30 @@ private:
     std::map<cudaKernel_t, KernelFacts> facts_;
 };
 
-inline cudaError_t launch_recorded(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
-                                   cudaStream_t stream, bool per_thread) {
+// Makes a launch through `real` and records it, as `made` describes it, unless it is a nested one
+// (cudart calling itself).
+template <typename Real, typename Made>
+cudaError_t recorded(void **args, const cudaLaunchConfig_t *config, Real real, Made made) {
     LaunchRecorder &recorder = LaunchRecorder::instance();
     const bool outermost = recorder.enter();
-    const cudaError_t status = per_thread ? __real___cudaLaunchKernel_ptsz(kernel, grid, block, args, smem, stream)
-                                          : __real___cudaLaunchKernel(kernel, grid, block, args, smem, stream);
-    if (outermost) {
-        RecordedLaunch launch;
-        launch.kernel = kernel;
-        launch.grid = grid, launch.block = block, launch.smem = smem;
-        recorder.record(std::move(launch), args, status);
-    }
+    const cudaError_t status = real();
+    if (outermost) recorder.record(made(), args, status, config);
     recorder.leave();
     return status;
+}
+
+// A launch by kernel handle and dimensions (the <<<>>> stubs' and cudaLaunchKernel's).
+inline RecordedLaunch plain_launch(cudaKernel_t kernel, dim3 grid, dim3 block, size_t smem) {
+    RecordedLaunch launch;
+    launch.kernel = kernel;
+    launch.grid = grid, launch.block = block, launch.smem = smem;
+    return launch;
+}
+
+inline cudaKernel_t kernel_of(const void *function) {
+    cudaKernel_t kernel = nullptr;
+    cudaGetKernel(&kernel, function);
+    return kernel;
 }
 
 inline void copy_tensor(const at::Tensor &from, s2tp_host_tensor &to) {
@@ -344,44 +354,35 @@ extern "C" {
 
 cudaError_t __wrap___cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
                                       cudaStream_t stream) {
-    return s2tp_host::launch_recorded(kernel, grid, block, args, smem, stream, false);
+    return s2tp_host::recorded(
+        args, nullptr, [&] { return __real___cudaLaunchKernel(kernel, grid, block, args, smem, stream); },
+        [&] { return s2tp_host::plain_launch(kernel, grid, block, smem); });
 }
 
 cudaError_t __wrap___cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t smem,
                                            cudaStream_t stream) {
-    return s2tp_host::launch_recorded(kernel, grid, block, args, smem, stream, true);
+    return s2tp_host::recorded(
+        args, nullptr, [&] { return __real___cudaLaunchKernel_ptsz(kernel, grid, block, args, smem, stream); },
+        [&] { return s2tp_host::plain_launch(kernel, grid, block, smem); });
 }
 
 cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block, void **args, size_t smem,
                                     cudaStream_t stream) {
-    s2tp_host::LaunchRecorder &recorder = s2tp_host::LaunchRecorder::instance();
-    const bool outermost = recorder.enter();
-    const cudaError_t status = __real_cudaLaunchKernel(function, grid, block, args, smem, stream);
-    if (outermost) {
-        s2tp_host::RecordedLaunch launch;
-        cudaGetKernel(&launch.kernel, function);
-        launch.grid = grid, launch.block = block, launch.smem = smem;
-        recorder.record(std::move(launch), args, status);
-    }
-    recorder.leave();
-    return status;
+    return s2tp_host::recorded(
+        args, nullptr, [&] { return __real_cudaLaunchKernel(function, grid, block, args, smem, stream); },
+        [&] { return s2tp_host::plain_launch(s2tp_host::kernel_of(function), grid, block, smem); });
 }
 
 cudaError_t __wrap_cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *function, void **args) {
-    s2tp_host::LaunchRecorder &recorder = s2tp_host::LaunchRecorder::instance();
-    const bool outermost = recorder.enter();
-    const cudaError_t status = __real_cudaLaunchKernelExC(config, function, args);
-    if (outermost) {
-        s2tp_host::RecordedLaunch launch;
+    return s2tp_host::recorded(args, config, [&] { return __real_cudaLaunchKernelExC(config, function, args); }, [&] {
+        s2tp_host::RecordedLaunch launch =
+            s2tp_host::plain_launch(s2tp_host::kernel_of(function), config->gridDim, config->blockDim,
+                                    config->dynamicSmemBytes);
         launch.extended = true;
         launch.function = function;
-        cudaGetKernel(&launch.kernel, function);
-        launch.grid = config->gridDim, launch.block = config->blockDim, launch.smem = config->dynamicSmemBytes;
         launch.attributes.assign(config->attrs, config->attrs + config->numAttrs);
-        recorder.record(std::move(launch), args, status, config);
-    }
-    recorder.leave();
-    return status;
+        return launch;
+    });
 }
 
 }  // extern "C"
