@@ -27,49 +27,42 @@
 
 namespace c10 {
 
-// torch's codes (c10/core/ScalarType.h), so that a value printed here reads as torch prints it.
-enum class ScalarType : std::int8_t {
-    Byte = 0,
-    Char = 1,
-    Short = 2,
-    Int = 3,
-    Long = 4,
-    Half = 5,
-    Float = 6,
-    Double = 7,
-    Bool = 11,
-    BFloat16 = 15,
-    Float8_e5m2 = 23,
-    Float8_e4m3fn = 24,
-};
+// Each dtype once: its name, torch's code (c10/core/ScalarType.h, so that a value printed here reads as
+// torch prints it) and its element size in bytes.
+#define S2TP_SHIM_SCALAR_TYPES(X) \
+    X(Byte, 0, 1)                 \
+    X(Char, 1, 1)                 \
+    X(Short, 2, 2)                \
+    X(Int, 3, 4)                  \
+    X(Long, 4, 8)                 \
+    X(Half, 5, 2)                 \
+    X(Float, 6, 4)                \
+    X(Double, 7, 8)               \
+    X(Bool, 11, 1)                \
+    X(BFloat16, 15, 2)            \
+    X(Float8_e5m2, 23, 1)         \
+    X(Float8_e4m3fn, 24, 1)
+
+#define S2TP_SHIM_ENUMERATOR(name, code, bytes) name = code,
+enum class ScalarType : std::int8_t { S2TP_SHIM_SCALAR_TYPES(S2TP_SHIM_ENUMERATOR) };
+#undef S2TP_SHIM_ENUMERATOR
 
 inline const char *scalar_type_name(ScalarType type) {
-    switch (type) {
-    case ScalarType::Byte: return "Byte";
-    case ScalarType::Char: return "Char";
-    case ScalarType::Short: return "Short";
-    case ScalarType::Int: return "Int";
-    case ScalarType::Long: return "Long";
-    case ScalarType::Half: return "Half";
-    case ScalarType::Float: return "Float";
-    case ScalarType::Double: return "Double";
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::BFloat16: return "BFloat16";
-    case ScalarType::Float8_e5m2: return "Float8_e5m2";
-    case ScalarType::Float8_e4m3fn: return "Float8_e4m3fn";
-    }
+#define S2TP_SHIM_NAME(name, code, bytes) \
+    case ScalarType::name: return #name;
+    switch (type) { S2TP_SHIM_SCALAR_TYPES(S2TP_SHIM_NAME) }
+#undef S2TP_SHIM_NAME
     return "Unknown";
 }
 
 inline std::ostream &operator<<(std::ostream &out, ScalarType type) { return out << scalar_type_name(type); }
 
 inline std::size_t element_size(ScalarType type) {
-    switch (type) {
-    case ScalarType::Short: case ScalarType::Half: case ScalarType::BFloat16: return 2;
-    case ScalarType::Int: case ScalarType::Float: return 4;
-    case ScalarType::Long: case ScalarType::Double: return 8;
-    default: return 1;
-    }
+#define S2TP_SHIM_SIZE(name, code, bytes) \
+    case ScalarType::name: return bytes;
+    switch (type) { S2TP_SHIM_SCALAR_TYPES(S2TP_SHIM_SIZE) }
+#undef S2TP_SHIM_SIZE
+    return 1;
 }
 
 // TORCH_CHECK's exception. what() is the message alone; where() says where the check failed.
