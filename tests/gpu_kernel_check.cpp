@@ -226,10 +226,8 @@ QuantizedInputs golden_quantized(const golden::Case &c) {
 }
 
 // A kernel's code as its adapter launches it: the file is a cubin, or for an adapter that calls a host
-// function, the host-call library built from the launcher file.
-LoadedAttention load_code(const KernelAbi &abi, const fs::path &file) {
-    return abi.host_function().empty() ? LoadedAttention(abi, file, {}) : LoadedAttention(abi, {}, file);
-}
+// function, the host-call library built from the launcher file (LoadedAttention loads the one it uses).
+LoadedAttention load_code(const KernelAbi &abi, const fs::path &file) { return LoadedAttention(abi, file, file); }
 
 int run_golden(const Options &options) {
     const fs::path dir = golden_directory(options);
