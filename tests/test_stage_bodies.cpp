@@ -101,6 +101,40 @@ TEST(ResourceComparison, MissingEntriesAreReasons) {
     EXPECT_TRUE(contains(none.reasons[0], "no attention entry point of kernel ABI sage2tp")) << none.reasons[0];
 }
 
+TEST(ResourceComparison, AHostCallCandidatesOwnKernelsStandInForTheEntriesItNoLongerHas) {
+    const PtxasReport report = parse_ptxas_report(ptxas_entry("s2tp_attn_hd128_bf16_nomask", 128, 0, 1024) +
+                                                      ptxas_entry("shared_kv_small", 160, 8, 0) +
+                                                      ptxas_entry("shared_kv_large", 168, 0, 2048),
+                                                  "candidate.log");
+    const std::optional<EntryResources> worst = worst_unrecognized_entry({report}, sage2tp_abi());
+    ASSERT_TRUE(worst);
+    EXPECT_EQ(worst->registers, 168) << "each figure is the worst over the host code's own kernels";
+    EXPECT_EQ(worst->spill_store_bytes, 8);
+    EXPECT_EQ(worst->static_smem_bytes, 2048);
+    EXPECT_FALSE(worst->smem_per_block || worst->threads_per_block || worst->warps_per_scheduler)
+        << "the launch shape is the host function's, unknown to build";
+    EXPECT_EQ(worst->entry, "the worst of the host code's 2 other entry points");
+    EXPECT_FALSE(worst_unrecognized_entry({parse_ptxas_report(ptxas_entry("s2tp_attn_hd128_bf16_nomask", 128, 0, 0),
+                                                              "baseline.log")},
+                                          sage2tp_abi()));
+
+    EntryTable baseline{{"hd128", resources(128, 32768, 4.0)}, {"hd64", resources(96, 16384, 6.0)}};
+    EntryTable partial{{"hd128", resources(128, 32768, 4.0)}};
+    const ResourceComparison c =
+        compare_resources("sm_90a", "sage2tp", baseline, {{"candidate", partial}}, {{"candidate", *worst}});
+    EXPECT_TRUE(c.reasons.empty()) << c.reasons.front();
+    const EntryTable &entries = c.candidates.at("candidate").kernels;
+    ASSERT_EQ(entries.count("hd64"), 1u);
+    EXPECT_EQ(entries.at("hd64").registers, 168);
+    EXPECT_EQ(c.candidates.at("candidate").summary.rfind("2 entries (1 launched by its host code from its own entry points)", 0),
+              0u)
+        << c.candidates.at("candidate").summary;
+    const ResourceAggregates a = aggregate_resources(baseline, entries);
+    ASSERT_TRUE(a.spills);
+    EXPECT_EQ(a.spills->candidate, 8) << "a stand-in's spills are judged";
+    EXPECT_FALSE(a.smem) << "shared memory is the launch's, which time records";
+}
+
 TEST(SanitizeMatrix, EveryVariantToolAndShapeIsOneCheck) {
     const auto plan = plan_sanitize_checks({"baseline", "a", "b"}, {SanitizerTool::memcheck, SanitizerTool::racecheck},
                                            {"s0", "s1"});

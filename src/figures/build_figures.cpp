@@ -83,13 +83,15 @@ std::string candidate_table(const std::string &name, const EntryTable &baseline,
     out << std::left << std::setw(30) << ("ENTRY (baseline -> " + name + ")") << std::setw(12) << "REGISTERS"
         << std::setw(18) << "SPILL ST/LD B" << std::setw(15) << "SMEM/BLOCK" << std::setw(11) << "BLOCKS/SM"
         << "WARPS/SCHEDULER\n";
-    const auto number = [](const std::optional<std::int64_t> &v) { return std::to_string(v.value_or(0)); };
+    // Unset (a host-call candidate's own kernel, whose launch shape only time sees): "-".
+    const auto number = [](const std::optional<std::int64_t> &v) { return v ? std::to_string(*v) : "-"; };
+    const auto one_decimal = [](const std::optional<double> &v) { return v ? fixed(*v, 1) : "-"; };
     for (const auto &[entry, base] : baseline) {
         const auto found = candidate.find(entry);
         if (found == candidate.end()) continue;
         const EntryResources &cand = found->second;
-        const double b_wps = base.warps_per_scheduler.value_or(0.0), c_wps = cand.warps_per_scheduler.value_or(0.0);
-        const std::string wps = fixed(b_wps, 1) + "->" + fixed(c_wps, 1) + (c_wps < b_wps ? "  FELL" : "");
+        const std::optional<double> &b_wps = base.warps_per_scheduler, &c_wps = cand.warps_per_scheduler;
+        const std::string wps = one_decimal(b_wps) + "->" + one_decimal(c_wps) + (b_wps && c_wps && *c_wps < *b_wps ? "  FELL" : "");
         const auto spills = [&](const EntryResources &e) {
             return number(e.spill_store_bytes) + "/" + number(e.spill_load_bytes);
         };

@@ -15,6 +15,7 @@
 #include "figures/build_figures.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ EntryResources entry_resources(const KernelResources &k, const AbiEntry &launch,
 EntryTable variant_resources(const std::vector<PtxasReport> &reports, const std::string &variant,
                              const KernelAbi &abi, const ArchLimits &limits, std::vector<std::string> &clashes);
 
+// The worst of a host-call variant's entry points that its adapter does not recognize: kernels the
+// variant's own host code launches in place of upstream's (another schedule, another launch shape).
+// Build cannot tell which of them one instance launches, since the host function decides when it
+// runs, so each figure ptxas gives is the worst over all of them, and the launch shape (threads,
+// dynamic shared memory, occupancy) is unset: time records the launch the host function made.
+// nullopt when every entry is recognized.
+std::optional<EntryResources> worst_unrecognized_entry(const std::vector<PtxasReport> &reports, const KernelAbi &abi);
+
 struct ResourceComparison {
     EntryTable baseline;
     std::map<std::string, CandidateBuild> candidates;
@@ -36,8 +45,12 @@ struct ResourceComparison {
     std::vector<std::string> reasons;  // empty when every candidate has every baseline entry
 };
 
-// `baseline_abi` names the adapter in the reason given when the baseline has no entry at all.
+// `baseline_abi` names the adapter in the reason given when the baseline has no entry at all. A
+// candidate that lacks a baseline entry fails, unless `relaunched` holds its worst unrecognized entry
+// (a host-call candidate whose host code launches other kernels): that entry then stands in for the
+// missing one, and the candidate's summary line says how many it replaced.
 ResourceComparison compare_resources(const std::string &arch, const std::string &baseline_abi, EntryTable baseline,
-                                     std::map<std::string, EntryTable> candidates);
+                                     std::map<std::string, EntryTable> candidates,
+                                     const std::map<std::string, EntryResources> &relaunched = {});
 
 }  // namespace s2tp
