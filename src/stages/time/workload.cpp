@@ -27,6 +27,37 @@ StageResult TimedWorkload::stage_result() const {
     return with_figures;
 }
 
+namespace {
+
+// The rounds of one model's GPUs, enough of them: the statistics with their figures, the A/A control
+// judged against its band, the plot and the summary line.
+void interval_figures(const TimeStageInputs &in, const std::vector<std::string> &arms, const ArmMeasurement &reference,
+                      const std::vector<TimingRun> &runs, std::size_t kept, TimedWorkload &timed) {
+    TimeFigures &f = timed.figures;
+    StageResult &result = timed.result;
+    const TimingStats stats = with_between_process(in, timing_stats(runs, in.settings.bootstrap));
+    timed_figures(f, stats, arms, in.workload.problem);
+    launch_figures(f, reference.launches, arms);
+    if (process_count(in) == 1 && in.between_process.relative_sd > 0) {
+        for (CandidateTimeFigures &c : f.candidates)
+            if (c.ratio) c.ratio->between_process_sd = in.between_process.relative_sd;
+        f.between_process_basis = in.between_process.basis;
+    }
+    f.tensor_peak_tops = dense_tensor_peak_tops(
+        resolve_arch(load_arch_limits(arch_limits_table().string()), in.kernels.arch), in.device.sm_count,
+        stats.clock_median_mhz);
+    // The band the control is judged by, and the plot draws.
+    const double aa_band = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
+    const std::optional<std::string> noisy = too_noisy_reason(stats.control_vs_baseline(), aa_band);
+    if (noisy) result.reasons.push_back(*noisy + "; " + aa_band_basis_text(in.kernels.arch));
+    const fs::path svg = write_time_plot(in, f, stats, arms, runs, kept, aa_band);
+    result.artifacts.insert("time_svg", FileArtifact::of(in.run, svg).to_toml());
+    f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
+    if (const std::string clocks = arm_conditions_text(f, true); !clocks.empty()) *f.summary += "; " + clocks;
+}
+
+}  // namespace
+
 TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter, const ChildMeasure &child) {
     const std::vector<std::string> arms = arm_names(candidate_names(in.kernels));
     check_arm_count(arms.size());
@@ -111,25 +142,7 @@ TimedWorkload time_workload(const TimeStageInputs &in, const Reporter &reporter,
         for (const std::string &line : gpu_result_lines(f)) per_gpu += (per_gpu.empty() ? " " : "; ") + line;
         f.summary = in.workload.name + ":" + per_gpu;
     } else if (enough_rounds) {
-        const TimingStats stats = with_between_process(in, timing_stats(runs, in.settings.bootstrap));
-        timed_figures(f, stats, arms, in.workload.problem);
-        launch_figures(f, reference.launches, arms);
-        if (process_count(in) == 1 && in.between_process.relative_sd > 0) {
-            for (CandidateTimeFigures &c : f.candidates)
-                if (c.ratio) c.ratio->between_process_sd = in.between_process.relative_sd;
-            f.between_process_basis = in.between_process.basis;
-        }
-        f.tensor_peak_tops = dense_tensor_peak_tops(
-            resolve_arch(load_arch_limits(arch_limits_table().string()), in.kernels.arch), in.device.sm_count,
-            stats.clock_median_mhz);
-        // The band the control is judged by, and the plot draws.
-        const double aa_band = aa_tolerance(in.settings.target_half_width, stats[baseline_arm].p50);
-        const std::optional<std::string> noisy = too_noisy_reason(stats.control_vs_baseline(), aa_band);
-        if (noisy) result.reasons.push_back(*noisy + "; " + aa_band_basis_text(in.kernels.arch));
-        const fs::path svg = write_time_plot(in, f, stats, arms, runs, kept, aa_band);
-        result.artifacts.insert("time_svg", FileArtifact::of(in.run, svg).to_toml());
-        f.summary = timed_summary(in, stats, arms, kept, noisy.has_value());
-        if (const std::string clocks = arm_conditions_text(f, true); !clocks.empty()) *f.summary += "; " + clocks;
+        interval_figures(in, arms, reference, runs, kept, timed);
     } else {
         f.summary = in.workload.name + ": " + std::to_string(kept) + " unthrottled rounds, too few for an interval";
     }
