@@ -1,5 +1,6 @@
 #include "command_table.h"
 
+#include "stages/time/repeat_protocol.h"
 #include "support/did_you_mean.h"
 
 namespace s2tp {
@@ -33,6 +34,8 @@ const std::vector<CommandEntry> &command_table() {
          false},
         {"help", help_command, "this list, or one command's options (sage2tp help CMD)", std::nullopt, false},
         {"exec", exec_command, "internal: one variant's launches, run by sanitize and time --ncu", std::nullopt, true},
+        {repeat_child_command, time_repeat_command, "internal: one repeat of time --repeat, in a fresh process", std::nullopt,
+         true},
     };
     return table;
 }

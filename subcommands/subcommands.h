@@ -30,5 +30,7 @@ int phases_command(const Args &args);
 int slurm_command(const Args &args);
 // Internal: one variant's launches for the sanitize stage (under compute-sanitizer) and time --ncu.
 int exec_command(const Args &args);
+// Internal: one repeat of time --repeat, in the fresh process the time stage starts for it.
+int time_repeat_command(const Args &args);
 
 }  // namespace s2tp

@@ -1,12 +1,12 @@
-// sage2tp time: options and wiring of the time stage (stages/time_stage.h): the baseline, its A/A
+// sage2tp time: options and wiring of the time stage (stages/time/stage.h): the baseline, its A/A
 // control and every candidate on the run's real workload, interleaved, in one process per repeat; over
-// a workload set, every shape so (stages/time_set.h).
+// a workload set, every shape so (stages/time/set.h).
 #include "stage_options.h"
 
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
-#include "stages/time_set.h"
-#include "stages/time_stage.h"
+#include "stages/time/set.h"
+#include "stages/time/stage.h"
 #include "support/errors.h"
 #include "support/number_format.h"
 
@@ -31,24 +31,10 @@ int time_command(const Args &args) {
                          "instead of the manifest's workload", cxxopts::value<std::string>(), "NAME|FILE")
         ("pin", "record the baseline's output SHA-256 in the run's pins.toml as its kernel's expected one on "
                 "this arch (times again, like --force)")
-        ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)")
-        ("repeat-child", "internal: one repeat of a --repeat run, written to FILE", cxxopts::value<std::string>(), "FILE")
-        ("order-seed", "internal: the round-order seed of a --repeat-child", cxxopts::value<std::uint64_t>(), "N");
+        ("ncu", "also profile one launch of each variant with Nsight Compute into reports/ (or RUN_NCU=1)");
     add_option(cl, force_option("run"));
     if (!cl.parse()) return 0;
     const Reporter &reporter = cl.reporter();
-    // A repeat's child reads the run its parent holds (no lock, no checkpoint), with the values its
-    // parent derived: nothing in its request was typed by a user, so no user range applies to it.
-    if (cl.has("repeat-child")) {
-        const RepeatChildRequest request = RepeatChildRequest::from_args(cl, require_existing_run(cl.selection()));
-        run_repeat_child(request, reporter);
-        reporter.emit_json(toml::table{{"command", "time"}, {"status", "measured"},
-                                       {"measurement_file", request.measurement_file.string()}});
-        return 0;
-    }
-    if (cl.has("order-seed"))
-        fail(ExitCode::usage, "--order-seed is internal to --repeat-child; the order seed is [time] bootstrap_seed");
-
     TimeRequest request;
     request.devices = selected_devices(cl);
     request.pin = cl.has("pin");

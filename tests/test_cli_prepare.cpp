@@ -648,14 +648,37 @@ TEST_F(Cli, ARepeatChildTakesItsParentsDerivedBudget) {
     ASSERT_EQ(sage2tp({"prepare", "--run", "run", "-q"}).exit_code, 0);
     for (const char *budget : {"0.6", "0.8"}) {
         // A new file in the run's reports/, as the parent names it (any other is refused, Safety's test).
-        const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", (dir_ / "run/reports/time-repeat-1.toml").string(),
-                                         "--budget", budget, "--min-rounds", "20", "--target-half-width", "0.0005",
-                                         "--order-seed", "42", "--device", "0"});
+        const ProcessResult r = sage2tp({"time-repeat", "--run", "run", "--measurement",
+                                         (dir_ / "run/reports/time-repeat-1.toml").string(), "--budget", budget,
+                                         "--min-rounds", "20", "--target-half-width", "0.0005", "--order-seed", "42",
+                                         "--device", "0"});
         EXPECT_NE(r.exit_code, 2) << budget << ": " << r.err;
         EXPECT_EQ(r.err.find("must be in"), std::string::npos) << r.err;
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_NE(r.err.find("build"), std::string::npos) << r.err;
     }
+}
+
+// Issue 38 item 4: no internal option on a user's command. A repeat's child is the internal command
+// time-repeat, which neither the command list nor time's help shows; time itself no longer takes the
+// child's options.
+TEST_F(Cli, TheRepeatChildIsAnInternalCommandOutOfTheUsersHelp) {
+    for (const std::vector<std::string> &help : {std::vector<std::string>{"--help"}, {"help"}, {"--json", "help"}}) {
+        const ProcessResult r = sage2tp(help);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out.find("time-repeat"), std::string::npos) << r.out;
+    }
+    const ProcessResult time_help = sage2tp({"time", "--help"});
+    EXPECT_EQ(time_help.exit_code, 0) << time_help.err;
+    for (const char *word : {"repeat-child", "order-seed", "internal"})
+        EXPECT_EQ(time_help.out.find(word), std::string::npos) << word << " in:\n" << time_help.out;
+    for (const char *option : {"--repeat-child", "--order-seed"}) {
+        const ProcessResult r = sage2tp({"time", option, "1"});
+        EXPECT_EQ(r.exit_code, 2) << option << ": " << r.err;
+    }
+    const ProcessResult child_help = sage2tp({"help", "time-repeat"});
+    EXPECT_EQ(child_help.exit_code, 0) << child_help.err;
+    EXPECT_NE(child_help.out.find("--measurement"), std::string::npos) << child_help.out;
 }
 
 // time --workload-set: a set by name or file for a run of one workload; it names one thing to time, so

@@ -526,15 +526,16 @@ TEST_F(Safety, APrepareOnAFullDiskLeavesNoNewRunDirectory) {
     EXPECT_FALSE(left) << "the failed prepare left its new run directory behind: " << r.err;
 }
 
-// time --repeat-child writes only a new measurement file in its run's reports/, never a file elsewhere.
+// A repeat's child (time-repeat) writes only a new measurement file in its run's reports/, never a file
+// elsewhere.
 TEST_F(Safety, TimeRepeatChildRefusesAFileOutsideTheRunsReports) {
     const fs::path run = prepare_run("run");
     std::ofstream(dir_ / "victim.toml") << "precious = true\n";
     for (const std::string &target : {(dir_ / "victim.toml").string(), (run / "experiment.toml").string()}) {
-        const ProcessResult r = sage2tp({"time", "--run", "run", "--repeat-child", target, "--budget", "1", "--min-rounds", "1",
-                                         "--target-half-width", "0.01", "--order-seed", "1"});
+        const ProcessResult r = sage2tp({"time-repeat", "--run", "run", "--measurement", target, "--budget", "1",
+                                         "--min-rounds", "1", "--target-half-width", "0.01", "--order-seed", "1"});
         EXPECT_EQ(r.exit_code, 2) << target << ": " << r.out << r.err;
-        EXPECT_NE(r.err.find("--repeat-child"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("time-repeat --measurement"), std::string::npos) << r.err;
     }
     EXPECT_EQ(slurp(dir_ / "victim.toml"), "precious = true\n");
 }

@@ -1,6 +1,7 @@
 // The arch check every GPU stage makes before its first check: cubins hold SASS for one arch only, so a
 // run built for another GPU must stop with both archs named and the command that rebuilds it.
 #include "build_config.h"
+#include "request_round_trip.h"
 #include "tools/exec_request.h"
 #include "tools/gpu_session.h"
 #include "support/errors.h"
@@ -60,13 +61,7 @@ TEST(ExecRequest, WhatTheStagesWriteIsWhatExecReads) {
           ExecRequest{"/runs/r", "candidate", {9, 0, 4, 1}, std::nullopt, 1, std::nullopt, 0},
           ExecRequest{"/runs/r", "double-v", {}, std::nullopt, std::nullopt, 8192, 0},
           ExecRequest{"/runs/r", "double-v", {}, "/work/shapes/t2v.toml", std::nullopt, std::nullopt, 0}}) {
-        std::vector<std::string> words = sent.to_argv("/usr/bin/sage2tp");
-        ASSERT_EQ(words.at(1), "exec");
-        words.erase(words.begin(), words.begin() + 2);
-        CommandLine cl("exec", "", words);
-        ExecRequest::add_options(cl);
-        ASSERT_TRUE(cl.parse());
-        const ExecRequest read = ExecRequest::from_args(cl, cl.selection().run_dir.value_or(""));
+        const ExecRequest read = read_back<ExecRequest>(sent.to_argv("/usr/bin/sage2tp"), "exec");
         EXPECT_EQ(read.run, sent.run);
         EXPECT_EQ(read.variant, sent.variant);
         EXPECT_EQ(read.sanitize_shapes, sent.sanitize_shapes);

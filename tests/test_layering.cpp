@@ -109,4 +109,17 @@ TEST(Layering, TheCheckSeesAnUpwardInclude) {
     EXPECT_EQ(violations[2].include, "stages/high.h");
 }
 
+TEST(Layering, AFileInALayersSubfolderIsOfThatLayer) {
+    // src/stages/time/ is the stages layer: it may include stages/time/ and below, not views/.
+    const s2tp::ScratchDirectory scratch("layering-subfolder");
+    const fs::path &root = scratch.path();
+    fs::create_directories(root / "stages" / "time");
+    std::ofstream(root / "stages" / "time" / "part.cpp")
+        << "#include \"stages/time/part.h\"\n#include \"support/low.h\"\n#include \"views/up.h\"\n";
+    const std::vector<Violation> violations = layering_violations(root);
+    ASSERT_EQ(violations.size(), 1u);
+    EXPECT_EQ(violations[0].file, (fs::path("stages") / "time" / "part.cpp").string());
+    EXPECT_EQ(violations[0].include, "views/up.h");
+}
+
 }  // namespace s2tp::unit_layering

@@ -1,9 +1,9 @@
 // A workload set's time figures (figures/set_time_figures.h) and the set stage's plan
-// (stages/time_set.h): combination on hand-made rounds, the checkpoint's round trip, the text, the
+// (stages/time/set.h): combination on hand-made rounds, the checkpoint's round trip, the text, the
 // budget plan and the memory refusal. None of it needs a GPU.
 #include "build_config.h"
 #include "figures/set_time_figures.h"
-#include "stages/time_set.h"
+#include "stages/time/set.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>

@@ -1,9 +1,14 @@
 // The time stage's stop conditions, each on hand-made output records: unwritten outputs, a
 // nondeterministic baseline, a candidate that differs, a pin mismatch, outputs that changed during
 // timing, too few rounds; and the measurement file a --repeat child hands its parent.
-#include "stages/time_stage.h"
+#include "stages/time/figures.h"
+#include "stages/time/processes.h"
+#include "stages/time/repeat_protocol.h"
+#include "stages/time/stop_rule.h"
+#include "stages/time/workload.h"
 
 #include "build_config.h"
+#include "request_round_trip.h"
 #include "model/experiment_manifest.h"
 
 #include "scratch_directory.h"
@@ -147,10 +152,26 @@ TEST(TimeRepeats, AChildsRequestCarriesTheDerivedBudgetAndSeed) {
     EXPECT_DOUBLE_EQ(request.budget_seconds, 0.6);
     EXPECT_EQ(request.order_seed, 104u);
     EXPECT_EQ(request.device_index, 1);
-    const std::vector<std::string> expected{"--run", "/runs/r", "--repeat-child", "/runs/r/reports/time-repeat-5.toml",
-                                            "--budget", "0.6", "--min-rounds", "20", "--target-half-width", "5e-04",
-                                            "--order-seed", "104", "--device", "1"};
-    EXPECT_EQ(request.to_argv(), expected);
+    const std::vector<std::string> expected{"/bin/sage2tp", "time-repeat", "--run", "/runs/r",
+                                            "--measurement", "/runs/r/reports/time-repeat-5.toml", "--budget", "0.6",
+                                            "--min-rounds", "20", "--target-half-width", "5e-04", "--order-seed", "104",
+                                            "--device", "1"};
+    EXPECT_EQ(request.to_argv("/bin/sage2tp"), expected);
+}
+
+// The words the parent starts a repeat's child with are the ones time-repeat reads back.
+TEST(TimeRepeats, WhatTheParentWritesIsWhatTheChildReads) {
+    RepeatChildRequest sent{"/runs/r", "/runs/r/reports/time-repeat-2.toml", "/work/shape.toml", 0.6, 20, 0.0005,
+                            101, 1, true};
+    for (const bool with_workload : {true, false}) {
+        if (!with_workload) {
+            sent.workload_file.reset();
+            sent.pin = false;
+        }
+        const std::vector<std::string> words = sent.to_argv("/usr/bin/sage2tp");
+        // Every field is in the words, so the child read the request sent when it writes the same words.
+        EXPECT_EQ(read_back<RepeatChildRequest>(words, repeat_child_command).to_argv("/usr/bin/sage2tp"), words);
+    }
 }
 
 TEST(TimeRepeats, AChildsMeasurementSurvivesItsFile) {
@@ -206,7 +227,7 @@ TEST(TimeRepeats, AMalformedChildFileIsAnInternalError) {
 }
 
 // ---- Several GPUs: the processes' dealing and the orchestration, with the children's measurements
-// made by the test (the real child is `sage2tp time --repeat-child` on a GPU) ----
+// made by the test (the real child is `sage2tp time-repeat` on a GPU) ----
 
 DeviceFacts gpu(int index, const std::string &name) {
     DeviceFacts d;
@@ -282,7 +303,7 @@ TEST(TimeSeveralGpus, GpusOfSeveralModelsGiveAVerdictEachAndNoRatioAcrossThem) {
         return measured_at(p % 2 == 0 ? 0.90 : 1.05);
     });
     EXPECT_EQ(timed.result.status, StageStatus::passed) << (timed.result.reasons.empty() ? "" : timed.result.reasons[0]);
-    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    const TimeFigures &f = timed.figures;
     ASSERT_EQ(f.gpu_results.size(), 2u);
     const GpuCandidateTiming *h200 = f.gpu_results[0].candidate("wide-v");
     const GpuCandidateTiming *h100 = f.gpu_results[1].candidate("wide-v");
@@ -316,7 +337,7 @@ TEST(TimeSeveralGpus, OneModelCombinesEveryProcessAndALostGpuIsNeverAPass) {
     bool named = false;
     for (const std::string &reason : timed.result.reasons) named = named || reason.find("GPU 1 NVIDIA H200") != std::string::npos;
     EXPECT_TRUE(named);
-    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    const TimeFigures &f = timed.figures;
     ASSERT_EQ(f.gpus.size(), 2u);
     EXPECT_EQ(f.gpus[0].ran, 3);
     EXPECT_EQ(f.gpus[1].ran, 1);
@@ -354,7 +375,7 @@ TEST(TimeRepeats, AFailedRecheckFailsTheStageAndIsCountedPerArm) {
     EXPECT_TRUE(mentions(timed.result.reasons, "the wide-v left 99 output elements unwritten (still the NaN poison) in "
                                                "timed round 4 on input set 0 in repeat 2"));
     EXPECT_FALSE(mentions(timed.result.reasons, "raise --budget")) << "the re-check ended it, not the budget";
-    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    const TimeFigures &f = timed.figures;
     EXPECT_EQ(f.input_sets, 3);
     ASSERT_EQ(f.recheck.size(), 3u);
     EXPECT_EQ(f.recheck.at("baseline").rounds, 10 + 1);
@@ -441,7 +462,7 @@ TEST(TimePins, ABaselineWithNoPinOfItsOwnRecordsOneOnItsFirstPassingRun) {
     };
     const TimedWorkload timed = time_workload(inputs, Reporter(false, 0), measured);
     EXPECT_EQ(timed.result.status, StageStatus::passed) << (timed.result.reasons.empty() ? "" : timed.result.reasons[0]);
-    const TimeFigures f = TimeFigures::from_toml(timed.result.figures);
+    const TimeFigures &f = timed.figures;
     EXPECT_EQ(f.recorded_pin, true);
     EXPECT_EQ(f.pinned_kernel, "sageattention-sm90-accum-f32-fuse-v-scale-per-warp");
     EXPECT_EQ(f.expected_sha256, sm90_sha);

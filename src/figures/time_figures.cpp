@@ -2,7 +2,6 @@
 
 #include "model/ab_timing.h"
 #include "figures/figure_fields.h"
-#include "figures/set_time_figures.h"
 #include "support/number_format.h"
 
 #include <algorithm>
@@ -406,15 +405,6 @@ std::vector<std::string> gpu_result_lines(const TimeFigures &f) {
                             (g.lost.empty() ? "" : "; then LOST: " + g.lost));
     }
     return lines;
-}
-
-void print_time(const Checkpoint &checkpoint, const Reporter &reporter) {
-    if (SetTimeFigures::holds_set(checkpoint.figures)) {
-        reporter.say(set_time_figures_text(SetTimeFigures::from_toml(checkpoint.figures)));
-        return;
-    }
-    reporter.say(time_figures_text(TimeFigures::from_toml(checkpoint.figures),
-                                   checkpoint.artifacts["time_svg"]["path"].value_or(std::string())));
 }
 
 }  // namespace s2tp

@@ -19,8 +19,6 @@
 //   reporter.say(time_figures_text(f, plot_path));
 #pragma once
 
-#include "formats/checkpoint_store.h"
-#include "pipeline/cli.h"
 #include "figures/figure_fields.h"
 #include "figures/gpu_figures.h"
 #include "figures/ncu_metrics.h"
@@ -239,8 +237,5 @@ std::string arm_conditions_text(const TimeFigures &figures, bool only_if_differe
 // (GPU-...): candidate/baseline 0.9312 (95% CI ...), n = 120, A/A 1.0002"), or the error that lost it;
 // empty when the stage's GPUs combined. time, status, report and compare print them.
 std::vector<std::string> gpu_result_lines(const TimeFigures &figures);
-
-// The stage framework's summarize hook for the time checkpoint.
-void print_time(const Checkpoint &checkpoint, const Reporter &reporter);
 
 }  // namespace s2tp

@@ -1,5 +1,5 @@
 // The time stage over a workload set (sage2tp-time(1) WORKLOAD SETS): every shape of the set timed as
-// the stage times one workload (time_workload: the same interleaved baseline, A/A control and
+// the stage times one workload (stages/time/workload.h: the same interleaved baseline, A/A control and
 // candidates, the same output checks, the same figures), one shape after another, then combined per
 // candidate (figures/set_time_figures.h: the weighted geometric mean with its bootstrap interval over
 // every shape's rounds, and the worst shape).
@@ -34,7 +34,8 @@
 
 #include "figures/set_time_figures.h"
 #include "model/workload_cost.h"
-#include "stages/time_stage.h"
+#include "pipeline/stage_pipeline.h"
+#include "stages/time/inputs.h"
 
 #include <optional>
 #include <string>
@@ -44,9 +45,9 @@ namespace s2tp {
 
 struct TimeSetInputs {
     const RunDirectory &run;
-    const WorkloadSet &set;
-    const BuiltKernels &kernels;
-    const DeviceFacts &device;
+    WorkloadSet set;
+    BuiltKernels kernels;
+    DeviceFacts device;
     TimingSettings settings;  // budget_seconds: the whole stage's, split over the shapes
     std::size_t repeats = 1;  // processes per shape
     int device_index = 0;

@@ -1,4 +1,10 @@
-#include "stages/time_set.h"
+#include "stages/time/set.h"
+
+#include "stages/time/measurement.h"
+#include "stages/time/print.h"
+#include "stages/time/stage.h"
+#include "stages/time/stop_rule.h"
+#include "stages/time/workload.h"
 
 #include "formats/svg_plot.h"
 #include "gpu/launch_timer.h"
@@ -141,8 +147,7 @@ std::string verify_time_set_outputs(const Checkpoint &c, const WorkloadSet &set,
 
 StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter) {
     const WorkloadSet &set = in.set;
-    std::vector<std::string> candidates;
-    for (const BuiltAttention &candidate : in.kernels.candidates) candidates.push_back(candidate.variant);
+    const std::vector<std::string> candidates = candidate_names(in.kernels);
     const std::size_t arms = arm_names(candidates).size();
     const std::size_t count = set.workloads.size();
 
@@ -186,7 +191,7 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
         reporter.progress("time: " + tag + ": " + shape.workload.problem.describe() + ", weight " +
                           compact(weights[i], 3) + ", " + sampling_budget_text(settings.budget_seconds));
         const fs::path workload_file = write_shape_workload(in.run, shape);
-        const TimedWorkload timed = time_workload(shape_inputs(in, shape, settings, workload_file), reporter);
+        TimedWorkload timed = time_workload(shape_inputs(in, shape, settings, workload_file), reporter);
 
         ShapeTimeFigures s;
         s.name = shape.workload.name;
@@ -194,7 +199,7 @@ StageResult time_workload_set(const TimeSetInputs &in, const Reporter &reporter)
         s.source = shape.source;
         s.passed = timed.result.status == StageStatus::passed;
         s.reasons = timed.result.reasons;
-        s.figures = TimeFigures::from_toml(timed.result.figures);
+        s.figures = std::move(timed.figures);
         const double spent = s.figures.measure_seconds.value_or(0.0);
         remaining -= spent;
         sampled += spent;
@@ -254,32 +259,28 @@ void check_set_gpus(const std::vector<DeviceFacts> &gpus, const std::string &set
 
 StageWork time_set_stage_work(StageContext &context, const TimeSetRequest &request, const Reporter &reporter) {
     const RunDirectory &run = context.run();
-    const auto resolved = std::make_shared<const ResolvedTimeInputs>(
-        resolve_time_inputs(run, context.states(), context.experiment(), request.overrides, std::nullopt));
-    const auto set = std::make_shared<const WorkloadSet>(request.set);
+    const ResolvedTimeInputs resolved =
+        resolve_time_inputs(run, context.states(), context.experiment(), request.overrides, std::nullopt);
     StageWork work;
     work.stage = Stage::time;
     work.force = request.force;
-    work.verify_outputs = [resolved, set](const Checkpoint &c) {
-        return verify_time_set_outputs(c, *set, resolved->kernels.pin_key());
+    work.verify_outputs = [set = request.set, key = resolved.kernels.pin_key()](const Checkpoint &c) {
+        return verify_time_set_outputs(c, set, key);
     };
-    work.summarize = print_time;
+    work.summarize = print_time_checkpoint;
     const std::optional<std::vector<DeviceFacts>> gpus =
-        time_devices(work, run, resolved->kernels.arch, request.devices, !request.force);
+        time_devices(work, run, resolved.kernels.arch, request.devices, !request.force);
     if (!gpus) return work;
-    check_set_gpus(*gpus, set->name);
-    const std::optional<DeviceFacts> device = gpus->front();
-    for (const DeviceFacts &gpu : *gpus) require_kernels_for_device("time", resolved->kernels, gpu);
-    const Experiment &experiment = resolved->experiment;
-    // The inputs refer to the set, kernels and device they are made from, which live as long as the work.
-    const auto held_device = std::make_shared<const DeviceFacts>(*device);
-    const auto inputs = std::make_shared<const TimeSetInputs>(TimeSetInputs{
-        run, *set, resolved->kernels, *held_device, resolved->settings,
-        request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), device->index,
-        time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{},
-        between_process_for(*held_device)});
-    work.add_inputs = [inputs, resolved, set, held_device](Fingerprint &f) { add_time_set_inputs(f, *inputs); };
-    work.run = [inputs, resolved, set, held_device, &reporter] { return time_workload_set(*inputs, reporter); };
+    check_set_gpus(*gpus, request.set.name);
+    const DeviceFacts &device = gpus->front();
+    for (const DeviceFacts &gpu : *gpus) require_kernels_for_device("time", resolved.kernels, gpu);
+    const Experiment &experiment = resolved.experiment;
+    const TimeSetInputs inputs{run, request.set, resolved.kernels, device, resolved.settings,
+                               request.repeats.value_or(static_cast<std::size_t>(experiment.repeats)), device.index,
+                               time_accuracy(experiment), gpus->size() > 1 ? *gpus : std::vector<DeviceFacts>{},
+                               between_process_for(device)};
+    work.add_inputs = [inputs](Fingerprint &f) { add_time_set_inputs(f, inputs); };
+    work.run = [inputs, &reporter] { return time_workload_set(inputs, reporter); };
     return work;
 }
 
