@@ -1,8 +1,8 @@
 // The arch check every GPU stage makes before its first check: cubins hold SASS for one arch only, so a
 // run built for another GPU must stop with both archs named and the command that rebuilds it.
 #include "build_config.h"
-#include "tools/exec_request.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/exec_request.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>
