@@ -5,7 +5,8 @@
 
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "tools/run_removal.h"
+#include "pipeline/run_removal.h"
+#include "tools/source_trees.h"
 
 #include <unistd.h>
 
@@ -40,7 +41,7 @@ int clean_command(const Args &args) {
 
     const RunSelection selection =
         cl.has("target") ? select_run_word(cl.selection(), cl.result()["target"].as<std::string>()) : cl.selection();
-    const RunRemoval removal = plan_run_removal(require_existing_run(selection));
+    const RunRemoval removal = plan_run_removal(require_existing_run(selection), run_worktree_registrations);
     const Reporter &reporter = cl.reporter();
     toml::array entries, registrations;
     for (const fs::path &entry : removal.entries) entries.push_back(entry.string());

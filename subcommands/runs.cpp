@@ -5,11 +5,11 @@
 #include "formats/toml_schema.h"
 #include "pipeline/cli.h"
 #include "pipeline/stage_pipeline.h"
+#include "support/number_format.h"
+#include "support/table_printer.h"
 #include "views/run_overview.h"
 
 #include <algorithm>
-#include <iomanip>
-#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -28,15 +28,15 @@ RunLine describe_run(const fs::path &root) {
     RunLine line;
     line.id = root.filename().string();
     line.state = "not prepared";
-    line.finished_utc = "-";
+    line.finished_utc = missing_figure;
     try {
-        line.experiment = parse_toml_file(run.manifest().string())["experiment"]["name"].value_or(std::string("?"));
+        line.experiment = parse_toml_file(run.manifest().string())["experiment"]["name"].value_or(std::string(missing_figure));
     } catch (const Error &) {  // unreadable or not TOML: the list still shows the run
-        line.experiment = "?";
+        line.experiment = missing_figure;
     }
     const RunOverview overview = overview_run(run, "");
     for (const StageOverview &stage : overview.stages) {
-        if (stage.finished_utc == "-") continue;
+        if (stage.finished_utc == missing_figure) continue;
         line.state = stage_name(stage.stage) + " " + stage.status + (stage.fresh == "no" ? " (stale)" : "");
         line.finished_utc = stage.finished_utc;
     }
@@ -67,25 +67,17 @@ int runs_command(const Args &args) {
         }
     std::sort(lines.begin(), lines.end(), [](const RunLine &a, const RunLine &b) { return a.id < b.id; });
 
-    std::size_t id_width = 6, experiment_width = 12, state_width = 7;
-    for (const RunLine &line : lines) {
-        id_width = std::max(id_width, line.id.size() + 2);
-        experiment_width = std::max(experiment_width, line.experiment.size() + 2);
-        state_width = std::max(state_width, line.state.size() + 2);
-    }
-    std::ostringstream table;
-    table << std::left << "  " << std::setw(static_cast<int>(id_width)) << "RUN" << std::setw(static_cast<int>(experiment_width))
-          << "EXPERIMENT" << std::setw(static_cast<int>(state_width)) << "STATE" << "FINISHED (UTC)\n";
+    // The latest run's marker leads its id, as `git branch` marks the branch checked out.
+    TextTable table{{{"  RUN"}, {"EXPERIMENT"}, {"STATE"}, {"FINISHED (UTC)"}}, {}};
     toml::array entries;
     for (const RunLine &line : lines) {
-        table << (line.latest ? "* " : "  ") << std::setw(static_cast<int>(id_width)) << line.id
-              << std::setw(static_cast<int>(experiment_width)) << line.experiment << std::setw(static_cast<int>(state_width))
-              << line.state << line.finished_utc << "\n";
+        table.rows.push_back({(line.latest ? "* " : "  ") + line.id, line.experiment, line.state, line.finished_utc});
         entries.push_back(toml::table{{"id", line.id}, {"experiment", line.experiment}, {"state", line.state},
                                       {"finished_utc", line.finished_utc}, {"latest", line.latest}});
     }
+    const std::string text = table_text(table);
     if (lines.empty()) cl.reporter().say("no runs under '" + root.string() + "'; 'sage2tp prepare' makes one");
-    else cl.reporter().say("runs under " + root.string() + "\n" + table.str().substr(0, table.str().size() - 1));
+    else cl.reporter().say("runs under " + root.string() + "\n" + text.substr(0, text.size() - 1));
     cl.reporter().emit_json(toml::table{{"command", "runs"}, {"root", root.string()}, {"runs", entries}});
     return 0;
 }

@@ -8,7 +8,7 @@
 #include "pipeline/common_options.h"
 #include "pipeline/stage_pipeline.h"
 #include "support/errors.h"
-#include "tools/slurm_submission.h"
+#include "tools/slurm/slurm_submission.h"
 #include "views/cluster_table.h"
 
 namespace s2tp {

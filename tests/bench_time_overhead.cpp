@@ -20,7 +20,7 @@
 #include "model/ab_timing.h"
 #include "model/experiment_manifest.h"
 #include "model/input_generator.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/errors.h"
 
 #include "check_program.h"

@@ -36,7 +36,7 @@
 #include "gpu/attention_launch.h"
 #include "check_program.h"
 #include "gpu/kernel_abi.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "model/cpu_reference.h"
 #include "support/data_paths.h"
 #include "support/cuda_tools.h"

@@ -42,7 +42,7 @@
 #include "figures/time_figures.h"
 #include "formats/checkpoint_store.h"
 #include "gpu/gpu_runtime.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/process_runner.h"
 
 #include <unistd.h>

@@ -22,7 +22,7 @@
 #include "model/cpu_reference.h"
 #include "model/input_generator.h"
 #include "stages/parity_check.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/errors.h"
 
 #include "check_program.h"

@@ -7,7 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -58,7 +64,63 @@ protected:
     const fs::path dir_ = scratch_.path();
 };
 
+// The text of sage2tp-experiment(5) from the section ".Ss [table]" (its heading may go on: "(required)",
+// " or [[candidate]]") to the next section.
+std::string man_section(const std::string &table) {
+    std::ifstream in(source_root / "man" / "sage2tp-experiment.5");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string heading = "\n.Ss [" + table + "]";
+    const std::size_t begin = text.find(heading);
+    if (begin == std::string::npos) return "";
+    const std::size_t end = std::min(text.find("\n.Ss ", begin + heading.size()), text.find("\n.Sh ", begin + heading.size()));
+    return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// The keys a section documents on its tag lines (".It Ic key", ".It Ic min_cosine , max_rel_l1 Pq ... ;
+// Ic max_rmse"): each name that follows Ic, or follows such a name after a comma; an array of tables
+// ("Ic [[parity.shape]]") documents its last part. A table's own name ("Ic [parity]") is no key of it.
+std::set<std::string> documented_keys(const std::string &section) {
+    std::set<std::string> keys;
+    std::istringstream lines(section);
+    static const std::regex name("[a-z_][a-z0-9_]*"), sub_table(R"(\[\[?[a-z_]+\.([a-z_]+)\]\]?)");
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind(".It ", 0) != 0) continue;
+        std::istringstream words(line);
+        bool naming = false;
+        for (std::string word; words >> word;) {
+            std::smatch part;
+            if (word == "Ic" || (naming && word == ",")) naming = true;
+            else if (naming && std::regex_match(word, name)) keys.insert(word);
+            else if (naming && std::regex_match(word, part, sub_table)) keys.insert(part[1]), naming = false;
+            else naming = false;
+        }
+    }
+    return keys;
+}
+
 }  // namespace
+
+// Issue 38: sage2tp-experiment(5) documents every key of the manifest's key table, each in its table's
+// section ([[gate.waiver]]'s in [gate]'s), and no key the table lacks.
+TEST(Manifest, TheManualDocumentsEveryKeyOfTheKeyTableAndNoOther) {
+    std::map<std::string, std::set<std::string>> by_section;
+    for (const SchemaKey &key : manifest_keys()) {
+        const std::string table = key.table;
+        by_section[table.substr(0, table.find('.'))].insert(key.key);
+    }
+    for (const auto &[table, keys] : by_section) {
+        const std::string section = man_section(table);
+        ASSERT_FALSE(section.empty()) << "sage2tp-experiment(5) has no [" << table << "] section";
+        const std::set<std::string> documented = documented_keys(section);
+        for (const std::string &key : keys)
+            EXPECT_TRUE(documented.count(key) || section.find("\n.Ic " + key + "\n") != std::string::npos ||
+                        !man_section(table + "." + key).empty())
+                << "the key table has [" << table << "] " << key << ", which sage2tp-experiment(5) does not document there";
+        for (const std::string &key : documented)
+            EXPECT_TRUE(keys.count(key)) << "sage2tp-experiment(5) documents [" << table << "] " << key
+                                         << ", which the key table lacks";
+    }
+}
 
 TEST(Manifest, DefaultExperimentLoads) {
     Experiment e = load_experiment(source_root / "data/experiments/temporal-pair.toml");
@@ -432,6 +494,37 @@ TEST_F(ManifestErrors, AMistypedCandidateKeyIsNamedWithTheKeyMeant) {
 }
 
 // Issue 26: a misspelled required key is the error to report, with its suggestion, not the key's absence.
+// Issue 38: a key read only when present (a candidate's parity_mode) is offered for its misspelling all the
+// same: the reader expects every key of its table in the key table, not only those it has read.
+TEST_F(ManifestErrors, AMistypedOptionalKeyIsNamedWithTheKeyMeant) {
+    std::string message = error_for("patch = \"c.patch\"\n", "patch = \"c.patch\"\nparity_mod = \"exact\"\n");
+    EXPECT_NE(message.find("m.toml:8:1: unknown key 'parity_mod' in [candidate]; did you mean 'parity_mode'?"),
+              std::string::npos) << message;
+}
+
+// Issue 38: the key table's default of each key is what the resolved copy of a manifest that leaves the
+// key out records, so the table, the manual and Experiment cannot drift apart on a default.
+TEST_F(ManifestErrors, TheKeyTableDefaultsAreTheResolvedCopysValues) {
+    std::ofstream(dir_ / "m.toml") << valid() << "[parity]\n[time]\n[gate]\n[sanitize]\n";
+    const toml::table resolved = toml::parse(experiment_to_toml(load_experiment(dir_ / "m.toml")));
+    const std::set<std::string> set_by_valid{"experiment.name", "build.arch"};
+    int checked = 0;
+    for (const SchemaKey &key : manifest_keys()) {
+        const std::string path = std::string(key.table) + "." + key.key;
+        if (std::string(key.fallback).empty() || set_by_valid.count(path) || key.table == std::string("candidate")) continue;
+        const toml::node *value = resolved.at_path(path).node();
+        ASSERT_NE(value, nullptr) << path << " is not in the resolved copy";
+        std::ostringstream written, expected;
+        toml::table holding;
+        holding.insert("v", *value);
+        written << holding;
+        expected << toml::parse("v = " + std::string(key.fallback));
+        EXPECT_EQ(expected.str(), written.str()) << path << ": the key table's default against the resolved copy's value";
+        ++checked;
+    }
+    EXPECT_GT(checked, 20);
+}
+
 TEST_F(ManifestErrors, AMisspelledRequiredKeyIsReportedAsTheUnknownKey) {
     const std::string message = error_for("kernel_sources = [\"kernels/x.cu\"]\n", "kernel_source = [\"kernels/x.cu\"]\n");
     EXPECT_NE(message.find("m.toml:5:1: unknown key 'kernel_source' in [source]; did you mean 'kernel_sources'?"),

@@ -2,8 +2,8 @@
 // run built for another GPU must stop with both archs named and the command that rebuilds it.
 #include "build_config.h"
 #include "request_round_trip.h"
-#include "tools/exec_request.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/exec_request.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/errors.h"
 
 #include <gtest/gtest.h>

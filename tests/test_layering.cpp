@@ -12,6 +12,7 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace s2tp::unit_layering {
@@ -101,12 +102,18 @@ TEST(Layering, TheCheckSeesAnUpwardInclude) {
     fs::create_directories(root / "stages");
     std::ofstream(root / "support" / "low.cpp") << "#include \"stages/high.h\"\n#include \"model/x.h\"\n";
     std::ofstream(root / "stages" / "high.h") << "#include \"support/low.h\"\n#include \"flat.h\"\n";
+    // A room inside a layer (tools/slurm/) is of its layer: it may include its own layer, not one above.
+    fs::create_directories(root / "tools" / "slurm");
+    std::ofstream(root / "tools" / "slurm" / "jobs.cpp") << "#include \"tools/slurm/jobs.h\"\n#include \"stages/high.h\"\n";
     auto violations = layering_violations(root);
-    ASSERT_EQ(violations.size(), 3u);
-    std::sort(violations.begin(), violations.end(), [](const Violation &a, const Violation &b) { return a.include < b.include; });
+    ASSERT_EQ(violations.size(), 4u);
+    std::sort(violations.begin(), violations.end(),
+              [](const Violation &a, const Violation &b) { return std::tie(a.include, a.file) < std::tie(b.include, b.file); });
     EXPECT_EQ(violations[0].include, "flat.h");
     EXPECT_EQ(violations[1].include, "model/x.h");
     EXPECT_EQ(violations[2].include, "stages/high.h");
+    EXPECT_EQ(violations[3].include, "stages/high.h");
+    EXPECT_EQ(violations[2].file + violations[3].file, "support/low.cpptools/slurm/jobs.cpp");
 }
 
 TEST(Layering, AFileInALayersSubfolderIsOfThatLayer) {

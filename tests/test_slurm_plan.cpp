@@ -4,8 +4,8 @@
 #include "build_config.h"
 #include "figures/cluster_verdicts.h"
 #include "support/errors.h"
-#include "tools/slurm_jobs.h"
-#include "tools/slurm_submission.h"
+#include "tools/slurm/slurm_jobs.h"
+#include "tools/slurm/slurm_submission.h"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 #include "formats/tensor.h"
 #include "formats/tensor_io.h"
 #include "model/experiment_manifest.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 namespace fs = std::filesystem;
 using namespace s2tp;

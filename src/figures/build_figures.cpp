@@ -1,10 +1,10 @@
 #include "figures/build_figures.h"
+#include "support/table_printer.h"
 
 #include "figures/figure_fields.h"
 #include "support/number_format.h"
 #include "figures/sass_figures.h"
 
-#include <iomanip>
 #include <sstream>
 
 namespace s2tp {
@@ -79,28 +79,26 @@ std::optional<std::int64_t> registers_of(const EntryResources &e) { return e.reg
 std::optional<double> warps_of(const EntryResources &e) { return e.warps_per_scheduler; }
 
 std::string candidate_table(const std::string &name, const EntryTable &baseline, const EntryTable &candidate) {
-    std::ostringstream out;
-    out << std::left << std::setw(30) << ("ENTRY (baseline -> " + name + ")") << std::setw(12) << "REGISTERS"
-        << std::setw(18) << "SPILL ST/LD B" << std::setw(15) << "SMEM/BLOCK" << std::setw(11) << "BLOCKS/SM"
-        << "WARPS/SCHEDULER\n";
-    // Unset (a host-call candidate's own kernel, whose launch shape only time sees): "-".
-    const auto number = [](const std::optional<std::int64_t> &v) { return v ? std::to_string(*v) : "-"; };
-    const auto one_decimal = [](const std::optional<double> &v) { return v ? fixed(*v, 1) : "-"; };
+    TextTable table{{{"ENTRY (baseline -> " + name + ")"}, {"REGISTERS"}, {"SPILL ST/LD B"}, {"SMEM/BLOCK"}, {"BLOCKS/SM"},
+                     {"WARPS/SCHEDULER"}},
+                    {}};
+    // Unset for a host-call candidate's own kernel, whose launch shape only time sees.
+    const auto number = [](const std::optional<std::int64_t> &v) { return v ? std::to_string(*v) : missing_figure; };
     for (const auto &[entry, base] : baseline) {
         const auto found = candidate.find(entry);
         if (found == candidate.end()) continue;
         const EntryResources &cand = found->second;
         const std::optional<double> &b_wps = base.warps_per_scheduler, &c_wps = cand.warps_per_scheduler;
-        const std::string wps = one_decimal(b_wps) + "->" + one_decimal(c_wps) + (b_wps && c_wps && *c_wps < *b_wps ? "  FELL" : "");
+        const std::string wps = fixed_or_missing(b_wps, 1) + "->" + fixed_or_missing(c_wps, 1) +
+                                (b_wps && c_wps && *c_wps < *b_wps ? "  FELL" : "");
         const auto spills = [&](const EntryResources &e) {
             return number(e.spill_store_bytes) + "/" + number(e.spill_load_bytes);
         };
-        out << std::setw(30) << entry << std::setw(12) << (number(base.registers) + "->" + number(cand.registers))
-            << std::setw(18) << (spills(base) + "->" + spills(cand)) << std::setw(15)
-            << (number(base.smem_per_block) + "->" + number(cand.smem_per_block)) << std::setw(11)
-            << (number(base.blocks_per_sm) + "->" + number(cand.blocks_per_sm)) << wps << "\n";
+        table.rows.push_back({entry, number(base.registers) + "->" + number(cand.registers), spills(base) + "->" + spills(cand),
+                              number(base.smem_per_block) + "->" + number(cand.smem_per_block),
+                              number(base.blocks_per_sm) + "->" + number(cand.blocks_per_sm), wps});
     }
-    return out.str();
+    return table_text(table);
 }
 
 }  // namespace

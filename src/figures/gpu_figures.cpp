@@ -1,4 +1,5 @@
 #include "figures/gpu_figures.h"
+#include "support/number_format.h"
 
 namespace s2tp {
 
@@ -45,7 +46,7 @@ bool GpuFigures::operator==(const GpuFigures &o) const {
 std::vector<std::string> gpu_table_lines(const std::vector<GpuFigures> &gpus) {
     std::vector<std::string> lines;
     for (const GpuFigures &g : gpus) {
-        std::string line = "GPU " + (g.index ? std::to_string(*g.index) : std::string("?")) + " " + g.name +
+        std::string line = "GPU " + (g.index ? std::to_string(*g.index) : std::string(missing_figure)) + " " + g.name +
                            (g.pci_bus_id.empty() ? "" : " (" + g.pci_bus_id + ")") + ": ran " +
                            std::to_string(g.ran.value_or(0)) + " of " + std::to_string(g.checks.value_or(0)) + " checks";
         if (g.passed) line += ", " + std::to_string(*g.passed) + " passed";

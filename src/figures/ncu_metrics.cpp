@@ -1,4 +1,5 @@
 #include "figures/ncu_metrics.h"
+#include "support/table_printer.h"
 #include "support/number_format.h"
 
 #include <algorithm>
@@ -11,7 +12,7 @@ namespace s2tp {
 namespace {
 
 std::string format_value(const std::optional<double> &value) {
-    if (!value) return "n/a";
+    if (!value) return missing_figure;
     // Tiny rates keep four significant digits (1.234e-05); the rest a fixed point, none from 1000 up.
     const double magnitude = std::fabs(*value);
     if (magnitude != 0 && magnitude < 1e-3) {
@@ -138,16 +139,13 @@ std::string NcuComparison::largest_changes_text() const {
 }
 
 std::string NcuComparison::table_text() const {
-    std::size_t width = 6;
-    for (const NcuMetricFigure &figure : metrics) width = std::max(width, shown_name(figure).size());
-    std::ostringstream out;
-    out << "  " << std::left << std::setw(static_cast<int>(width) + 2) << "METRIC" << std::setw(12) << "UNIT"
-        << std::right << std::setw(14) << "BASELINE" << std::setw(14) << "CANDIDATE" << std::setw(10) << "DELTA"
-        << "\n";
+    TextTable table{{{"METRIC"}, {"UNIT"}, {"BASELINE", Align::right}, {"CANDIDATE", Align::right}, {"DELTA", Align::right}},
+                    {}};
     for (const NcuMetricFigure &figure : metrics)
-        out << "  " << std::left << std::setw(static_cast<int>(width) + 2) << shown_name(figure) << std::setw(12)
-            << figure.unit << std::right << std::setw(14) << format_value(figure.baseline) << std::setw(14)
-            << format_value(figure.candidate) << std::setw(10) << format_change(figure.relative_change()) << "\n";
+        table.rows.push_back({shown_name(figure), figure.unit, format_value(figure.baseline), format_value(figure.candidate),
+                              format_change(figure.relative_change())});
+    std::ostringstream out;
+    out << s2tp::table_text(table, TextLayout{"  "});
     const std::string changes = largest_changes_text();
     if (!changes.empty()) out << "  largest relative changes: " << changes << "\n";
     return out.str();

@@ -2,6 +2,7 @@
 
 #include "support/errors.h"
 #include "support/number_format.h"
+#include "support/table_printer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -276,52 +277,52 @@ PhaseReport PhaseReport::from_toml(const toml::table &table) {
 
 std::string PhaseReport::table_text() const {
     std::ostringstream out;
-    out << std::left;
     for (const VariantPhases &v : variants) {
         if (&v != &variants.front()) out << "\n";
         out << v.variant << (v.schedule.empty() ? "" : " (" + v.schedule + ")") << ": " << v.logged_ctas << " of "
             << v.launched_ctas << " CTAs logged, " << v.cubin << "\n";
-        std::size_t label_width = 6;
-        for (const WarpPhases &w : v.warps) label_width = std::max(label_width, w.label.size() + 2);
-        out << "  cycles per CTA (share of the warp's schedule)\n  " << std::setw(static_cast<int>(label_width)) << "WARP";
+        out << "  cycles per CTA (share of the warp's schedule)\n";
+        TextTable table{{{"WARP"}}, {}};
         for (std::size_t step = 0; step < phase_steps; ++step) {
             std::string heading = step_labels[step];
             std::transform(heading.begin(), heading.end(), heading.begin(), [](unsigned char c) { return std::toupper(c); });
-            out << std::setw(step == S2TP_STEP_SCHEDULE ? 12 : 19) << heading;
+            table.columns.push_back({heading});
         }
-        out << std::setw(13) << "PER BARRIER" << "PER COPY WAIT\n";
+        table.columns.insert(table.columns.end(), {{"PER BARRIER"}, {"PER COPY WAIT"}});
+        std::string notes;
         for (const WarpPhases &w : v.warps) {
-            out << "  " << std::setw(static_cast<int>(label_width)) << w.label;
+            std::vector<std::string> row{w.label};
             for (std::size_t step = 0; step < phase_steps; ++step) {
                 const PhaseStepFigures &f = w.steps[step];
-                out << std::setw(step == S2TP_STEP_SCHEDULE ? 12 : 19)
-                    << (step == S2TP_STEP_SCHEDULE ? cycles_text(f.cycles_per_cta)
-                                                   : cycles_text(f.cycles_per_cta) + " (" + share_text(f.share) + ")");
+                row.push_back(step == S2TP_STEP_SCHEDULE ? cycles_text(f.cycles_per_cta)
+                                                         : cycles_text(f.cycles_per_cta) + " (" + share_text(f.share) + ")");
             }
-            const auto per = [](const std::optional<double> &cycles) { return cycles ? cycles_text(*cycles) : std::string("-"); };
-            out << std::setw(13) << per(w.steps[S2TP_STEP_BARRIER].cycles_per_occurrence)
-                << per(w.steps[S2TP_STEP_COPY_WAIT].cycles_per_occurrence) << "\n";
+            const auto per = [](const std::optional<double> &cycles) { return cycles ? cycles_text(*cycles) : std::string(missing_figure); };
+            row.push_back(per(w.steps[S2TP_STEP_BARRIER].cycles_per_occurrence));
+            row.push_back(per(w.steps[S2TP_STEP_COPY_WAIT].cycles_per_occurrence));
+            table.rows.push_back(std::move(row));
             double steps = 0;
             for (std::size_t step = 0; step < phase_steps; ++step)
                 if (step != S2TP_STEP_SCHEDULE) steps += w.steps[step].cycles_per_cta;
             // phase_log.h promises steps that do not overlap: more than the schedule means stamps that do.
             if (steps > w.steps[S2TP_STEP_SCHEDULE].cycles_per_cta)
-                out << "  note: " << w.label << "'s steps add up to " << cycles_text(steps) << " cycles, more than its "
-                    << "schedule's " << cycles_text(w.steps[S2TP_STEP_SCHEDULE].cycles_per_cta) << ": its stamps overlap\n";
+                notes += "  note: " + w.label + "'s steps add up to " + cycles_text(steps) + " cycles, more than its " +
+                         "schedule's " + cycles_text(w.steps[S2TP_STEP_SCHEDULE].cycles_per_cta) + ": its stamps overlap\n";
         }
+        out << s2tp::table_text(table, TextLayout{"  "}) << notes;
     }
     for (const PhaseComparison &c : comparisons) {
-        out << "\n  " << std::setw(26) << ("STEP (" + std::to_string(phase_warps) + "-warp mean)") << std::right
-            << std::setw(14) << "BASELINE" << std::setw(14) << "CANDIDATE" << std::setw(14) << "DELTA" << std::setw(10)
-            << "DELTA %" << std::left << "   (" << c.candidate << ", cycles per CTA)\n";
+        out << "\n  " << c.candidate << " against the baseline, cycles per CTA\n";
+        TextTable table{{{"STEP (" + std::to_string(phase_warps) + "-warp mean)"}, {"BASELINE", Align::right},
+                         {"CANDIDATE", Align::right}, {"DELTA", Align::right}, {"DELTA %", Align::right}},
+                        {}};
         for (std::size_t step = 0; step < phase_steps; ++step) {
             const double base = c.baseline_cycles[step];
-            out << "  " << std::setw(26) << step_labels[step] << std::right << std::setw(14) << cycles_text(base)
-                << std::setw(14) << cycles_text(c.candidate_cycles[step]) << std::setw(14) << signed_cycles(c.delta(step))
-                << std::setw(10) << (base > 0 ? signed_percent(c.delta(step) / base, 1) : std::string("-")) << std::left
-                << "\n";
+            table.rows.push_back({step_labels[step], cycles_text(base), cycles_text(c.candidate_cycles[step]),
+                                  signed_cycles(c.delta(step)),
+                                  base > 0 ? signed_percent(c.delta(step) / base, 1) : std::string(missing_figure)});
         }
-        out << "  " << c.extra_cycles_text() << "\n";
+        out << s2tp::table_text(table, TextLayout{"  "}) << "  " << c.extra_cycles_text() << "\n";
     }
     return out.str();
 }

@@ -1,8 +1,8 @@
 #include "figures/sass_figures.h"
+#include "support/table_printer.h"
 
 #include <chrono>
 #include <map>
-#include <iomanip>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -156,18 +156,19 @@ std::string SassComparison::table_text() const {
             out << "; main loop " << hex(b.loop_start) << ".." << hex(b.loop_end) << " -> " << hex(c.loop_start)
                 << ".." << hex(c.loop_end);
         else out << "; main loop not found in " << (b.loop ? "the candidate" : c.loop ? "the baseline" : "either");
-        out << "\n    " << std::left << std::setw(8) << "FAMILY" << std::setw(26) << "ENTRY"
-            << (loops ? "MAIN LOOP" : "") << "\n";
-        std::vector<std::string> rows = sass_families();
-        rows.push_back("total");
-        for (const std::string &family : rows) {
+        out << "\n";
+        TextTable table{{{"FAMILY"}, {"ENTRY"}}, {}};
+        if (loops) table.columns.push_back({"MAIN LOOP"});
+        std::vector<std::string> families = sass_families();
+        families.push_back("total");
+        for (const std::string &family : families) {
             const auto count = [&](const SassHistogram &h) {
                 return family == "total" ? h.total : h.families.at(family);
             };
-            out << "    " << std::setw(8) << family << std::setw(26) << change(count(b.all), count(c.all));
-            if (loops) out << change(count(*b.loop), count(*c.loop));
-            out << "\n";
+            table.rows.push_back({family, change(count(b.all), count(c.all))});
+            if (loops) table.rows.back().push_back(change(count(*b.loop), count(*c.loop)));
         }
+        out << s2tp::table_text(table, TextLayout{"    "});
     }
     return out.str();
 }

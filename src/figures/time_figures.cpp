@@ -3,9 +3,9 @@
 #include "model/ab_timing.h"
 #include "figures/figure_fields.h"
 #include "support/number_format.h"
+#include "support/table_printer.h"
 
 #include <algorithm>
-#include <iomanip>
 #include <sstream>
 
 namespace s2tp {
@@ -344,21 +344,26 @@ std::string time_figures_text(const TimeFigures &f, const std::string &plot) {
         return out.str() + ncu_text();
     }
 
-    std::size_t width = std::string("  baseline").size() + 2;
-    for (const CandidateTimeFigures &c : f.candidates) width = std::max(width, c.name.size() + 4);
-    out << "\n" << std::left << std::setw(static_cast<int>(width)) << "  ARM" << std::right << std::setw(10) << "P10 ms"
-        << std::setw(10) << "P50 ms" << std::setw(10) << "P90 ms" << std::setw(10) << "MEAN ms" << std::setw(10)
-        << "STDEV ms" << std::setw(7) << "N" << std::setw(12) << "TOPS (p50)";
+    TextTable arms{{{"ARM"},
+                    {"P10 ms", Align::right},
+                    {"P50 ms", Align::right},
+                    {"P90 ms", Align::right},
+                    {"MEAN ms", Align::right},
+                    {"STDEV ms", Align::right},
+                    {"N", Align::right},
+                    {"TOPS (p50)", Align::right}},
+                   {}};
     const auto row = [&](const std::string &name, const std::optional<ArmTimeFigures> &arm) {
         const ArmTimeFigures a = arm.value_or(ArmTimeFigures{});
-        out << "\n" << std::left << std::setw(static_cast<int>(width)) << ("  " + name) << std::right << std::setw(10)
-            << fixed_or_missing(a.p10, 3) << std::setw(10) << fixed_or_missing(a.p50, 3) << std::setw(10)
-            << fixed_or_missing(a.p90, 3) << std::setw(10) << fixed_or_missing(a.mean, 3) << std::setw(10)
-            << fixed_or_missing(a.stdev, 3) << std::setw(7) << count_or_missing(a.n) << std::setw(12)
-            << fixed_or_missing(a.tops_p50, 1);
+        arms.rows.push_back({name, fixed_or_missing(a.p10, 3), fixed_or_missing(a.p50, 3), fixed_or_missing(a.p90, 3),
+                             fixed_or_missing(a.mean, 3), fixed_or_missing(a.stdev, 3), count_or_missing(a.n),
+                             fixed_or_missing(a.tops_p50, 1)});
     };
     row("baseline", f.baseline);
     for (const CandidateTimeFigures &c : f.candidates) row(c.name, c.timing);
+    std::string arm_lines = table_text(arms, TextLayout{"  ", 2});
+    arm_lines.pop_back();  // the lines below each start with their own newline
+    out << "\n" << arm_lines;
     for (const CandidateTimeFigures &c : f.candidates)
         if (c.ratio) out << "\n  " << c.name << "/baseline " << interval_text(*c.ratio, true) << repeats_text(*c.ratio);
     if (f.aa) out << "\n  A/A control/baseline " << interval_text(*f.aa, true) << repeats_text(*f.aa);

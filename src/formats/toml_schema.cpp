@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <filesystem>
@@ -78,6 +79,8 @@ const toml::node &TableReader::node_or_fail(const std::string &key) {
 
 void TableReader::accept(const std::string &key) { known_.insert(key); }
 
+void TableReader::expect(const std::vector<std::string> &keys) { expected_.insert(keys.begin(), keys.end()); }
+
 std::string TableReader::string(const std::string &key) {
     const auto &node = node_or_fail(key);
     if (!node.is_string()) type_error(key, node, "a string");
@@ -137,6 +140,16 @@ double TableReader::number_or(const std::string &key, double fallback, double mi
         fail(ExitCode::usage, position(*node) + ": " + where_ + " key '" + key + "' = " + std::to_string(value) +
                                   " is outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
     return value;
+}
+
+std::int64_t TableReader::integer_or(const SchemaKey &key, std::int64_t fallback) {
+    // 2^63 does not convert back to an int64: the top of the range is then INT64_MAX itself.
+    const std::int64_t high = key.high >= 0x1p63 ? INT64_MAX : static_cast<std::int64_t>(key.high);
+    return integer_or(key.key, fallback, static_cast<std::int64_t>(key.low), high);
+}
+
+double TableReader::number_or(const SchemaKey &key, double fallback) {
+    return number_or(key.key, fallback, key.low, key.high);
 }
 
 bool TableReader::boolean_or(const std::string &key, bool fallback) {
@@ -205,9 +218,11 @@ const toml::array *TableReader::optional_array_of_tables(const std::string &key)
 
 void TableReader::unknown_key(const toml::key &key, const toml::node &node) const {
     const std::string name(key.str());
+    std::set<std::string> keys = known_;
+    keys.insert(expected_.begin(), expected_.end());
     std::string list;
-    for (const auto &k : known_) list += (list.empty() ? "" : ", ") + k;
-    const std::string suggestion = did_you_mean(name, std::vector<std::string>(known_.begin(), known_.end()));
+    for (const auto &k : keys) list += (list.empty() ? "" : ", ") + k;
+    const std::string suggestion = did_you_mean(name, std::vector<std::string>(keys.begin(), keys.end()));
     const std::string hint = !suggestion.empty() ? suggestion : list.empty() ? std::string() : " (known keys: " + list + ")";
     const auto &at = key.source().begin ? key.source() : node.source();
     fail(ExitCode::usage, file_ + ":" + std::to_string(at.begin.line) + ":" + std::to_string(at.begin.column) +
@@ -222,7 +237,7 @@ void TableReader::finish() const {
 void TableReader::reject_misspelling_of(const std::string &wanted) const {
     for (const auto &[key, node] : table_) {
         const std::string name(key.str());
-        if (!known_.count(name) && one_edit_apart(name, wanted)) unknown_key(key, node);
+        if (!known_.count(name) && !expected_.count(name) && one_edit_apart(name, wanted)) unknown_key(key, node);
     }
 }
 

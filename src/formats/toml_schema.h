@@ -14,6 +14,22 @@
 
 namespace s2tp {
 
+// What a key of a hand-written table holds, as the manuals name it.
+enum class SchemaKind { string, integer, number, boolean, strings, integers, table, tables };
+
+// One key of a hand-written table, defined once: the table (a TOML path, "gate.waiver"), the key, what
+// it holds, its range (inclusive; a number's or an integer's, else both 0), its default as the file
+// would write it ("" for a required key or one without a default) and what it means. A table of these
+// drives the reader's ranges, its did-you-mean and the manual's test.
+struct SchemaKey {
+    const char *table;
+    const char *key;
+    SchemaKind kind;
+    double low, high;
+    const char *fallback;
+    const char *doc;
+};
+
 // Parses TOML text; `source` names it in messages. Invalid UTF-8 becomes Error(usage) "source: invalid
 // UTF-8 at byte offset N (line L)", a syntax error Error(usage) "source:line:column: message". No input
 // aborts (see support/toml_config.h for what that takes with toml++ 3.3.0).
@@ -33,6 +49,9 @@ public:
     std::int64_t integer(const std::string &key);
     std::int64_t integer_or(const std::string &key, std::int64_t fallback, std::int64_t min, std::int64_t max);
     double number_or(const std::string &key, double fallback, double min, double max);
+    // The same within the range of `key`.
+    std::int64_t integer_or(const SchemaKey &key, std::int64_t fallback);
+    double number_or(const SchemaKey &key, double fallback);
     bool boolean_or(const std::string &key, bool fallback);
     std::vector<std::string> strings_or(const std::string &key, const std::vector<std::string> &fallback);
     std::vector<std::int64_t> integers_or(const std::string &key, const std::vector<std::int64_t> &fallback);
@@ -42,6 +61,9 @@ public:
     const toml::array *optional_array_of_tables(const std::string &key);
     // Marks a key as known without reading it (read elsewhere).
     void accept(const std::string &key);
+    // The keys the table may hold, whether read or not: an unknown key one edit away from one of them
+    // is reported as its misspelling.
+    void expect(const std::vector<std::string> &keys);
 
     // Throws for the first key that no read above asked for.
     void finish() const;
@@ -62,6 +84,7 @@ private:
     std::string file_;
     std::string where_;
     std::set<std::string> known_;
+    std::set<std::string> expected_;
 };
 
 }  // namespace s2tp

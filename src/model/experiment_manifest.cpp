@@ -20,7 +20,17 @@ namespace fs = std::filesystem;
 namespace s2tp {
 namespace {
 
+namespace keys = manifest_key;
+
 const std::vector<std::string> known_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
+
+// A reader of the manifest's table `table` (a TOML path, "gate.waiver"), `where` naming it in messages.
+TableReader manifest_table_reader(const toml::table &contents, const std::string &file, const std::string &table,
+                                  const std::string &where) {
+    TableReader r(contents, file, where);
+    r.expect(manifest_keys_of(table));
+    return r;
+}
 
 // A candidate's name becomes a directory (trees/<name>, builds/<name>) and a checkpoint key.
 bool is_candidate_name(const std::string &name) {
@@ -56,30 +66,30 @@ SourceSpec read_source(TableReader &r, const std::optional<SourceSpec> &inherite
                        const std::optional<std::string> &repository_override,
                        const std::optional<std::string> &commit_override, const std::string &commit_option) {
     SourceSpec s = inherited.value_or(SourceSpec{});
-    s.kind = r.choice("kind", {"embedded", "git"}, inherited ? inherited->kind : "");
+    s.kind = r.choice(keys::source_kind.key, {"embedded", "git"}, inherited ? inherited->kind : "");
     if (inherited && s.kind != inherited->kind) s.repository = s.commit = "";
     if (s.kind == "git") {
-        if (auto repository = r.optional_string("repository")) s.repository = resolve_against(base_dir, *repository);
+        if (auto repository = r.optional_string(keys::source_repository.key)) s.repository = resolve_against(base_dir, *repository);
         if (repository_override) s.repository = fs::absolute(*repository_override).lexically_normal().string();
         if (s.repository.empty())
             fail(ExitCode::usage, r.position() + ": a git source needs its repository: set 'repository' in the "
                                                  "manifest or pass --repository DIR to prepare");
-        s.commit = commit_override.value_or(r.string_or("commit", s.commit));
+        s.commit = commit_override.value_or(r.string_or(keys::source_commit.key, s.commit));
         if (s.commit.empty())
             fail(ExitCode::usage, r.position() + ": a git source needs 'commit' (or " + commit_option + " REV)");
     } else {
         if (commit_override)
             fail(ExitCode::usage, r.position() + ": " + commit_option + " names a commit, but this source is embedded");
-        for (const char *key : {"repository", "commit"})
+        for (const char *key : {keys::source_repository.key, keys::source_commit.key})
             if (r.optional_string(key))
                 fail(ExitCode::usage, r.position() + ": '" + key + "' is for git sources; this one is embedded");
     }
-    s.kernel_sources = r.strings_or("kernel_sources", s.kernel_sources);
-    s.support_sources = r.strings_or("support_sources", s.support_sources);
-    s.include_dirs = r.strings_or("include_dirs", s.include_dirs);
-    s.needs_torch_headers = r.boolean_or("needs_torch_headers", s.needs_torch_headers);
+    s.kernel_sources = r.strings_or(keys::source_kernel_sources.key, s.kernel_sources);
+    s.support_sources = r.strings_or(keys::source_support_sources.key, s.support_sources);
+    s.include_dirs = r.strings_or(keys::source_include_dirs.key, s.include_dirs);
+    s.needs_torch_headers = r.boolean_or(keys::source_needs_torch_headers.key, s.needs_torch_headers);
     if (s.kernel_sources.empty()) {
-        r.reject_misspelling_of("kernel_sources");
+        r.reject_misspelling_of(keys::source_kernel_sources.key);
         fail(ExitCode::usage, r.position() + ": kernel_sources must name at least one file");
     }
     for (const auto *list : {&s.kernel_sources, &s.support_sources, &s.include_dirs})
@@ -100,14 +110,14 @@ ParityMode read_parity_mode(TableReader &r, const std::string &key) {
 
 // One [[gate.waiver]]: a condition the gate knows, and a reason that says something.
 GateWaiver read_gate_waiver(const toml::table &table, const std::string &file) {
-    TableReader r(table, file, "[[gate.waiver]]");
-    GateWaiver w{r.string("condition"), r.string("reason")};
+    TableReader r = manifest_table_reader(table, file, "gate.waiver", "[[gate.waiver]]");
+    GateWaiver w{r.string(keys::gate_waiver_condition.key), r.string(keys::gate_waiver_reason.key)};
     const std::vector<std::string> &names = gate_condition_names();
     if (std::find(names.begin(), names.end(), w.condition) == names.end())
-        fail(ExitCode::usage, r.position(*table.get("condition")) + ": [[gate.waiver]] condition '" + w.condition +
+        fail(ExitCode::usage, r.position(*table.get(keys::gate_waiver_condition.key)) + ": [[gate.waiver]] condition '" + w.condition +
                                   "' is no gate condition" + did_you_mean(w.condition, names));
     if (w.reason.find_first_not_of(" \t\n") == std::string::npos)
-        fail(ExitCode::usage, r.position(*table.get("reason")) + ": [[gate.waiver]] for '" + w.condition +
+        fail(ExitCode::usage, r.position(*table.get(keys::gate_waiver_reason.key)) + ": [[gate.waiver]] for '" + w.condition +
                                   "' needs a reason: the gate shows it beside the condition it waives");
     r.finish();
     return w;
@@ -119,29 +129,31 @@ CandidateSpec read_candidate(const toml::table &table, const std::string &file, 
                              bool name_required, const Experiment &e, const fs::path &base_dir,
                              const SourceOverrides &overrides) {
     CandidateSpec c;
-    TableReader r(table, file, where);
-    if (const auto name = name_required ? r.string("name") : r.optional_string("name")) {
+    TableReader r = manifest_table_reader(table, file, "candidate", where);
+    const char *name_key = keys::candidate_name.key;
+    if (const auto name = name_required ? r.string(name_key) : r.optional_string(name_key)) {
         c.name = *name;
-        check_candidate_name(c.name, r.position(*table.get("name")));
+        check_candidate_name(c.name, r.position(*table.get(name_key)));
     }
     const std::optional<std::string> commit_override = candidate_commit_override(overrides, c.name);
-    if (table.contains("patch")) c.patch = r.existing_file("patch", base_dir.string());
-    else r.accept("patch");
+    const char *patch_key = keys::candidate_patch.key;
+    if (table.contains(patch_key)) c.patch = r.existing_file(patch_key, base_dir.string());
+    else r.accept(patch_key);
     if (overrides.candidate_patch) {
         std::error_code ec;
         if (!overrides.candidate_patch->empty() && !fs::is_regular_file(*overrides.candidate_patch, ec))
             fail(ExitCode::usage, "--patch '" + *overrides.candidate_patch + "': no such file");
         c.patch = *overrides.candidate_patch;
     }
-    std::optional<std::string> abi = r.optional_string("abi");
-    if (table.contains("parity_mode")) c.parity_mode = read_parity_mode(r, "parity_mode");
+    std::optional<std::string> abi = r.optional_string(keys::candidate_abi.key);
+    if (table.contains(keys::candidate_parity_mode.key)) c.parity_mode = read_parity_mode(r, keys::candidate_parity_mode.key);
     c.source = e.baseline_source;
-    const toml::table *own = r.optional_table("source");
+    const toml::table *own = r.optional_table(keys::candidate_source.key);
     const std::string source_where = name_required ? "[candidate.source] of '" + c.name + "'" : "[candidate.source]";
     if (own) {
-        TableReader s(*own, file, source_where);
+        TableReader s = manifest_table_reader(*own, file, "source", source_where);
         c.source = read_source(s, e.baseline_source, base_dir, overrides.repository, commit_override, "--candidate-commit");
-        if (auto own_abi = s.optional_string("abi")) {
+        if (auto own_abi = s.optional_string(keys::source_abi.key)) {
             if (abi) fail(ExitCode::usage, s.position() + ": candidate '" + c.name + "': the abi is given twice, in " + where +
                                               " and " + source_where + "; keep one");
             abi = own_abi;
@@ -196,7 +208,7 @@ void read_candidates(const toml::table &doc, TableReader &top, Experiment &e, co
             CandidateSpec c = read_candidate(table, file, "[[candidate]] " + std::to_string(i + 1), true, e, base_dir, overrides);
             for (const CandidateSpec &earlier : e.candidates)
                 if (earlier.name == c.name)
-                    fail(ExitCode::usage, top.position(*table.get("name")) + ": candidate name '" + c.name +
+                    fail(ExitCode::usage, top.position(*table.get(keys::candidate_name.key)) + ": candidate name '" + c.name +
                                               "' is used twice; each candidate needs its own name");
             e.candidates.push_back(std::move(c));
         }
@@ -324,120 +336,106 @@ void check_compiler_flag(const std::string &flag, const std::string &where) {
     }
 }
 
-Experiment load_experiment(const fs::path &manifest, const SourceOverrides &overrides) {
-    const std::string file = manifest.string();
-    const fs::path base_dir = fs::absolute(manifest).parent_path();
-    toml::table doc = parse_toml_file(file);
-    TableReader top(doc, file, "the manifest");
-    Experiment e;
+namespace {
 
-    const toml::table *experiment = top.optional_table("experiment");
-    if (!experiment) fail(ExitCode::usage, file + ":1:1: the manifest needs an [experiment] table");
-    {
-        TableReader r(*experiment, file, "[experiment]");
-        e.name = r.string("name");
-        e.description = r.string_or("description", "");
-        r.finish();
-        if (e.name.empty() || e.name.find('/') != std::string::npos)
-            fail(ExitCode::usage, r.position() + ": [experiment] name must be a plain non-empty name");
-        if (overrides.experiment_name) {
-            if (overrides.experiment_name->empty() || overrides.experiment_name->find('/') != std::string::npos)
-                fail(ExitCode::usage, "--name '" + *overrides.experiment_name + "': an experiment name is plain and non-empty");
-            e.name = *overrides.experiment_name;
+void read_experiment_table(const toml::table &table, const std::string &file, const SourceOverrides &overrides,
+                           Experiment &e) {
+    TableReader r = manifest_table_reader(table, file, "experiment", "[experiment]");
+    e.name = r.string(keys::experiment_name.key);
+    e.description = r.string_or(keys::experiment_description.key, "");
+    r.finish();
+    if (e.name.empty() || e.name.find('/') != std::string::npos)
+        fail(ExitCode::usage, r.position() + ": [experiment] name must be a plain non-empty name");
+    if (overrides.experiment_name) {
+        if (overrides.experiment_name->empty() || overrides.experiment_name->find('/') != std::string::npos)
+            fail(ExitCode::usage, "--name '" + *overrides.experiment_name + "': an experiment name is plain and non-empty");
+        e.name = *overrides.experiment_name;
+    }
+    if (overrides.experiment_description) e.description = *overrides.experiment_description;
+}
+
+void read_build_table(const toml::table &build, const std::string &file, Experiment &e) {
+    TableReader r = manifest_table_reader(build, file, "build", "[build]");
+    e.arch = r.string_or(keys::build_arch.key, e.arch);
+    // The arch table decides, as build does: a target no row selects would fail only at build.
+    if (const toml::node *arch = build.get(keys::build_arch.key); arch && e.arch != "auto") try {
+            resolve_arch(load_arch_limits(arch_limits_table().string()), e.arch);
+        } catch (const Error &error) {
+            fail(ExitCode::usage, r.position(*arch) + ": [build] arch: " + error.what());
         }
-        if (overrides.experiment_description) e.description = *overrides.experiment_description;
-    }
+    e.nvcc_flags = r.strings_or(keys::build_nvcc_flags.key, e.nvcc_flags);
+    e.extra_flags = r.strings_or(keys::build_extra_flags.key, e.extra_flags);
+    for (const char *key : {keys::build_nvcc_flags.key, keys::build_extra_flags.key})
+        if (const toml::array *flags = build[key].as_array())
+            for (const toml::node &flag : *flags)
+                check_compiler_flag(flag.value_or(std::string()), r.position(flag) + ": [build] " + key);
+    r.finish();
+}
 
-    const toml::table *source = top.optional_table("source");
-    if (!source) fail(ExitCode::usage, file + ":1:1: the manifest needs a [source] table");
-    {
-        TableReader r(*source, file, "[source]");
-        e.baseline_source = read_source(r, std::nullopt, base_dir, overrides.repository, overrides.commit, "--commit");
-        e.baseline_abi = r.string_or("abi", e.baseline_abi);
-        r.finish();
-    }
+void read_sanitize_table(const toml::table &sanitize, const std::string &file, Experiment &e) {
+    TableReader r = manifest_table_reader(sanitize, file, "sanitize", "[sanitize]");
+    e.sanitizer_tools = r.strings_or(keys::sanitize_tools.key, e.sanitizer_tools);
+    for (const auto &tool : e.sanitizer_tools)
+        if (std::find(known_tools.begin(), known_tools.end(), tool) == known_tools.end())
+            fail(ExitCode::usage, r.position() + ": [sanitize] unknown tool '" + tool +
+                                      "'; expected memcheck, racecheck, synccheck or initcheck");
+    r.finish();
+}
 
-    read_candidates(doc, top, e, base_dir, overrides);
-
-    if (const toml::table *build = top.optional_table("build")) {
-        TableReader r(*build, file, "[build]");
-        e.arch = r.string_or("arch", e.arch);
-        // The arch table decides, as build does: a target no row selects would fail only at build.
-        if (const toml::node *arch = build->get("arch"); arch && e.arch != "auto") try {
-                resolve_arch(load_arch_limits(arch_limits_table().string()), e.arch);
-            } catch (const Error &error) {
-                fail(ExitCode::usage, r.position(*arch) + ": [build] arch: " + error.what());
-            }
-        e.nvcc_flags = r.strings_or("nvcc_flags", e.nvcc_flags);
-        e.extra_flags = r.strings_or("extra_flags", e.extra_flags);
-        for (const char *key : {"nvcc_flags", "extra_flags"})
-            if (const toml::array *flags = (*build)[key].as_array())
-                for (const toml::node &flag : *flags)
-                    check_compiler_flag(flag.value_or(std::string()), r.position(flag) + ": [build] " + key);
-        r.finish();
-    }
-
-    if (const toml::table *sanitize = top.optional_table("sanitize")) {
-        TableReader r(*sanitize, file, "[sanitize]");
-        e.sanitizer_tools = r.strings_or("tools", e.sanitizer_tools);
-        for (const auto &tool : e.sanitizer_tools) {
-            bool known = false;
-            for (const auto &k : known_tools) known = known || k == tool;
-            if (!known)
-                fail(ExitCode::usage, r.position() + ": [sanitize] unknown tool '" + tool +
-                                          "'; expected memcheck, racecheck, synccheck or initcheck");
+// [[parity.shape]] or [[parity.accuracy_shape]] (`key`), each element a shape.
+std::vector<AttentionProblem> read_parity_shapes(TableReader &parity, const std::string &file, const SchemaKey &key,
+                                                 bool with_lse) {
+    std::vector<AttentionProblem> shapes;
+    if (const toml::array *tables = parity.optional_array_of_tables(key.key))
+        for (const auto &node : *tables) {
+            TableReader s(*node.as_table(), file, "[[parity." + std::string(key.key) + "]]");
+            shapes.push_back(read_attention_problem(s, with_lse));
+            s.finish();
         }
-        r.finish();
-    }
+    return shapes;
+}
 
-    if (const toml::table *parity = top.optional_table("parity")) {
-        TableReader r(*parity, file, "[parity]");
-        e.parity_default_shapes = r.boolean_or("default_shapes", true);
-        e.parity_seeds = r.integers_or("seeds", e.parity_seeds);
-        e.reference_max_rel_l2 = r.number_or("reference_max_rel_l2", e.reference_max_rel_l2, 0.0, 1.0);
-        if (const toml::array *shapes = r.optional_array_of_tables("shape")) {
-            for (const auto &node : *shapes) {
-                TableReader s(*node.as_table(), file, "[[parity.shape]]");
-                e.parity_shapes.push_back(read_attention_problem(s, /*with_lse=*/true));
-                s.finish();
-            }
+void read_parity_table(const toml::table &parity, const std::string &file, Experiment &e) {
+    TableReader r = manifest_table_reader(parity, file, "parity", "[parity]");
+    e.parity_default_shapes = r.boolean_or(keys::parity_default_shapes.key, true);
+    e.parity_seeds = r.integers_or(keys::parity_seeds.key, e.parity_seeds);
+    e.reference_max_rel_l2 = r.number_or(keys::parity_reference_max_rel_l2, e.reference_max_rel_l2);
+    e.parity_shapes = read_parity_shapes(r, file, keys::parity_shape, /*with_lse=*/true);
+    e.accuracy_shapes = read_parity_shapes(r, file, keys::parity_accuracy_shape, /*with_lse=*/false);
+    e.parity_mode = read_parity_mode(r, keys::parity_mode.key);
+    const auto limit = [&](const SchemaKey &key) -> std::optional<double> {
+        if (!parity.contains(key.key)) {
+            r.accept(key.key);
+            return std::nullopt;
         }
-        if (const toml::array *shapes = r.optional_array_of_tables("accuracy_shape")) {
-            for (const auto &node : *shapes) {
-                TableReader s(*node.as_table(), file, "[[parity.accuracy_shape]]");
-                e.accuracy_shapes.push_back(read_attention_problem(s, /*with_lse=*/false));
-                s.finish();
-            }
-        }
-        e.parity_mode = read_parity_mode(r, "mode");
-        const auto limit = [&](const char *key, double low, double high) -> std::optional<double> {
-            if (!parity->contains(key)) {
-                r.accept(key);
-                return std::nullopt;
-            }
-            return r.number_or(key, 0.0, low, high);
-        };
-        AccuracyLimits &limits = e.accuracy_limits;
-        limits.min_cosine = limit("min_cosine", 0.0, 1.0);
-        limits.max_rel_l1 = limit("max_rel_l1", 0.0, 1.0);
-        limits.max_rmse = limit("max_rmse", 0.0, 1e6);
-        limits.max_abs_error = limit("max_abs_error", 0.0, 1e6);
-        limits.baseline_factor = r.number_or("baseline_factor", limits.baseline_factor, 1.0, 1000.0);
-        e.reference_rows = r.integer_or("reference_rows", e.reference_rows, 1, std::int64_t(1) << 20);
-        r.finish();
-        if (e.parity_seeds.empty()) fail(ExitCode::usage, r.position() + ": [parity] seeds must not be empty");
-        if (!e.parity_default_shapes && e.parity_shapes.empty() && e.accuracy_shapes.empty())
-            fail(ExitCode::usage, r.position() +
-                                      ": [parity] default_shapes = false needs [[parity.shape]] or [[parity.accuracy_shape]] entries");
-    }
+        return r.number_or(key, 0.0);
+    };
+    AccuracyLimits &limits = e.accuracy_limits;
+    limits.min_cosine = limit(keys::parity_min_cosine);
+    limits.max_rel_l1 = limit(keys::parity_max_rel_l1);
+    limits.max_rmse = limit(keys::parity_max_rmse);
+    limits.max_abs_error = limit(keys::parity_max_abs_error);
+    limits.baseline_factor = r.number_or(keys::parity_baseline_factor, limits.baseline_factor);
+    e.reference_rows = r.integer_or(keys::parity_reference_rows, e.reference_rows);
+    r.finish();
+    if (e.parity_seeds.empty()) fail(ExitCode::usage, r.position() + ": [parity] seeds must not be empty");
+    if (!e.parity_default_shapes && e.parity_shapes.empty() && e.accuracy_shapes.empty())
+        fail(ExitCode::usage, r.position() +
+                                  ": [parity] default_shapes = false needs [[parity.shape]] or [[parity.accuracy_shape]] entries");
+}
 
+// A tolerance candidate, or accuracy shapes, need a limit to hold the candidate to.
+void check_accuracy_limits(const Experiment &e, const std::string &file) {
     bool tolerance = e.parity_mode == ParityMode::tolerance;
     for (const CandidateSpec &c : e.candidates) tolerance = tolerance || c.parity_mode == ParityMode::tolerance;
     if ((tolerance || !e.accuracy_shapes.empty()) && !e.accuracy_limits.any())
         fail(ExitCode::usage, file + ": [parity] " +
                                   std::string(tolerance ? "mode = \"tolerance\"" : "[[parity.accuracy_shape]]") +
                                   " needs at least one limit: min_cosine, max_rel_l1, max_rmse or max_abs_error");
+}
 
+// [workload]: a workload set by name, a workload file, or the workload itself.
+void read_workload_tables(TableReader &top, const std::string &file, const fs::path &base_dir, Experiment &e) {
     const toml::table *workload = top.optional_table("workload");
     if (!workload) fail(ExitCode::usage, file + ":1:1: the manifest needs a [workload] table");
     if (workload->contains("set")) {
@@ -466,61 +464,87 @@ Experiment load_experiment(const fs::path &manifest, const SourceOverrides &over
     }
     if (!e.workload_set && top.optional_table("workload_set"))
         fail(ExitCode::usage, file + ": [workload_set] holds a resolved set; name it with [workload] set = NAME");
+}
 
-    if (const toml::table *time = top.optional_table("time")) {
-        TableReader r(*time, file, "[time]");
-        const SettingRange &half = time_target_half_width_range, &budget = time_budget_seconds_range,
-                           &rounds = time_min_rounds_range, &repeats = time_repeats_range;
-        e.target_half_width = r.number_or(half.key, e.target_half_width, half.low, half.high);
-        e.budget_seconds = r.number_or(budget.key, e.budget_seconds, budget.low, budget.high);
-        e.min_rounds = r.integer_or(rounds.key, e.min_rounds, static_cast<std::int64_t>(rounds.low),
-                                    static_cast<std::int64_t>(rounds.high));
-        e.repeats = r.integer_or(repeats.key, e.repeats, static_cast<std::int64_t>(repeats.low),
-                                 static_cast<std::int64_t>(repeats.high));
-        e.warmup_launches = r.integer_or("warmup_launches", e.warmup_launches, 0, 1000);
-        e.bootstrap_seed = static_cast<std::uint64_t>(r.integer_or("bootstrap_seed", 20261129, 0, INT64_MAX));
-        e.bootstrap_resamples = r.integer_or("bootstrap_resamples", e.bootstrap_resamples, 100, 1000000);
-        e.throttle_fraction = r.number_or("throttle_fraction", e.throttle_fraction, 0.0, 1.0);
-        e.ncu_metrics = r.strings_or("ncu_metrics", e.ncu_metrics);
-        for (const std::string &metric : e.ncu_metrics)
-            if (metric.empty() || metric.find_first_of(", \t") != std::string::npos)
-                fail(ExitCode::usage, r.position() + ": [time] ncu_metrics: '" + metric +
-                                          "' is not one raw ncu metric name (no commas or spaces)");
-        e.ncu_seq_len = r.integer_or("ncu_seq_len", e.ncu_seq_len, 0, 1 << 24);
-        if (e.ncu_seq_len > 0 && e.workload.q_file)
-            fail(ExitCode::usage, r.position() + ": [time] ncu_seq_len does not apply: the workload '" +
-                                      e.workload.name + "' reads tensor files of a fixed shape");
+void read_time_table(const toml::table &time, const std::string &file, Experiment &e) {
+    TableReader r = manifest_table_reader(time, file, "time", "[time]");
+    e.target_half_width = r.number_or(keys::time_target_half_width, e.target_half_width);
+    e.budget_seconds = r.number_or(keys::time_budget_seconds, e.budget_seconds);
+    e.min_rounds = r.integer_or(keys::time_min_rounds, e.min_rounds);
+    e.repeats = r.integer_or(keys::time_repeats, e.repeats);
+    e.warmup_launches = r.integer_or(keys::time_warmup_launches, e.warmup_launches);
+    e.bootstrap_seed = static_cast<std::uint64_t>(r.integer_or(keys::time_bootstrap_seed, 20261129));
+    e.bootstrap_resamples = r.integer_or(keys::time_bootstrap_resamples, e.bootstrap_resamples);
+    e.throttle_fraction = r.number_or(keys::time_throttle_fraction, e.throttle_fraction);
+    e.ncu_metrics = r.strings_or(keys::time_ncu_metrics.key, e.ncu_metrics);
+    for (const std::string &metric : e.ncu_metrics)
+        if (metric.empty() || metric.find_first_of(", \t") != std::string::npos)
+            fail(ExitCode::usage, r.position() + ": [time] ncu_metrics: '" + metric +
+                                      "' is not one raw ncu metric name (no commas or spaces)");
+    e.ncu_seq_len = r.integer_or(keys::time_ncu_seq_len, e.ncu_seq_len);
+    if (e.ncu_seq_len > 0 && e.workload.q_file)
+        fail(ExitCode::usage, r.position() + ": [time] ncu_seq_len does not apply: the workload '" + e.workload.name +
+                                  "' reads tensor files of a fixed shape");
+    r.finish();
+}
+
+void read_gate_table(const toml::table &gate, const std::string &file, Experiment &e) {
+    TableReader r = manifest_table_reader(gate, file, "gate", "[gate]");
+    e.max_spill_growth_bytes = r.integer_or(keys::gate_max_spill_growth_bytes, e.max_spill_growth_bytes);
+    const SchemaKey &ratio = keys::gate_max_ratio_upper;
+    if (auto off = gate.get(ratio.key); off && off->is_string()) {
+        r.accept(ratio.key);
+        if (off->value<std::string>() != "off")
+            fail(ExitCode::usage, r.position(*off) + ": [gate] key 'max_ratio_upper' is a number or \"off\", got \"" +
+                                      *off->value<std::string>() + "\"");
+        e.max_ratio_upper.reset();
+    } else {
+        e.max_ratio_upper = r.number_or(ratio, Experiment::default_max_ratio_upper);
+    }
+    // Each is unset unless the manifest sets it: the set bounds are then off, and the gate applies the
+    // default p50 bound, which a manifest that writes 220 has chosen, not left.
+    for (auto [key, bound] : {std::pair{&keys::gate_max_candidate_p50_ms, &e.max_candidate_p50_ms},
+                              {&keys::gate_max_geomean_ratio_upper, &e.max_geomean_ratio_upper},
+                              {&keys::gate_max_worst_ratio_upper, &e.max_worst_ratio_upper}}) {
+        if (gate.contains(key->key)) *bound = r.number_or(*key, 1.0);
+        else r.accept(key->key);
+    }
+    e.require_sanitizer = r.boolean_or(keys::gate_require_sanitizer.key, e.require_sanitizer);
+    if (const toml::array *waivers = r.optional_array_of_tables(keys::gate_waiver.key))
+        for (const auto &node : *waivers) e.gate_waivers.push_back(read_gate_waiver(*node.as_table(), file));
+    r.finish();
+}
+
+}  // namespace
+
+Experiment load_experiment(const fs::path &manifest, const SourceOverrides &overrides) {
+    const std::string file = manifest.string();
+    const fs::path base_dir = fs::absolute(manifest).parent_path();
+    toml::table doc = parse_toml_file(file);
+    TableReader top(doc, file, "the manifest");
+    Experiment e;
+
+    const toml::table *experiment = top.optional_table("experiment");
+    if (!experiment) fail(ExitCode::usage, file + ":1:1: the manifest needs an [experiment] table");
+    read_experiment_table(*experiment, file, overrides, e);
+
+    const toml::table *source = top.optional_table("source");
+    if (!source) fail(ExitCode::usage, file + ":1:1: the manifest needs a [source] table");
+    {
+        TableReader r = manifest_table_reader(*source, file, "source", "[source]");
+        e.baseline_source = read_source(r, std::nullopt, base_dir, overrides.repository, overrides.commit, "--commit");
+        e.baseline_abi = r.string_or(keys::source_abi.key, e.baseline_abi);
         r.finish();
     }
 
-    if (const toml::table *gate = top.optional_table("gate")) {
-        TableReader r(*gate, file, "[gate]");
-        const SettingRange &spill = gate_max_spill_growth_bytes_range, &ratio = gate_max_ratio_upper_range;
-        e.max_spill_growth_bytes = r.integer_or(spill.key, e.max_spill_growth_bytes, static_cast<std::int64_t>(spill.low),
-                                                static_cast<std::int64_t>(spill.high));
-        if (auto off = gate->get(ratio.key); off && off->is_string()) {
-            r.accept(ratio.key);
-            if (off->value<std::string>() != "off")
-                fail(ExitCode::usage, r.position(*off) + ": [gate] key 'max_ratio_upper' is a number or \"off\", got \"" +
-                                          *off->value<std::string>() + "\"");
-            e.max_ratio_upper.reset();
-        } else {
-            e.max_ratio_upper = r.number_or(ratio.key, Experiment::default_max_ratio_upper, ratio.low, ratio.high);
-        }
-        // Each is unset unless the manifest sets it: the set bounds are then off, and the gate applies the
-        // default p50 bound, which a manifest that writes 220 has chosen, not left.
-        for (auto [range, bound] : {std::pair{&gate_max_candidate_p50_ms_range, &e.max_candidate_p50_ms},
-                                    {&gate_max_geomean_ratio_upper_range, &e.max_geomean_ratio_upper},
-                                    {&gate_max_worst_ratio_upper_range, &e.max_worst_ratio_upper}}) {
-            if (gate->contains(range->key)) *bound = r.number_or(range->key, 1.0, range->low, range->high);
-            else r.accept(range->key);
-        }
-        e.require_sanitizer = r.boolean_or("require_sanitizer", e.require_sanitizer);
-        if (const toml::array *waivers = r.optional_array_of_tables("waiver"))
-            for (const auto &node : *waivers) e.gate_waivers.push_back(read_gate_waiver(*node.as_table(), file));
-        r.finish();
-    }
-
+    read_candidates(doc, top, e, base_dir, overrides);
+    if (const toml::table *build = top.optional_table("build")) read_build_table(*build, file, e);
+    if (const toml::table *sanitize = top.optional_table("sanitize")) read_sanitize_table(*sanitize, file, e);
+    if (const toml::table *parity = top.optional_table("parity")) read_parity_table(*parity, file, e);
+    check_accuracy_limits(e, file);
+    read_workload_tables(top, file, base_dir, e);
+    if (const toml::table *time = top.optional_table("time")) read_time_table(*time, file, e);
+    if (const toml::table *gate = top.optional_table("gate")) read_gate_table(*gate, file, e);
     top.finish();
     return e;
 }
@@ -534,14 +558,14 @@ toml::array to_array(const std::vector<std::string> &values) {
 }
 
 toml::table source_table(const SourceSpec &s) {
-    toml::table t{{"kind", s.kind},
-                  {"kernel_sources", to_array(s.kernel_sources)},
-                  {"support_sources", to_array(s.support_sources)},
-                  {"include_dirs", to_array(s.include_dirs)},
-                  {"needs_torch_headers", s.needs_torch_headers}};
+    toml::table t{{keys::source_kind.key, s.kind},
+                  {keys::source_kernel_sources.key, to_array(s.kernel_sources)},
+                  {keys::source_support_sources.key, to_array(s.support_sources)},
+                  {keys::source_include_dirs.key, to_array(s.include_dirs)},
+                  {keys::source_needs_torch_headers.key, s.needs_torch_headers}};
     if (s.kind == "git") {
-        t.insert("repository", s.repository);
-        t.insert("commit", s.commit);
+        t.insert(keys::source_repository.key, s.repository);
+        t.insert(keys::source_commit.key, s.commit);
     }
     return t;
 }
@@ -600,11 +624,12 @@ void add_candidate_commit_override(SourceOverrides &overrides, const std::string
 }
 
 double checked_setting(const SettingRange &range, double value) {
-    const std::string where = " (as " + std::string(range.table) + " " + range.key + "), got " + shortest(value);
-    if (!(value >= range.low && value <= range.high))
-        fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + shortest(range.low) + ", " +
-                                  shortest(range.high) + "]" + where);
-    if (range.whole && value != std::floor(value))
+    const SchemaKey &key = range.setting;
+    const std::string where = " (as [" + std::string(key.table) + "] " + key.key + "), got " + shortest(value);
+    if (!(value >= key.low && value <= key.high))
+        fail(ExitCode::usage, std::string("--") + range.flag + " must be in [" + shortest(key.low) + ", " +
+                                  shortest(key.high) + "]" + where);
+    if (key.kind == SchemaKind::integer && value != std::floor(value))
         fail(ExitCode::usage, std::string("--") + range.flag + " must be a whole number" + where);
     return value;
 }
@@ -648,15 +673,15 @@ std::vector<std::string> Experiment::variant_names() const {
 
 std::string experiment_to_toml(const Experiment &e) {
     toml::table doc;
-    doc.insert("experiment", toml::table{{"name", e.name}, {"description", e.description}});
+    doc.insert("experiment", toml::table{{keys::experiment_name.key, e.name}, {keys::experiment_description.key, e.description}});
     toml::table source = source_table(e.baseline_source);
-    source.insert("abi", e.baseline_abi);
+    source.insert(keys::source_abi.key, e.baseline_abi);
     doc.insert("source", source);
     auto candidate_table = [](const CandidateSpec &c, bool named) {
-        toml::table t{{"abi", c.abi}, {"source", source_table(c.source)}};
-        if (named) t.insert("name", c.name);
-        if (!c.patch.empty()) t.insert("patch", c.patch);
-        if (c.parity_mode) t.insert("parity_mode", parity_mode_name(*c.parity_mode));
+        toml::table t{{keys::candidate_abi.key, c.abi}, {keys::candidate_source.key, source_table(c.source)}};
+        if (named) t.insert(keys::candidate_name.key, c.name);
+        if (!c.patch.empty()) t.insert(keys::candidate_patch.key, c.patch);
+        if (c.parity_mode) t.insert(keys::candidate_parity_mode.key, parity_mode_name(*c.parity_mode));
         return t;
     };
     if (e.candidates.size() == 1) {
@@ -667,27 +692,29 @@ std::string experiment_to_toml(const Experiment &e) {
         for (const CandidateSpec &c : e.candidates) candidates.push_back(candidate_table(c, true));
         doc.insert("candidate", candidates);
     }
-    doc.insert("build", toml::table{{"arch", e.arch},
-                                    {"nvcc_flags", to_array(e.nvcc_flags)},
-                                    {"extra_flags", to_array(e.extra_flags)}});
-    doc.insert("sanitize", toml::table{{"tools", to_array(e.sanitizer_tools)}});
+    doc.insert("build", toml::table{{keys::build_arch.key, e.arch},
+                                    {keys::build_nvcc_flags.key, to_array(e.nvcc_flags)},
+                                    {keys::build_extra_flags.key, to_array(e.extra_flags)}});
+    doc.insert("sanitize", toml::table{{keys::sanitize_tools.key, to_array(e.sanitizer_tools)}});
     toml::array seeds, shapes;
     for (auto s : e.parity_seeds) seeds.push_back(s);
     for (const auto &s : e.parity_shapes) shapes.push_back(attention_problem_table(s));
-    toml::table parity{{"default_shapes", e.parity_default_shapes},
-                       {"seeds", seeds},
-                       {"reference_max_rel_l2", e.reference_max_rel_l2}};
-    if (!shapes.empty()) parity.insert("shape", shapes);
+    toml::table parity{{keys::parity_default_shapes.key, e.parity_default_shapes},
+                       {keys::parity_seeds.key, seeds},
+                       {keys::parity_reference_max_rel_l2.key, e.reference_max_rel_l2}};
+    if (!shapes.empty()) parity.insert(keys::parity_shape.key, shapes);
     toml::array accuracy_shapes;
     for (const auto &s : e.accuracy_shapes) accuracy_shapes.push_back(attention_problem_table(s));
-    if (!accuracy_shapes.empty()) parity.insert("accuracy_shape", accuracy_shapes);
-    parity.insert("mode", parity_mode_name(e.parity_mode));
+    if (!accuracy_shapes.empty()) parity.insert(keys::parity_accuracy_shape.key, accuracy_shapes);
+    parity.insert(keys::parity_mode.key, parity_mode_name(e.parity_mode));
     const AccuracyLimits &limits = e.accuracy_limits;
-    for (const auto &[key, value] : {std::pair{"min_cosine", limits.min_cosine}, {"max_rel_l1", limits.max_rel_l1},
-                                     {"max_rmse", limits.max_rmse}, {"max_abs_error", limits.max_abs_error}})
+    for (const auto &[key, value] : {std::pair{keys::parity_min_cosine.key, limits.min_cosine},
+                                     {keys::parity_max_rel_l1.key, limits.max_rel_l1},
+                                     {keys::parity_max_rmse.key, limits.max_rmse},
+                                     {keys::parity_max_abs_error.key, limits.max_abs_error}})
         if (value) parity.insert(key, *value);
-    parity.insert("baseline_factor", limits.baseline_factor);
-    parity.insert("reference_rows", e.reference_rows);
+    parity.insert(keys::parity_baseline_factor.key, limits.baseline_factor);
+    parity.insert(keys::parity_reference_rows.key, e.reference_rows);
     doc.insert("parity", parity);
     if (e.workload_set) {
         doc.insert("workload", toml::table{{"set", e.workload_set->name}});
@@ -695,28 +722,30 @@ std::string experiment_to_toml(const Experiment &e) {
     } else {
         doc.insert("workload", workload_table(e.workload));
     }
-    doc.insert("time", toml::table{{"target_half_width", e.target_half_width},
-                                   {"budget_seconds", e.budget_seconds},
-                                   {"min_rounds", e.min_rounds},
-                                   {"repeats", e.repeats},
-                                   {"warmup_launches", e.warmup_launches},
-                                   {"bootstrap_seed", static_cast<std::int64_t>(e.bootstrap_seed)},
-                                   {"bootstrap_resamples", e.bootstrap_resamples},
-                                   {"throttle_fraction", e.throttle_fraction},
-                                   {"ncu_metrics", to_array(e.ncu_metrics)},
-                                   {"ncu_seq_len", e.ncu_seq_len}});
-    toml::table gate{{"max_spill_growth_bytes", e.max_spill_growth_bytes}, {"require_sanitizer", e.require_sanitizer}};
+    doc.insert("time", toml::table{{keys::time_target_half_width.key, e.target_half_width},
+                                   {keys::time_budget_seconds.key, e.budget_seconds},
+                                   {keys::time_min_rounds.key, e.min_rounds},
+                                   {keys::time_repeats.key, e.repeats},
+                                   {keys::time_warmup_launches.key, e.warmup_launches},
+                                   {keys::time_bootstrap_seed.key, static_cast<std::int64_t>(e.bootstrap_seed)},
+                                   {keys::time_bootstrap_resamples.key, e.bootstrap_resamples},
+                                   {keys::time_throttle_fraction.key, e.throttle_fraction},
+                                   {keys::time_ncu_metrics.key, to_array(e.ncu_metrics)},
+                                   {keys::time_ncu_seq_len.key, e.ncu_seq_len}});
+    toml::table gate{{keys::gate_max_spill_growth_bytes.key, e.max_spill_growth_bytes},
+                     {keys::gate_require_sanitizer.key, e.require_sanitizer}};
     // Only when the manifest set it: the resolved copy, too, leaves the default to Experiment.
-    if (e.max_candidate_p50_ms) gate.insert("max_candidate_p50_ms", *e.max_candidate_p50_ms);
-    if (e.max_ratio_upper) gate.insert("max_ratio_upper", *e.max_ratio_upper);
-    else gate.insert("max_ratio_upper", "off");
-    if (e.max_geomean_ratio_upper) gate.insert("max_geomean_ratio_upper", *e.max_geomean_ratio_upper);
-    if (e.max_worst_ratio_upper) gate.insert("max_worst_ratio_upper", *e.max_worst_ratio_upper);
+    for (const auto &[key, bound] : {std::pair{keys::gate_max_candidate_p50_ms.key, e.max_candidate_p50_ms},
+                                     {keys::gate_max_geomean_ratio_upper.key, e.max_geomean_ratio_upper},
+                                     {keys::gate_max_worst_ratio_upper.key, e.max_worst_ratio_upper}})
+        if (bound) gate.insert(key, *bound);
+    if (e.max_ratio_upper) gate.insert(keys::gate_max_ratio_upper.key, *e.max_ratio_upper);
+    else gate.insert(keys::gate_max_ratio_upper.key, "off");
     if (!e.gate_waivers.empty()) {
         toml::array waivers;
         for (const GateWaiver &w : e.gate_waivers)
-            waivers.push_back(toml::table{{"condition", w.condition}, {"reason", w.reason}});
-        gate.insert("waiver", waivers);
+            waivers.push_back(toml::table{{keys::gate_waiver_condition.key, w.condition}, {keys::gate_waiver_reason.key, w.reason}});
+        gate.insert(keys::gate_waiver.key, waivers);
     }
     doc.insert("gate", gate);
     std::ostringstream out;

@@ -6,6 +6,7 @@
 #include "model/accuracy.h"
 #include "model/attention_problem.h"
 #include "model/gate_rules.h"
+#include "model/manifest_keys.h"
 #include "model/workload_set.h"
 
 #include <cstdint>
@@ -180,28 +181,24 @@ std::vector<std::string> shipped_manifest_names();
 // [build] nvcc_flags") names the flag.
 void check_compiler_flag(const std::string &flag, const std::string &where);
 
-// The values the manifest accepts for the settings that `sage2tp time` and `sage2tp gate` can also take
-// on their command lines: one definition, so a flag and the manifest key can never disagree on what is
-// in range.
+// The settings that `sage2tp time` and `sage2tp gate` can also take on their command lines: the flag and
+// the manifest key whose range it shares, so a flag and the key can never disagree on what is in range.
 struct SettingRange {
-    const char *table;  // "[time]" or "[gate]"
-    const char *key;    // the manifest key, e.g. "budget_seconds"
-    const char *flag;   // the command's option, e.g. "budget"
-    double low, high;   // inclusive
-    bool whole;         // a count: only whole numbers
+    const SchemaKey &setting;  // the manifest key, e.g. [time] budget_seconds; an integer key takes whole numbers
+    const char *flag;          // the command's option, e.g. "budget"
 };
-inline constexpr SettingRange time_target_half_width_range{"[time]", "target_half_width", "target-half-width", 1e-5, 0.5, false};
-inline constexpr SettingRange time_budget_seconds_range{"[time]", "budget_seconds", "budget", 1.0, 86400.0, false};
-inline constexpr SettingRange time_min_rounds_range{"[time]", "min_rounds", "min-rounds", 3, 1000000, true};
-inline constexpr SettingRange time_repeats_range{"[time]", "repeats", "repeat", 1, 100, true};
-inline constexpr SettingRange gate_max_candidate_p50_ms_range{"[gate]", "max_candidate_p50_ms", "max-p50-ms", 0, 1e9, false};
-inline constexpr SettingRange gate_max_spill_growth_bytes_range{"[gate]", "max_spill_growth_bytes",
-                                                                "max-spill-growth-bytes", 0, 1 << 30, true};
-inline constexpr SettingRange gate_max_ratio_upper_range{"[gate]", "max_ratio_upper", "max-ratio", 0.01, 100, false};
-inline constexpr SettingRange gate_max_geomean_ratio_upper_range{"[gate]", "max_geomean_ratio_upper", "max-geomean-ratio",
-                                                                 0.01, 100, false};
-inline constexpr SettingRange gate_max_worst_ratio_upper_range{"[gate]", "max_worst_ratio_upper", "max-worst-ratio",
-                                                               0.01, 100, false};
+inline constexpr SettingRange time_target_half_width_range{manifest_key::time_target_half_width, "target-half-width"};
+inline constexpr SettingRange time_budget_seconds_range{manifest_key::time_budget_seconds, "budget"};
+inline constexpr SettingRange time_min_rounds_range{manifest_key::time_min_rounds, "min-rounds"};
+inline constexpr SettingRange time_repeats_range{manifest_key::time_repeats, "repeat"};
+inline constexpr SettingRange gate_max_candidate_p50_ms_range{manifest_key::gate_max_candidate_p50_ms, "max-p50-ms"};
+inline constexpr SettingRange gate_max_spill_growth_bytes_range{manifest_key::gate_max_spill_growth_bytes,
+                                                                "max-spill-growth-bytes"};
+inline constexpr SettingRange gate_max_ratio_upper_range{manifest_key::gate_max_ratio_upper, "max-ratio"};
+inline constexpr SettingRange gate_max_geomean_ratio_upper_range{manifest_key::gate_max_geomean_ratio_upper,
+                                                                 "max-geomean-ratio"};
+inline constexpr SettingRange gate_max_worst_ratio_upper_range{manifest_key::gate_max_worst_ratio_upper,
+                                                               "max-worst-ratio"};
 
 // A command-line value for `range`: Error(usage) naming the flag, its range and the manifest key when it
 // is outside the range (or not whole, for a count); else the value.

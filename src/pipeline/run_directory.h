@@ -8,7 +8,7 @@
 //   <run>/builds/  <run>/logs/  <run>/reports/  <run>/inputs/
 //   <run>/.prepare-new/ .prepare-old/   prepare's staging, present only while (or if killed while) it runs
 //   <run>/.build-new/ .build-old/       build's staging, the same
-//   <run>/slurm/                   sage2tp slurm's submissions (tools/slurm_submission.h)
+//   <run>/slurm/                   sage2tp slurm's submissions (tools/slurm/slurm_submission.h)
 //   <run>/.sage2tp-run             the marker that makes a directory a run (written by prepare)
 //   <run>/.sage2tp-removing        written by clean before it removes anything: a later clean finishes
 //   <run>/.lock                    flock(2) target; holds the pid of the process using the run

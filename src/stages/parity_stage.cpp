@@ -9,7 +9,7 @@
 #include "figures/gpu_figures.h"
 #include "figures/build_figures.h"
 #include "model/shape_sets.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "stages/parity_check.h"
 #include "support/errors.h"
 #include "support/hashing.h"

@@ -5,7 +5,7 @@
 #include "formats/toml_schema.h"
 #include "pipeline/file_artifact.h"
 
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "tools/source_trees.h"
 #include "support/errors.h"
 #include "support/file_io.h"

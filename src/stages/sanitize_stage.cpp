@@ -1,6 +1,6 @@
 #include "stages/sanitize_stage.h"
 
-#include "tools/exec_request.h"
+#include "tools/gpu_session/exec_request.h"
 
 #include "pipeline/common_options.h"
 
@@ -8,7 +8,7 @@
 #include "model/experiment_manifest.h"
 #include "figures/build_figures.h"
 #include "model/shape_sets.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "tools/kernel_build.h"
 #include "figures/sanitize_figures.h"
 #include "stages/sanitize_matrix.h"

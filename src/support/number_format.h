@@ -17,7 +17,8 @@ std::string shortest(double value);
 // Trailing zeros (and a trailing point) dropped from fixed(value, decimals): 4, 1.5, 2.25.
 std::string compact(double value, int decimals);
 
-// How a figure that no checkpoint records prints, in every table and text: never as 0.
+// The one spelling of a missing value in every table and text: a figure that no checkpoint records
+// (never shown as 0), a run whose manifest cannot be read, a stage without a checkpoint.
 inline constexpr const char *missing_figure = "-";
 
 // fixed(*value, decimals), or missing_figure when there is no value.

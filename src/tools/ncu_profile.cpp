@@ -1,13 +1,13 @@
 #include "tools/ncu_profile.h"
 
-#include "tools/exec_request.h"
+#include "tools/gpu_session/exec_request.h"
 
 #include "pipeline/file_artifact.h"
 #include "support/cuda_tools.h"
 #include "support/file_io.h"
 
 #include "formats/ncu_csv.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/errors.h"
 #include "support/hashing.h"
 #include "support/process_runner.h"

@@ -12,7 +12,7 @@
 #include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "tools/kernel_build.h"
 #include "figures/phase_summary.h"
 

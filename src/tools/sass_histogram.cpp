@@ -3,7 +3,7 @@
 #include "pipeline/file_artifact.h"
 #include "support/cuda_tools.h"
 
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "support/hashing.h"

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <utility>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -279,14 +280,32 @@ void remove_trees(const fs::path &trees, const Experiment &experiment, const fs:
     }
 }
 
-std::vector<WorktreeRegistration> registrations_in(const fs::path &git_directory, const fs::path &run_root) {
-    return registrations_inside(git_directory, fs::absolute(run_root).lexically_normal());
-}
-
-void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations) {
+std::vector<WorktreeRegistration> run_worktree_registrations(const fs::path &root) {
     std::error_code ec;
-    for (const WorktreeRegistration &r : registrations)
-        if (fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found) remove_without_following(r.admin);
+    // Without its experiment.toml (or with one this sage2tp cannot read), the trees' own .git files still
+    // name their repositories, believed when they point back into the run.
+    Experiment experiment;
+    const RunDirectory layout(root);
+    if (fs::is_regular_file(fs::symlink_status(layout.manifest(), ec))) try {
+            experiment = load_experiment(layout.manifest());
+        } catch (const Error &) {
+        }
+    std::vector<WorktreeRegistration> registrations = run_registrations(root, experiment);
+    // A clean killed midway recorded the repositories before it removed the trees and experiment.toml
+    // that name them; their registrations of worktrees inside this run are found there.
+    if (fs::is_regular_file(fs::symlink_status(layout.removal_marker(), ec))) try {
+            std::istringstream lines(read_text_file(layout.removal_marker(), max_toml_bytes));
+            for (std::string line; std::getline(lines, line);) {
+                if (line.empty()) continue;
+                for (WorktreeRegistration &r : registrations_inside(line, root))
+                    if (std::none_of(registrations.begin(), registrations.end(),
+                                     [&](const WorktreeRegistration &known) { return known.admin == r.admin; }))
+                        registrations.push_back(std::move(r));
+            }
+        } catch (const Error &) {
+            // Unreadable: the registrations the trees still name are removed all the same.
+        }
+    return registrations;
 }
 
 void relink_trees(const fs::path &trees, const fs::path &moved_from, const fs::path &run_root) {

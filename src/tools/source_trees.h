@@ -12,6 +12,7 @@
 
 #include "model/experiment_manifest.h"
 #include "pipeline/run_directory.h"
+#include "pipeline/run_removal.h"
 
 #include <filesystem>
 #include <functional>
@@ -50,24 +51,14 @@ std::string resolve_commit(const std::string &repository, const std::string &com
 // back. "" when the working tree has no change against the commit.
 std::string worktree_diff(const std::string &repository, const std::string &commit);
 
-// A worktree's registration in the repository it belongs to: <git directory>/worktrees/<id>, whose
-// gitdir file names the worktree.
-struct WorktreeRegistration {
-    std::filesystem::path admin;     // <git directory>/worktrees/<id>
-    std::filesystem::path worktree;  // the worktree it records (inside the run)
-};
-
 // The registrations of worktrees inside the run `run_root` kept outside it: in the repositories of the
 // experiment's git sources and those the run's trees are worktrees of. A tree's .git file is believed
 // only when its registration points back into the run, so a planted one names no other repository.
 std::vector<WorktreeRegistration> run_registrations(const std::filesystem::path &run_root, const Experiment &experiment);
-// The registrations in the git directory `git_directory` (a repository's .git, as
-// `git rev-parse --git-common-dir` names it) of worktrees inside the run `run_root`.
-std::vector<WorktreeRegistration> registrations_in(const std::filesystem::path &git_directory,
-                                                   const std::filesystem::path &run_root);
-// Removes those of `registrations` whose worktree no longer exists: exactly the run's own, nothing a
-// `git worktree prune` of the whole repository would also drop.
-void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations);
+// What removing the run `root` (canonical) unregisters (plan_run_removal's RegistrationFinder): the
+// registrations of its experiment.toml's repositories, or without a readable one those its trees' .git
+// files name, and those of the repositories a clean killed midway recorded in its removal marker.
+std::vector<WorktreeRegistration> run_worktree_registrations(const std::filesystem::path &root);
 
 // Removes a trees directory of the run `run_root` (its trees/, or prepare's staging copy) without
 // following links, and the registrations of its worktrees (as run_registrations finds them); then, in

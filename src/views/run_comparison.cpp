@@ -209,9 +209,9 @@ std::string gate_cell(const ComparedRun &run, const ComparedCandidate *c, const 
 TextTable comparison_rows(const std::vector<ComparedRun> &runs) {
     TextTable table{table_columns(with_change(runs)), {}};
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
-        std::vector<std::string> row{run.id, c ? c->name : "-", workload_cell(run, c), or_dash(run.arch),
+        std::vector<std::string> row{run.id, c ? c->name : missing_figure, workload_cell(run, c), or_dash(run.arch),
                                      or_dash(gpu_cell(run, c)), clock_text(run), fixed_or_missing(baseline_p50_of(run, c), 3),
-                                     c ? fixed_or_missing(c->p50_ms, 3) : "-", c ? interval_cell(c->ratio) : "-",
+                                     c ? fixed_or_missing(c->p50_ms, 3) : missing_figure, c ? interval_cell(c->ratio) : missing_figure,
                                      interval_cell(aa_of(run, c)), run.time.state,
                                      gate_cell(run, c, run.gate.state)};
         if (with_change(runs)) row.insert(row.begin() + 9, change_cell(runs.front(), run, c));
@@ -454,7 +454,7 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
     }
     for_each_row(runs, [&](const ComparedRun &run, const ComparedCandidate *c) {
         const std::string gate = "gate " + gate_cell(run, c, run.gate.state);
-        IntervalRow row{c ? c->name : "-",
+        IntervalRow row{c ? c->name : missing_figure,
                         run.id + (c && !c->shape.empty() ? " " + c->shape : "") + (c && !c->gpu.empty() ? " " + c->gpu : ""),
                         c ? c->ratio : std::nullopt, ""};
         const std::optional<RatioInterval> aa = aa_of(run, c);
@@ -472,7 +472,7 @@ std::string comparison_svg(const std::vector<ComparedRun> &runs) {
     const auto joined = [](const std::set<std::string> &names) {
         std::string text;
         for (const std::string &name : names) text += (text.empty() ? "" : ", ") + name;
-        return text.empty() ? std::string("-") : text;
+        return text.empty() ? std::string(missing_figure) : text;
     };
     plot.title = "sage2tp compare: " + std::to_string(runs.size()) + (runs.size() == 1 ? " run, " : " runs, ") +
                  std::to_string(candidates) + (candidates == 1 ? " candidate" : " candidates");

@@ -1,4 +1,5 @@
 #include "views/run_overview.h"
+#include "support/number_format.h"
 
 #include "figures/build_figures.h"
 #include "figures/gate_figures.h"
@@ -78,7 +79,7 @@ RunOverview overview_run(const RunDirectory &run, const std::string &run_option)
     std::optional<std::size_t> open;  // the first stage not passed (or skipped) and fresh
     for (std::size_t i = 0; i < states.size(); ++i) {
         const StageState &state = states[i];
-        StageOverview line{state.stage, "-", "-", "-", "", "", "", state.stale_reason, {}};
+        StageOverview line{state.stage, missing_figure, missing_figure, missing_figure, "", "", "", state.stale_reason, {}};
         const Checkpoint *c = state.read.checkpoint ? &*state.read.checkpoint : nullptr;
         if (c) {
             line.status = to_string(c->status);

@@ -18,7 +18,7 @@ namespace s2tp {
 struct StageOverview {
     Stage stage;
     std::string status;        // passed | failed | skipped | untrusted | running (pid N) | -
-    std::string finished_utc;  // "-" without a checkpoint
+    std::string finished_utc;  // missing_figure without a checkpoint
     std::string fresh;         // yes | no | -
     std::string summary;       // figures.summary, then why it is stale
     std::string first_reason;  // a failed or skipped stage's first reason

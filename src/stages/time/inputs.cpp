@@ -1,7 +1,7 @@
 #include "stages/time/inputs.h"
 
 #include "support/data_paths.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 namespace fs = std::filesystem;
 

@@ -15,7 +15,7 @@
 #include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "stages/parity_check.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 #include <toml++/toml.h>
 

@@ -1,6 +1,6 @@
 #include "stages/time/ncu.h"
 
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 #include "tools/ncu_profile.h"
 
 namespace s2tp {

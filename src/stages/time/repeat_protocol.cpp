@@ -10,7 +10,7 @@
 #include "support/number_format.h"
 #include "support/process_runner.h"
 #include "support/statistics.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 #include <chrono>
 #include <cmath>

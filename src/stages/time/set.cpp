@@ -13,7 +13,7 @@
 #include "support/errors.h"
 #include "support/file_io.h"
 #include "support/number_format.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 #include <chrono>
 #include <sstream>

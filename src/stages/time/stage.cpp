@@ -4,7 +4,7 @@
 #include "stages/time/print.h"
 #include "stages/time/workload.h"
 #include "support/errors.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 namespace s2tp {
 

@@ -12,7 +12,7 @@
 #include "stages/time/stop_rule.h"
 #include "support/data_paths.h"
 #include "support/errors.h"
-#include "tools/gpu_session.h"
+#include "tools/gpu_session/gpu_session.h"
 
 #include <algorithm>
 #include <mutex>

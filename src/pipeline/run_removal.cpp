@@ -1,6 +1,5 @@
-#include "tools/run_removal.h"
+#include "pipeline/run_removal.h"
 
-#include "model/experiment_manifest.h"
 #include "support/errors.h"
 #include "support/file_io.h"
 
@@ -9,13 +8,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 
 namespace fs = std::filesystem;
 
 namespace s2tp {
 
-RunRemoval plan_run_removal(const fs::path &run) {
+void remove_run_registrations(const std::vector<WorktreeRegistration> &registrations) {
+    std::error_code ec;
+    for (const WorktreeRegistration &r : registrations)
+        if (fs::symlink_status(r.worktree, ec).type() == fs::file_type::not_found) remove_without_following(r.admin);
+}
+
+RunRemoval plan_run_removal(const fs::path &run, const RegistrationFinder &registrations_of) {
     if (const std::string why = why_not_removable_run(run); !why.empty())
         fail(ExitCode::precondition, "no such run: '" + run.string() + "' is not a sage2tp run directory (" + why +
                                          "); nothing was removed");
@@ -29,29 +33,7 @@ RunRemoval plan_run_removal(const fs::path &run) {
         if (std::find(last.begin(), last.end(), entry.path()) == last.end()) removal.entries.push_back(entry.path());
     std::sort(removal.entries.begin(), removal.entries.end());
     removal.entries.insert(removal.entries.end(), last.begin(), last.end());
-    // Without its experiment.toml (or with one this sage2tp cannot read), the trees' own .git files still
-    // name their repositories, believed when they point back into the run.
-    Experiment experiment;
-    const fs::path manifest = removal.root / "experiment.toml";
-    if (fs::is_regular_file(fs::symlink_status(manifest, ec))) try {
-            experiment = load_experiment(manifest);
-        } catch (const Error &) {
-        }
-    removal.registrations = run_registrations(removal.root, experiment);
-    // A clean killed midway recorded the repositories before it removed the trees and experiment.toml
-    // that name them; their registrations of worktrees inside this run are found there.
-    if (fs::is_regular_file(fs::symlink_status(layout.removal_marker(), ec))) try {
-            std::istringstream lines(read_text_file(layout.removal_marker(), max_toml_bytes));
-            for (std::string line; std::getline(lines, line);) {
-                if (line.empty()) continue;
-                for (WorktreeRegistration &r : registrations_in(line, removal.root))
-                    if (std::none_of(removal.registrations.begin(), removal.registrations.end(),
-                                     [&](const WorktreeRegistration &known) { return known.admin == r.admin; }))
-                        removal.registrations.push_back(std::move(r));
-            }
-        } catch (const Error &) {
-            // Unreadable: the registrations the trees still name are removed all the same.
-        }
+    removal.registrations = registrations_of(removal.root);
     return removal;
 }
 

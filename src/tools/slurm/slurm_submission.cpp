@@ -1,4 +1,4 @@
-#include "tools/slurm_submission.h"
+#include "tools/slurm/slurm_submission.h"
 
 #include "figures/figure_fields.h"
 #include "formats/toml_schema.h"

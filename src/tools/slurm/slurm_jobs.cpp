@@ -1,4 +1,4 @@
-#include "tools/slurm_jobs.h"
+#include "tools/slurm/slurm_jobs.h"
 
 #include "support/errors.h"
 #include "support/process_runner.h"

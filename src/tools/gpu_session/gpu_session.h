@@ -64,10 +64,10 @@ struct BuiltKernels {
 };
 
 // Reads the artifacts of the run's build checkpoint (keys "<variant>:<source>", run-relative path +
-// sha256) for the sources the run's manifest names. Throws Error(precondition) when the build
-// checkpoint is missing, failed or stale, or naming the file when an artifact is not recorded, the
-// cubin is missing, or its SHA-256 differs from the record; Error(usage) for a manifest `abi` that
-// names no adapter. Every GPU stage finds its cubins and their adapters here.
+// sha256) for the sources the run's manifest names. `states` are inspect_run's, which trusts the build
+// checkpoint only when every file it records still has its SHA-256. Throws Error(precondition) when
+// the build checkpoint is missing, untrusted (a cubin missing or changed), failed or stale, or naming
+// the key when an artifact is not recorded; Error(usage) for a manifest `abi` that names no adapter. Every GPU stage finds its cubins and their adapters here.
 BuiltKernels built_kernels(const StageContext &context);
 // The same for a process that reads a run another process holds (sage2tp exec under sanitize or ncu).
 BuiltKernels built_kernels(const RunDirectory &run, const std::vector<StageState> &states, const Experiment &experiment);

@@ -20,7 +20,7 @@
 #include "model/experiment_manifest.h"
 #include "pipeline/cli.h"
 #include "pipeline/run_directory.h"
-#include "tools/slurm_jobs.h"
+#include "tools/slurm/slurm_jobs.h"
 
 #include <filesystem>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "tools/exec_request.h"
+#include "tools/gpu_session/exec_request.h"
 
 #include "pipeline/common_options.h"
 
