@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a structure below changes; a library of another version is refused. */
-#define S2TP_HOST_CALL_VERSION 1
+#define S2TP_HOST_CALL_VERSION 2
 
 #define S2TP_HOST_MAX_DIMS 6
 #define S2TP_HOST_MAX_LAUNCHES 16
@@ -69,6 +69,10 @@ typedef struct {
     uint64_t dynamic_smem_bytes;
     int32_t cluster[3];                       /* 0 0 0 unless launched with a cluster dimension */
     int32_t status;                           /* the launch call's cudaError_t */
+    /* What the driver's occupancy calculator gives for this kernel at this block size and dynamic
+     * shared memory, and the kernel's registers per thread; both 0 when the driver could not say. */
+    int32_t blocks_per_sm;
+    int32_t registers;
 } s2tp_launch_record;
 
 typedef struct {

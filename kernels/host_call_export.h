@@ -26,6 +26,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -94,6 +95,11 @@ struct KernelFacts {
     bool sizes_read = false;
 };
 
+struct Residency {
+    int32_t blocks_per_sm = 0;
+    int32_t registers = 0;
+};
+
 class LaunchRecorder {
 public:
     // Never destroyed, like every static here: dlclose runs a library's static destructors, and an
@@ -142,6 +148,10 @@ public:
                         r.cluster[2] = static_cast<int32_t>(config->attrs[a].val.clusterDim.z);
                     }
             r.status = status;
+            const Residency &residency = residency_of(launch.kernel, launch.block.x * launch.block.y * launch.block.z,
+                                                      launch.smem);
+            r.blocks_per_sm = residency.blocks_per_sm;
+            r.registers = residency.registers;
         }
         if (keep_) launches_.push_back(std::move(launch));
     }
@@ -162,6 +172,37 @@ private:
         else
             facts.name = "(unnamed: the driver has no cuKernelGetName)";
         return facts_.emplace(kernel, std::move(facts)).first->second;
+    }
+
+    // How many blocks of `kernel` fit an SM at this block size and dynamic shared memory, and its
+    // registers, from the driver once per (kernel, threads, bytes): what the host function's launch
+    // really gets, which build's table can only model for the launch it assumes.
+    const Residency &residency_of(cudaKernel_t kernel, unsigned threads, size_t smem) {
+        const auto key = std::make_tuple(kernel, threads, smem);
+        auto found = residency_.find(key);
+        if (found != residency_.end()) return found->second;
+        using GetFunction = CUresult (*)(CUfunction *, CUkernel);
+        using Occupancy = CUresult (*)(int *, CUfunction, int, size_t);
+        using Attribute = CUresult (*)(int *, CUfunction_attribute, CUfunction);
+        const auto entry = [](const char *name) {
+            void *function = nullptr;
+            cudaDriverEntryPointQueryResult result{};
+            cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &result);
+            return function;
+        };
+        Residency residency;
+        CUfunction function = nullptr;
+        void *get_function = entry("cuKernelGetFunction"), *occupancy = entry("cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+             *attribute = entry("cuFuncGetAttribute");
+        if (get_function && occupancy && attribute &&
+            reinterpret_cast<GetFunction>(get_function)(&function, reinterpret_cast<CUkernel>(kernel)) == CUDA_SUCCESS) {
+            int blocks = 0, registers = 0;
+            if (reinterpret_cast<Occupancy>(occupancy)(&blocks, function, static_cast<int>(threads), smem) == CUDA_SUCCESS)
+                residency.blocks_per_sm = blocks;
+            if (reinterpret_cast<Attribute>(attribute)(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function) == CUDA_SUCCESS)
+                residency.registers = registers;
+        }
+        return residency_.emplace(key, residency).first->second;
     }
 
     // The kernel's parameter sizes, read from the driver once per kernel, for replay only: the driver
@@ -189,6 +230,7 @@ private:
     int depth_ = 0;
     std::vector<RecordedLaunch> launches_;
     std::map<cudaKernel_t, KernelFacts> facts_;
+    std::map<std::tuple<cudaKernel_t, unsigned, size_t>, Residency> residency_;
 };
 
 // Makes a launch through `real` and records it, as `made` describes it, unless it is a nested one

@@ -425,6 +425,23 @@ TEST(GateSharedMemory, TheLaunchesTheHostFunctionsMadeDecideOverBuildsTable) {
 }
 
 // ---- warps-per-scheduler
+// A candidate whose host code launches its own kernel has no entry in build's table; the driver's
+// occupancy of the launched kernels (3 blocks of 4 warps against 1 block of 12) decides instead.
+TEST(GateWarpsPerScheduler, TheLaunchedKernelsOccupancyDecidesOverBuildsTable) {
+    GateEvidence e = good_evidence();
+    e.candidate_resources.warps_per_scheduler.reset();  // build's stand-in entry has no launch shape
+    e.baseline_launched_warps_per_scheduler = 3.0;
+    e.candidate_launched_warps_per_scheduler = 3.0;
+    const GateCondition same = condition(evaluate_gate(e, default_gate_thresholds()), "warps-per-scheduler");
+    EXPECT_EQ(same.status, GateStatus::pass);
+    EXPECT_EQ(same.figure, "as the host functions launched on the workload (the driver's occupancy): candidate 3 vs "
+                           "baseline 3");
+    e.candidate_launched_warps_per_scheduler = 2.0;
+    EXPECT_EQ(status_of(e, "warps-per-scheduler"), GateStatus::fail);
+    e.baseline_launched_warps_per_scheduler.reset();  // a cubin arm: the table decides, and it lacks the figure
+    EXPECT_EQ(status_of(e, "warps-per-scheduler"), GateStatus::not_checked);
+}
+
 TEST(GateWarpsPerScheduler, PassFailNotChecked) {
     GateEvidence e = good_evidence();
     e.candidate_resources.warps_per_scheduler = 4.5;

@@ -148,7 +148,13 @@ TEST_F(HostCall, ALaunchIsRecordedAsTheHostFunctionMadeItAndNoLaunchIsAFailure) 
     const std::vector<RecordedLaunch> launches = library.launches();
     ASSERT_EQ(launches.size(), 1u);
     EXPECT_NE(launches.at(0).kernel.find("fill_kernel"), std::string::npos) << launches.at(0).kernel;
-    EXPECT_EQ(launches.at(0).describe(), "grid 1x1x1, block 128x1x1, 0 B dynamic smem");
+    const RecordedLaunch &launch = launches.at(0);
+    EXPECT_EQ(launch.describe().rfind("grid 1x1x1, block 128x1x1, 0 B dynamic smem, ", 0), 0u) << launch.describe();
+    // The driver's occupancy of the launched kernel at its block and shared memory: 4 warps a block.
+    ASSERT_TRUE(launch.blocks_per_sm && launch.registers) << launch.describe();
+    EXPECT_GE(*launch.blocks_per_sm, 1);
+    EXPECT_GE(*launch.registers, 1);
+    EXPECT_DOUBLE_EQ(*launch.warps_per_scheduler(), *launch.blocks_per_sm * 4 / 4.0);
     EXPECT_EQ(result.device_allocations, 0);
     // torch::empty's block is allocated once, then reused by the next call.
     EXPECT_EQ(library.call(fill_arguments(out.get(), HostDType::f32, 1), nullptr, true, "x").device_allocations, 1);

@@ -64,7 +64,9 @@ const std::vector<Field<ArmTimeFigures>> &ArmTimeFigures::fields() {
         field("thermal_limited_share", &A::thermal_limited_share, "of launches"),
         field("sync_boost_share", &A::sync_boost_share, "of launches"),
         field("launch", &A::launch, "as the host function made it"),
-        field("launch_dynamic_smem_bytes", &A::launch_dynamic_smem_bytes, "bytes")};
+        field("launch_kernel", &A::launch_kernel, "mangled name"),
+        field("launch_dynamic_smem_bytes", &A::launch_dynamic_smem_bytes, "bytes"),
+        field("launch_warps_per_scheduler", &A::launch_warps_per_scheduler, "warps")};
     return table;
 }
 

@@ -49,9 +49,12 @@ struct ArmTimeFigures {
     std::optional<double> sm_clock_median_mhz, power_median_w, temperature_median_c;
     std::optional<double> power_limited_share, thermal_limited_share, sync_boost_share;
     // For an arm whose host function launched it: that launch, as it was made ("grid 256x40x1, block
-    // 32x4x1, 32768 B dynamic smem"), and its dynamic shared memory.
-    std::optional<std::string> launch;
+    // 32x4x1, 32768 B dynamic smem, 168 registers, 3 blocks/SM"), the kernel it launched (mangled), its
+    // dynamic shared memory, and the resident warps per SM scheduler the driver's occupancy calculator
+    // gives for it.
+    std::optional<std::string> launch, launch_kernel;
     std::optional<std::int64_t> launch_dynamic_smem_bytes;
+    std::optional<double> launch_warps_per_scheduler;
 
     static ArmTimeFigures of(const Summary &summary, double tops_p50, const ArmConditions &conditions);
     static const std::vector<Field<ArmTimeFigures>> &fields();

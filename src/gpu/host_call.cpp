@@ -60,6 +60,8 @@ std::string RecordedLaunch::describe() const {
     std::string text = "grid " + dims(grid) + ", block " + dims(block) + ", " + std::to_string(dynamic_smem_bytes) +
                        " B dynamic smem";
     if (cluster.x) text += ", cluster " + dims(cluster);
+    if (registers) text += ", " + std::to_string(*registers) + " registers";
+    if (blocks_per_sm) text += ", " + std::to_string(*blocks_per_sm) + " blocks/SM";
     return text;
 }
 
@@ -127,13 +129,21 @@ HostCallResult HostCallLibrary::call(const HostArguments &arguments, GpuStream s
     return {r.launch_count, r.device_allocations};
 }
 
+std::optional<double> RecordedLaunch::warps_per_scheduler() const {
+    if (!blocks_per_sm) return std::nullopt;
+    const unsigned threads = block.x * block.y * block.z;
+    return *blocks_per_sm * ((threads + 31) / 32) / 4.0;
+}
+
 std::vector<RecordedLaunch> HostCallLibrary::launches() const {
     std::vector<RecordedLaunch> launches;
     for (int i = 0; i < report_->launch_count && i < S2TP_HOST_MAX_LAUNCHES; ++i) {
         const s2tp_launch_record &l = report_->launches[i];
         launches.push_back({l.kernel, dims_of(l.grid), dims_of(l.block), l.dynamic_smem_bytes,
                             LaunchDims{static_cast<unsigned>(l.cluster[0]), static_cast<unsigned>(l.cluster[1]),
-                                       static_cast<unsigned>(l.cluster[2])}});
+                                       static_cast<unsigned>(l.cluster[2])},
+                            l.blocks_per_sm > 0 ? std::optional<int>(l.blocks_per_sm) : std::nullopt,
+                            l.registers > 0 ? std::optional<int>(l.registers) : std::nullopt});
     }
     return launches;
 }

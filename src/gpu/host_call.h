@@ -51,8 +51,13 @@ struct RecordedLaunch {
     LaunchDims grid, block;
     std::uint64_t dynamic_smem_bytes = 0;
     LaunchDims cluster{0, 0, 0};  // 0 0 0 unless launched with a cluster dimension
+    // The driver's occupancy calculator for this kernel at this block and dynamic shared memory, and
+    // the kernel's registers per thread; unset when the driver could not say.
+    std::optional<int> blocks_per_sm, registers;
 
     std::string describe() const;  // "grid 256x40x1, block 128x1x1, 32768 B dynamic smem"
+    // Resident warps per SM scheduler (4 per SM): blocks_per_sm times the block's warps, over 4.
+    std::optional<double> warps_per_scheduler() const;
 };
 
 // What a call reports at once: counts only, so that a timed call allocates nothing to return them.

@@ -272,6 +272,12 @@ GateCondition check_shared_memory(const GateEvidence &e, const GateThresholds &)
 
 GateCondition check_warps_per_scheduler(const GateEvidence &e, const GateThresholds &) {
     const char *name = "warps-per-scheduler";
+    if (e.baseline_launched_warps_per_scheduler && e.candidate_launched_warps_per_scheduler) {
+        const double base = *e.baseline_launched_warps_per_scheduler, cand = *e.candidate_launched_warps_per_scheduler;
+        return make(name, cand < base ? GateStatus::fail : GateStatus::pass,
+                    "as the host functions launched on the workload (the driver's occupancy): candidate " +
+                        compact(cand, 2) + " vs baseline " + compact(base, 2));
+    }
     const auto &base = e.baseline_resources.warps_per_scheduler;
     const auto &cand = e.candidate_resources.warps_per_scheduler;
     if (auto not_evidence = resources_unusable(name, e, base && cand)) return *not_evidence;

@@ -140,6 +140,10 @@ struct GateEvidence {
     // where both arms are host calls: what shipped code asks for, which build's table, made before any
     // call, cannot know. The shared-memory condition judges these when they are there.
     std::optional<std::int64_t> baseline_launched_smem_bytes, candidate_launched_smem_bytes;
+    // Likewise the resident warps per SM scheduler of each arm's launched kernel, from the driver's
+    // occupancy calculator at the launch's block and shared memory: what the warps-per-scheduler
+    // condition judges when both are there.
+    std::optional<double> baseline_launched_warps_per_scheduler, candidate_launched_warps_per_scheduler;
 };
 
 // A candidate/baseline median below this is implausible for a change of schedule: more than twice as

@@ -129,6 +129,8 @@ void read_time(const TimeFigures &figures, const std::string &name, GateEvidence
     if (figures.baseline && candidate->timing) {
         evidence.baseline_launched_smem_bytes = figures.baseline->launch_dynamic_smem_bytes;
         evidence.candidate_launched_smem_bytes = candidate->timing->launch_dynamic_smem_bytes;
+        evidence.baseline_launched_warps_per_scheduler = figures.baseline->launch_warps_per_scheduler;
+        evidence.candidate_launched_warps_per_scheduler = candidate->timing->launch_warps_per_scheduler;
     }
 }
 

@@ -176,7 +176,9 @@ void launch_figures(TimeFigures &f, const std::vector<std::optional<ArmLaunch>> 
     const auto put = [&](std::optional<ArmTimeFigures> &timing, Arm arm) {
         if (!timing || arm >= launches.size() || !launches[arm]) return;
         timing->launch = launches[arm]->shape;
+        timing->launch_kernel = launches[arm]->kernel;
         timing->launch_dynamic_smem_bytes = launches[arm]->dynamic_smem_bytes;
+        timing->launch_warps_per_scheduler = launches[arm]->warps_per_scheduler;
     };
     put(f.baseline, baseline_arm);
     for (Arm arm = first_candidate_arm; arm < arms.size(); ++arm) put(f.candidate_or_add(arms[arm]).timing, arm);

@@ -157,7 +157,8 @@ InputSet make_input_set(const MeasureRequest &request, const CubinModule &quanti
         if (!call) continue;
         const std::vector<RecordedLaunch> launched = arm_kernels[arm]->library->launches();
         const RecordedLaunch &first = launched.front();
-        set.launched.back() = ArmLaunch{first.describe(), static_cast<std::int64_t>(first.dynamic_smem_bytes)};
+        set.launched.back() = ArmLaunch{first.describe(), first.kernel, static_cast<std::int64_t>(first.dynamic_smem_bytes),
+                                        first.warps_per_scheduler()};
         if (index == 0 && arm != control_arm)
             for (const RecordedLaunch &launch : launched)
                 reporter.progress("time: " + arms[arm] + " (" + arm_kernels[arm]->library->function() + ") launches " +

@@ -65,8 +65,10 @@ struct ArmAccuracy {
 // What an arm's host function launched on input set 0: its first launch, as RecordedLaunch describes
 // it, and that launch's dynamic shared memory.
 struct ArmLaunch {
-    std::string shape;  // "grid 256x40x1, block 32x4x1, 32768 B dynamic smem"
+    std::string shape;   // "grid 256x40x1, block 32x4x1, 32768 B dynamic smem, ..."
+    std::string kernel;  // mangled
     std::int64_t dynamic_smem_bytes = 0;
+    std::optional<double> warps_per_scheduler;
 };
 
 struct ArmMeasurement {

@@ -24,6 +24,13 @@ const char *const repeat_child_command = "time-repeat";
 
 namespace {
 
+// One arm's launch in the measurement file; its warps per scheduler only where the driver said.
+toml::table launch_table(const ArmLaunch &launch) {
+    toml::table t{{"shape", launch.shape}, {"kernel", launch.kernel}, {"dynamic_smem_bytes", launch.dynamic_smem_bytes}};
+    if (launch.warps_per_scheduler) t.insert("warps_per_scheduler", *launch.warps_per_scheduler);
+    return t;
+}
+
 toml::array digests_array(const std::vector<OutputDigest> &digests) {
     toml::array array;
     for (const OutputDigest &d : digests) array.push_back(toml::table{{"sha256", d.sha256}, {"unwritten", d.nan_count}});
@@ -76,7 +83,7 @@ toml::table ArmMeasurement::to_toml() const {
     for (const std::string &reason : input_set_failures) set_failures.push_back(reason);
     toml::array launched;  // an empty table for an arm launched from its cubin
     for (const std::optional<ArmLaunch> &launch : launches)
-        launched.push_back(launch ? toml::table{{"shape", launch->shape}, {"dynamic_smem_bytes", launch->dynamic_smem_bytes}}
+        launched.push_back(launch ? launch_table(*launch)
                                   : toml::table{});
     toml::array arm_accuracy;
     for (const ArmAccuracy &a : accuracy) {
@@ -110,8 +117,9 @@ ArmMeasurement ArmMeasurement::from_toml(const toml::table &t, const std::string
         for (const toml::node &node : *launched) {
             const toml::table *l = node.as_table();
             if (l && l->contains("shape"))
-                m.launches.push_back(ArmLaunch{(*l)["shape"].value_or(std::string()),
-                                               (*l)["dynamic_smem_bytes"].value_or<std::int64_t>(0)});
+                m.launches.push_back(ArmLaunch{(*l)["shape"].value_or(std::string()), (*l)["kernel"].value_or(std::string()),
+                                               (*l)["dynamic_smem_bytes"].value_or<std::int64_t>(0),
+                                               (*l)["warps_per_scheduler"].value<double>()});
             else
                 m.launches.push_back(std::nullopt);
         }
