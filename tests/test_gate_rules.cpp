@@ -434,8 +434,12 @@ TEST(GateWarpsPerScheduler, TheLaunchedKernelsOccupancyDecidesOverBuildsTable) {
     e.candidate_launched_warps_per_scheduler = 3.0;
     const GateCondition same = condition(evaluate_gate(e, default_gate_thresholds()), "warps-per-scheduler");
     EXPECT_EQ(same.status, GateStatus::pass);
-    EXPECT_EQ(same.figure, "as the host functions launched on the workload (the driver's occupancy): candidate 3 vs "
+    EXPECT_EQ(same.figure, "as the host functions launched on the workload, by the driver's occupancy: candidate 3 vs "
                            "baseline 3");
+    e.launched_warps_shape = "cogvideox-5b-480p";  // over a set: the shape closest to failing, named
+    EXPECT_EQ(condition(evaluate_gate(e, default_gate_thresholds()), "warps-per-scheduler").figure,
+              "as the host functions launched on the workload (shape cogvideox-5b-480p), by the driver's occupancy: "
+              "candidate 3 vs baseline 3");
     e.candidate_launched_warps_per_scheduler = 2.0;
     EXPECT_EQ(status_of(e, "warps-per-scheduler"), GateStatus::fail);
     e.baseline_launched_warps_per_scheduler.reset();  // a cubin arm: the table decides, and it lacks the figure

@@ -253,14 +253,16 @@ GateCondition check_worst_shape_speed(const GateEvidence &e, const GateThreshold
 }
 
 std::string at_entry(const std::string &entry) { return entry.empty() ? "" : " at " + entry; }
+std::string on_shape(const std::string &shape) { return shape.empty() ? "" : " (shape " + shape + ")"; }
 
 GateCondition check_shared_memory(const GateEvidence &e, const GateThresholds &) {
     const char *name = "shared-memory";
     if (e.baseline_launched_smem_bytes && e.candidate_launched_smem_bytes) {
         const std::int64_t base = *e.baseline_launched_smem_bytes, cand = *e.candidate_launched_smem_bytes;
         return make(name, cand > base ? GateStatus::fail : GateStatus::pass,
-                    "as the host functions launched on the workload: candidate " + std::to_string(cand) +
-                        " B vs baseline " + std::to_string(base) + " B of dynamic shared memory per block");
+                    "as the host functions launched on the workload" + on_shape(e.launched_smem_shape) + ": candidate " +
+                        std::to_string(cand) + " B vs baseline " + std::to_string(base) +
+                        " B of dynamic shared memory per block");
     }
     const auto &base = e.baseline_resources.smem_per_block_bytes;
     const auto &cand = e.candidate_resources.smem_per_block_bytes;
@@ -275,8 +277,8 @@ GateCondition check_warps_per_scheduler(const GateEvidence &e, const GateThresho
     if (e.baseline_launched_warps_per_scheduler && e.candidate_launched_warps_per_scheduler) {
         const double base = *e.baseline_launched_warps_per_scheduler, cand = *e.candidate_launched_warps_per_scheduler;
         return make(name, cand < base ? GateStatus::fail : GateStatus::pass,
-                    "as the host functions launched on the workload (the driver's occupancy): candidate " +
-                        compact(cand, 2) + " vs baseline " + compact(base, 2));
+                    "as the host functions launched on the workload" + on_shape(e.launched_warps_shape) +
+                        ", by the driver's occupancy: candidate " + compact(cand, 2) + " vs baseline " + compact(base, 2));
     }
     const auto &base = e.baseline_resources.warps_per_scheduler;
     const auto &cand = e.candidate_resources.warps_per_scheduler;

@@ -144,6 +144,9 @@ struct GateEvidence {
     // occupancy calculator at the launch's block and shared memory: what the warps-per-scheduler
     // condition judges when both are there.
     std::optional<double> baseline_launched_warps_per_scheduler, candidate_launched_warps_per_scheduler;
+    // Over a workload set: the shape whose launches those are, the one where each condition is closest
+    // to failing.
+    std::string launched_smem_shape, launched_warps_shape;
 };
 
 // A candidate/baseline median below this is implausible for a change of schedule: more than twice as

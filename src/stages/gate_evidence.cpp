@@ -134,6 +134,31 @@ void read_time(const TimeFigures &figures, const std::string &name, GateEvidence
     }
 }
 
+// The launches of one shape of a set, where they fare worse for the candidate than those kept so far:
+// the most dynamic shared memory gained, the most warps per scheduler lost. A shape's host functions
+// may launch differently (another head_dim, another template instance), so each condition judges the
+// shape where it is closest to failing, and names it.
+void keep_worst_launch(const GateEvidence &shape, const std::string &name, GateEvidence &evidence) {
+    if (shape.baseline_launched_smem_bytes && shape.candidate_launched_smem_bytes) {
+        const std::int64_t growth = *shape.candidate_launched_smem_bytes - *shape.baseline_launched_smem_bytes;
+        if (!evidence.baseline_launched_smem_bytes ||
+            growth > *evidence.candidate_launched_smem_bytes - *evidence.baseline_launched_smem_bytes) {
+            evidence.baseline_launched_smem_bytes = shape.baseline_launched_smem_bytes;
+            evidence.candidate_launched_smem_bytes = shape.candidate_launched_smem_bytes;
+            evidence.launched_smem_shape = name;
+        }
+    }
+    if (shape.baseline_launched_warps_per_scheduler && shape.candidate_launched_warps_per_scheduler) {
+        const double change = *shape.candidate_launched_warps_per_scheduler - *shape.baseline_launched_warps_per_scheduler;
+        if (!evidence.baseline_launched_warps_per_scheduler ||
+            change < *evidence.candidate_launched_warps_per_scheduler - *evidence.baseline_launched_warps_per_scheduler) {
+            evidence.baseline_launched_warps_per_scheduler = shape.baseline_launched_warps_per_scheduler;
+            evidence.candidate_launched_warps_per_scheduler = shape.candidate_launched_warps_per_scheduler;
+            evidence.launched_warps_shape = name;
+        }
+    }
+}
+
 // A set's time figures: each shape read as one workload's, then the candidate's figures over the set.
 void read_time_set(const SetTimeFigures &figures, const std::string &name, GateEvidence &evidence) {
     evidence.workload_set = figures.workload_set.value_or("");
@@ -143,6 +168,7 @@ void read_time_set(const SetTimeFigures &figures, const std::string &name, GateE
         evidence.set_shapes.push_back({shape.name, one.real_output_sha256, one.expected_real_output_sha256,
                                        one.real_output_accuracy_passed, one.real_output_accuracy,
                                        one.candidate_p50_ms, one.candidate_vs_baseline, one.plausibility});
+        keep_worst_launch(one, shape.name, evidence);
     }
     const SetCandidateFigures *candidate = figures.candidate(name);
     if (!candidate) return;
