@@ -162,6 +162,26 @@ TEST_F(Upstream, PatchThatBreaksCompilationFailsBuildWithTheCompilerErrorQuoted)
     ASSERT_EQ(sage2tp({"clean", "--yes", "broken"}).exit_code, 0);
 }
 
+// Candidates whose host code launches a kernel of their own (another launch shape): both shipped sm90
+// schedules apply to upstream's file and build, and build compares them through the worst of their own
+// entry points instead of failing on the entries upstream's template arguments name.
+TEST_F(Upstream, Sm90SchedulesThatLaunchTheirOwnKernelBuildAndCompare) {
+    ProcessResult r = prepare(source_root / "data/experiments/sageattention-sm90-schedules.toml", "schedules");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = sage2tp({"build", "--run", "schedules"});
+    std::cout << "---- sage2tp build (sageattention-sm90-schedules)\n" << r.out << r.err << std::flush;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const Checkpoint built = checkpoint("schedules", "02-build.toml");
+    EXPECT_EQ(built.figures["candidates"]["shared-kv"]["summary"].value_or(std::string()).rfind(
+                  "8 entries (4 launched by its host code from its own entry points)", 0),
+              0u);
+    const auto stand_in = built.figures["candidates"]["shared-kv"]["kernels"]["hd128_bf16_nomask"];
+    EXPECT_EQ(stand_in["entry"].value_or(std::string()).rfind("the worst of the host code's ", 0), 0u);
+    EXPECT_EQ(stand_in["spill_store_bytes"].value_or<std::int64_t>(-1), 0) << "the schedules fit 168 registers";
+    EXPECT_FALSE(stand_in["warps_per_scheduler"]) << "the launch shape is the host function's: time records it";
+    ASSERT_EQ(sage2tp({"clean", "--yes", "schedules"}).exit_code, 0);
+}
+
 TEST_F(Upstream, Sm90FileBuildsWithoutTorchAndRunsDirectoriesDeletedByHandArePruned) {
     // upstream-vs-embedded: upstream's kernel against the embedded one, each from its own source.
     ProcessResult r = prepare(source_root / "data/experiments/upstream-vs-embedded.toml", "headers");
