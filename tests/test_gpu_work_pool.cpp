@@ -34,6 +34,15 @@ struct Ran {
     fail(ExitCode::missing_tool, "GPU " + std::to_string(gpu) + " failed: cudaErrorDevicesUnavailable");
 }
 
+// Six items on GPUs 0 and 1, GPU 1 lost on its first item.
+GpuPoolReport lose_gpu_1_of_two(ItemPlacement placement, Ran &ran) {
+    GpuWorkPool pool({0, 1}, 6, placement);
+    return pool.run([&](std::size_t item, int gpu) {
+        if (gpu == 1) lose_the_gpu(gpu);
+        ran.note(item, gpu);
+    });
+}
+
 }  // namespace
 
 TEST(GpuWorkPool, DealsRoundRobinAndEachGpuRunsItsItemsInOrder) {
@@ -52,11 +61,7 @@ TEST(GpuWorkPool, DealsRoundRobinAndEachGpuRunsItsItemsInOrder) {
 
 TEST(GpuWorkPool, ALostGpusQueuedItemsMoveToTheGpusStillRunning) {
     Ran ran;
-    GpuWorkPool pool({0, 1}, 6, ItemPlacement::movable);
-    const GpuPoolReport report = pool.run([&](std::size_t item, int gpu) {
-        if (gpu == 1) lose_the_gpu(gpu);
-        ran.note(item, gpu);
-    });
+    const GpuPoolReport report = lose_gpu_1_of_two(ItemPlacement::movable, ran);
     // Item 1 lost GPU 1 (the client reports it); GPU 1's queue, items 3 and 5, ran on GPU 0.
     EXPECT_EQ(ran.order[0], (std::vector<std::size_t>{0, 2, 4, 3, 5}));
     EXPECT_EQ(ran.gpu_of.count(1), 0u);
@@ -72,11 +77,7 @@ TEST(GpuWorkPool, ALostGpusQueuedItemsMoveToTheGpusStillRunning) {
 
 TEST(GpuWorkPool, ALostGpusPinnedItemsAreReportedNotRun) {
     Ran ran;
-    GpuWorkPool pool({0, 1}, 6, ItemPlacement::pinned);
-    const GpuPoolReport report = pool.run([&](std::size_t item, int gpu) {
-        if (gpu == 1) lose_the_gpu(gpu);
-        ran.note(item, gpu);
-    });
+    const GpuPoolReport report = lose_gpu_1_of_two(ItemPlacement::pinned, ran);
     EXPECT_EQ(ran.order[0], (std::vector<std::size_t>{0, 2, 4}));
     ASSERT_EQ(report.not_run.size(), 2u);
     EXPECT_EQ(report.not_run[0].item, 3u);
