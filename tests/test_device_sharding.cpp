@@ -105,6 +105,17 @@ TEST(GpuQueues, DealtRoundRobinAndALostGpusQueueMovesToTheOthers) {
     EXPECT_TRUE(queues.empty());
 }
 
+// A measurement of one GPU is never run on another: a lost GPU's pinned items are handed back.
+TEST(GpuQueues, ALostGpusPinnedItemsAreHandedBack) {
+    GpuQueues queues(4, {0, 1}, ItemPlacement::pinned);
+    EXPECT_EQ(queues.take(1), 1u);
+    EXPECT_EQ(queues.lose(1), (std::vector<std::size_t>{3}));
+    EXPECT_FALSE(queues.add(1, 5));
+    EXPECT_EQ(queues.take(0), 0u);
+    EXPECT_EQ(queues.take(0), 2u);
+    EXPECT_TRUE(queues.empty());
+}
+
 TEST(DeviceList, ChecksAreDealtRoundRobinEachToOneGpu) {
     EXPECT_EQ(assign_checks(7, {0, 1, 2}), (std::vector<int>{0, 1, 2, 0, 1, 2, 0}));
     EXPECT_EQ(assign_checks(2, {3}), (std::vector<int>{3, 3}));

@@ -72,8 +72,8 @@ std::optional<std::string> device_error_in(const std::string &output) {
     return first;
 }
 
-GpuQueues::GpuQueues(std::size_t items, const std::vector<int> &devices)
-    : devices_(devices), queues_(devices.size()), lost_(devices.size(), false) {
+GpuQueues::GpuQueues(std::size_t items, const std::vector<int> &devices, ItemPlacement placement)
+    : devices_(devices), queues_(devices.size()), lost_(devices.size(), false), placement_(placement) {
     const std::vector<int> gpu_of_item = assign_checks(items, devices);
     for (std::size_t item = 0; item < items; ++item) queues_[slot(gpu_of_item[item])].push_back(item);
 }
@@ -95,6 +95,7 @@ std::optional<std::size_t> GpuQueues::take(int device) {
 bool GpuQueues::add(int device, std::size_t item) {
     std::size_t to = slot(device);
     if (lost_[to]) {
+        if (placement_ == ItemPlacement::pinned) return false;
         if (std::all_of(lost_.begin(), lost_.end(), [](bool l) { return l; })) return false;
         while (lost_[next_ % devices_.size()]) ++next_;
         to = next_++ % devices_.size();
@@ -116,7 +117,8 @@ std::vector<std::size_t> GpuQueues::lose(int device) {
     lost_[from] = true;
     std::deque<std::size_t> orphans = std::move(queues_[from]);
     queues_[from].clear();
-    if (std::all_of(lost_.begin(), lost_.end(), [](bool l) { return l; })) return {orphans.begin(), orphans.end()};
+    if (placement_ == ItemPlacement::pinned || std::all_of(lost_.begin(), lost_.end(), [](bool l) { return l; }))
+        return {orphans.begin(), orphans.end()};
     for (const std::size_t item : orphans) add(device, item);
     return {};
 }

@@ -54,16 +54,20 @@ std::vector<int> assign_checks(std::size_t checks, const std::vector<int> &devic
 // not one: it is a finding of the check that ran it.
 std::optional<std::string> device_error_in(const std::string &output);
 
+// Whether a lost GPU's items may run on another: a check may (movable), a measurement of that GPU may
+// not (pinned).
+enum class ItemPlacement { movable, pinned };
+
 // Each GPU's queue of work items (indices into the caller's list), dealt round-robin in order. When
-// a GPU is lost its queue moves, round-robin, to the GPUs still running; with none left the items are
-// handed back to be reported as not run. Not thread-safe: the caller holds its lock.
+// a GPU is lost its movable items move, round-robin, to the GPUs still running; pinned ones, or any
+// with none left, are handed back to be reported as not run. Not thread-safe: the caller holds its lock.
 class GpuQueues {
 public:
-    GpuQueues(std::size_t items, const std::vector<int> &devices);
+    GpuQueues(std::size_t items, const std::vector<int> &devices, ItemPlacement placement = ItemPlacement::movable);
 
     std::optional<std::size_t> take(int device);  // the next item of `device`'s queue
     // More work for `device` (a failed batch's singles), or, `device` lost, for the next GPU still
-    // running; false when none is left to take it.
+    // running; false when none is left to take it (or the items are pinned).
     bool add(int device, std::size_t item);
     bool has_work(int device) const;
     bool empty() const;  // no GPU has work queued
@@ -76,6 +80,7 @@ private:
     std::vector<int> devices_;
     std::vector<std::deque<std::size_t>> queues_;  // per entry of devices_
     std::vector<bool> lost_;
+    ItemPlacement placement_;
     std::size_t next_ = 0;  // where the round-robin of moved items goes on
 
     std::size_t slot(int device) const;

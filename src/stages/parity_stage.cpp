@@ -10,6 +10,7 @@
 #include "figures/build_figures.h"
 #include "model/shape_sets.h"
 #include "tools/gpu_session/gpu_session.h"
+#include "tools/gpu_session/gpu_work_pool.h"
 #include "stages/parity_check.h"
 #include "support/errors.h"
 #include "support/hashing.h"
@@ -18,7 +19,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 namespace s2tp {
 namespace {
@@ -66,6 +66,165 @@ std::int64_t unwritten(const KernelRun &run, const AttentionProblem &problem) {
     return count_nan(run.o) + (problem.with_lse ? count_nan(run.lse) : 0);
 }
 
+// What every comparison of one run reads.
+struct ParityRun {
+    const ParityPlan &plan;
+    const BuiltKernels &kernels;
+    const Experiment &experiment;
+    bool accuracy;
+};
+
+// One comparison: every variant on one shape and seed, on the calling thread's GPU.
+ParityComparison compare_variants(const ParityRun &run, const ParityModules &modules, std::size_t index,
+                                  std::int64_t seed) {
+    const ParityPlan &plan = run.plan;
+    const BuiltKernels &kernels = run.kernels;
+    const Experiment &experiment = run.experiment;
+    const bool accuracy = run.accuracy;
+    const AttentionProblem &problem = plan.all_problems[index];
+    const bool accuracy_only = index >= plan.problems.size();
+    ParityComparison c;
+    c.shape = problem.describe();
+    c.seed = seed;
+    // The long accuracy shapes are generated on the GPU, bit for bit as on the host.
+    DeviceInputs unquantized;
+    if (accuracy_only) {
+        unquantized = generate_inputs_on_gpu(modules.quantize, problem.shape, problem.dtype, static_cast<std::uint64_t>(seed));
+    } else {
+        const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
+        unquantized = upload_inputs(problem, host.q, host.k, host.v);
+    }
+    // Quantized by the baseline build's kernels, once per recipe the variants' launchers need:
+    // variants with the same recipe read the same buffers.
+    InputsByRecipe quantized(modules.quantize, problem, std::move(unquantized));
+    const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization(problem.shape.head_dim));
+    std::vector<std::uint32_t> rows;
+    Tensor reference;
+    if (accuracy) {
+        rows = sample_query_rows(problem.shape.len_q, experiment.reference_rows, static_cast<std::uint64_t>(seed));
+        reference = reference_on_gpu(modules.quantize, problem, quantized.unquantized(), rows);
+        c.reference_rows = static_cast<std::int64_t>(rows.size());
+    }
+    // Every launch finds NaN in every SM's shared memory: a tail it reads unwritten shows.
+    fill_shared_memory_with_nan(modules.quantize);
+    const KernelRun base = run_attention(modules.baseline, problem, inputs, "baseline");
+    c.baseline_unwritten = unwritten(base, problem);
+    c.baseline_o_sha256 = sha256_hex(base.o.bytes.data(), base.o.bytes.size());
+    Tensor base_rows;
+    if (accuracy) {
+        base_rows = gather_query_rows(base.o, problem.shape, rows);
+        c.baseline_accuracy = accuracy_metrics(base_rows, reference, rows);
+    }
+    for (std::size_t i = 0; i < modules.candidates.size(); ++i) {
+        const KernelAbi &abi = *kernels.candidates[i].abi;
+        fill_shared_memory_with_nan(modules.quantize);
+        const KernelRun cand =
+            run_attention(*modules.candidates[i], problem, quantized.get(abi.quantization(problem.shape.head_dim)), kernels.candidates[i].variant);
+        CandidateRun &ran = c.candidates[kernels.candidates[i].variant];
+        ran.unwritten = unwritten(cand, problem);
+        ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());
+        if (auto d = tensor_difference("o", base.o, cand.o)) ran.differences.push_back(*d);
+        if (problem.with_lse)
+            if (auto d = tensor_difference("lse", base.lse, cand.lse)) ran.differences.push_back(*d);
+        if (accuracy) {
+            const Tensor cand_rows = gather_query_rows(cand.o, problem.shape, rows);
+            ran.accuracy = accuracy_metrics(cand_rows, reference, rows);
+            ran.vs_baseline = accuracy_metrics(cand_rows, base_rows, rows);
+        }
+    }
+    c.cpu_reference_checked = !accuracy_only;
+    if (!accuracy_only) {
+        const ReferenceResult cpu = reference_attention(problem.shape, download_quantized(problem, inputs),
+                                                        problem.sm_scale, problem.causal, 0, inputs.recipe);
+        const RelL2 error = relative_l2(base.o, cpu.o);
+        c.reference_rel_l2 = error.rel_l2;
+        c.reference_non_finite = error.non_finite;
+    }
+    return c;
+}
+
+// Every (shape, seed) is one comparison, an item of the GPU pool. Each GPU's worker makes its GPU
+// current (the runtime's current device is per thread) and loads the modules into its context. A
+// device error loses the GPU: the comparison it was lost on is not run, its others move to the GPUs
+// still running (not run when none is left), the stage fails, and every comparison that ran is kept.
+struct ParityItem {
+    std::size_t problem;
+    std::int64_t seed;
+};
+
+StageResult run_parity(StageContext &context, const ParityRequest &request, const Reporter &reporter,
+                       const ParityPlan &plan, double limit, bool accuracy) {
+    const Experiment &experiment = context.experiment();
+    StageResult result;
+    const BuiltKernels kernels = built_kernels(context);
+    const std::vector<DeviceFacts> devices = require_gpus(Stage::parity, request.devices, context.run(), kernels.arch);
+    for (const DeviceFacts &device : devices) require_kernels_for_device("parity", kernels, device);
+    result.tools.insert("gpu", gpu_names(devices));
+    result.tools.insert("cuda_driver", cuda_version_string(devices.front().driver_version));
+    std::vector<std::string> names;
+    for (const BuiltAttention &built : kernels.candidates) names.push_back(built.variant);
+
+    std::vector<ParityItem> items;
+    for (std::size_t index = 0; index < plan.all_problems.size(); ++index)
+        for (const std::int64_t seed : experiment.parity_seeds) items.push_back({index, seed});
+    std::vector<int> indices;
+    std::vector<GpuFigures> gpus;
+    for (const DeviceFacts &device : devices) {
+        indices.push_back(device.index);
+        gpus.push_back(GpuFigures::of(device));
+    }
+    const ParityRun run{plan, kernels, experiment, accuracy};
+    std::vector<std::optional<ParityComparison>> slots(items.size());
+    std::mutex reporting;
+    std::size_t started = 0;
+    auto compare_item = [&](const ParityModules &modules, std::size_t i, int gpu) {
+        {
+            std::lock_guard<std::mutex> lock(reporting);
+            const bool accuracy_only = items[i].problem >= plan.problems.size();
+            reporter.progress("[" + std::to_string(++started) + "/" + std::to_string(items.size()) + "] " +
+                              plan.all_problems[items[i].problem].describe() + " seed " + std::to_string(items[i].seed) +
+                              (accuracy_only ? " (accuracy only)" : "") +
+                              (devices.size() > 1 ? " on GPU " + std::to_string(gpu) : ""));
+        }
+        slots[i] = compare_variants(run, modules, items[i].problem, items[i].seed);
+    };
+    GpuWorkPool pool(indices, items.size(), ItemPlacement::movable);
+    const GpuPoolReport report = pool.run_per_worker([&](int gpu) -> GpuWorkPool::Work {
+        select_device(gpu);
+        const auto modules = std::make_shared<const ParityModules>(kernels);
+        return [&compare_item, modules](std::size_t i, int on) { compare_item(*modules, i, on); };
+    });
+
+    std::vector<ParityComparison> comparisons;
+    for (std::optional<ParityComparison> &c : slots)
+        if (c) comparisons.push_back(std::move(*c));
+    std::vector<GpuCheckOutcome> shares;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+        const GpuShare &share = report.share(indices[g]);
+        gpus[g].checks = static_cast<std::int64_t>(share.dealt);
+        gpus[g].ran = static_cast<std::int64_t>(share.ran);
+        if (share.lost) gpus[g].lost = share.lost->device_error + ": " + share.lost->message;
+        shares.push_back(GpuCheckOutcome{indices[g], gpus[g].name, share.dealt, share.ran, 0,
+                                         gpus[g].lost.empty() ? std::nullopt : std::optional(gpus[g].lost)});
+    }
+    const ShardedVerdict sharded = judge_sharded_checks(shares);
+
+    ParityFold fold = fold_parity(comparisons, plan.all_problems.size(), experiment.parity_seeds.size(), limit, names,
+                                  plan.rules);
+    if (accuracy) fold.figures.reference_rows = experiment.reference_rows;
+    fold.figures.device = devices.front().summary();
+    fold.figures.gpus = std::move(gpus);
+    result.status = fold.passed && sharded.passed ? StageStatus::passed : StageStatus::failed;
+    if (!sharded.passed) {
+        result.reasons = sharded.reasons;
+        result.reasons.push_back(std::to_string(items.size() - comparisons.size()) + " of " +
+                                 std::to_string(items.size()) + " comparisons not run; the figures hold only those that ran");
+    }
+    result.reasons.insert(result.reasons.end(), fold.reasons.begin(), fold.reasons.end());
+    result.figures = fold.figures.to_toml();
+    return result;
+}
+
 }  // namespace
 
 StageWork parity_stage_work(StageContext &context, const ParityRequest &request, const Reporter &reporter) {
@@ -98,165 +257,8 @@ StageWork parity_stage_work(StageContext &context, const ParityRequest &request,
             add_accuracy_inputs(f, plan->rules, experiment.reference_rows);
         }
     };
-    work.run = [&context, &experiment, &request, &reporter, plan, limit, accuracy] {
-        StageResult result;
-        const BuiltKernels kernels = built_kernels(context);
-        const std::vector<DeviceFacts> devices = require_gpus(Stage::parity, request.devices, context.run(), kernels.arch);
-        for (const DeviceFacts &device : devices) require_kernels_for_device("parity", kernels, device);
-        result.tools.insert("gpu", gpu_names(devices));
-        result.tools.insert("cuda_driver", cuda_version_string(devices.front().driver_version));
-        std::vector<std::string> names;
-        for (const BuiltAttention &built : kernels.candidates) names.push_back(built.variant);
-
-        // One comparison: every variant on one shape and seed, on the calling thread's GPU.
-        auto compare = [&](const ParityModules &modules, std::size_t index, std::int64_t seed) {
-            const AttentionProblem &problem = plan->all_problems[index];
-            const bool accuracy_only = index >= plan->problems.size();
-            ParityComparison c;
-            c.shape = problem.describe();
-            c.seed = seed;
-            // The long accuracy shapes are generated on the GPU, bit for bit as on the host.
-            DeviceInputs unquantized;
-            if (accuracy_only) {
-                unquantized = generate_inputs_on_gpu(modules.quantize, problem.shape, problem.dtype, static_cast<std::uint64_t>(seed));
-            } else {
-                const GeneratedInputs host = problem_inputs(problem, static_cast<std::uint64_t>(seed));
-                unquantized = upload_inputs(problem, host.q, host.k, host.v);
-            }
-            // Quantized by the baseline build's kernels, once per recipe the variants' launchers need:
-            // variants with the same recipe read the same buffers.
-            InputsByRecipe quantized(modules.quantize, problem, std::move(unquantized));
-            const DeviceQuantizedInputs &inputs = quantized.get(kernels.baseline.abi->quantization(problem.shape.head_dim));
-            std::vector<std::uint32_t> rows;
-            Tensor reference;
-            if (accuracy) {
-                rows = sample_query_rows(problem.shape.len_q, experiment.reference_rows, static_cast<std::uint64_t>(seed));
-                reference = reference_on_gpu(modules.quantize, problem, quantized.unquantized(), rows);
-                c.reference_rows = static_cast<std::int64_t>(rows.size());
-            }
-            // Every launch finds NaN in every SM's shared memory: a tail it reads unwritten shows.
-            fill_shared_memory_with_nan(modules.quantize);
-            const KernelRun base = run_attention(modules.baseline, problem, inputs, "baseline");
-            c.baseline_unwritten = unwritten(base, problem);
-            c.baseline_o_sha256 = sha256_hex(base.o.bytes.data(), base.o.bytes.size());
-            Tensor base_rows;
-            if (accuracy) {
-                base_rows = gather_query_rows(base.o, problem.shape, rows);
-                c.baseline_accuracy = accuracy_metrics(base_rows, reference, rows);
-            }
-            for (std::size_t i = 0; i < modules.candidates.size(); ++i) {
-                const KernelAbi &abi = *kernels.candidates[i].abi;
-                fill_shared_memory_with_nan(modules.quantize);
-                const KernelRun cand =
-                    run_attention(*modules.candidates[i], problem, quantized.get(abi.quantization(problem.shape.head_dim)), kernels.candidates[i].variant);
-                CandidateRun &ran = c.candidates[kernels.candidates[i].variant];
-                ran.unwritten = unwritten(cand, problem);
-                ran.o_sha256 = sha256_hex(cand.o.bytes.data(), cand.o.bytes.size());
-                if (auto d = tensor_difference("o", base.o, cand.o)) ran.differences.push_back(*d);
-                if (problem.with_lse)
-                    if (auto d = tensor_difference("lse", base.lse, cand.lse)) ran.differences.push_back(*d);
-                if (accuracy) {
-                    const Tensor cand_rows = gather_query_rows(cand.o, problem.shape, rows);
-                    ran.accuracy = accuracy_metrics(cand_rows, reference, rows);
-                    ran.vs_baseline = accuracy_metrics(cand_rows, base_rows, rows);
-                }
-            }
-            c.cpu_reference_checked = !accuracy_only;
-            if (!accuracy_only) {
-                const ReferenceResult cpu = reference_attention(problem.shape, download_quantized(problem, inputs),
-                                                                problem.sm_scale, problem.causal, 0, inputs.recipe);
-                const RelL2 error = relative_l2(base.o, cpu.o);
-                c.reference_rel_l2 = error.rel_l2;
-                c.reference_non_finite = error.non_finite;
-            }
-            return c;
-        };
-
-        // Every (shape, seed) is one comparison, dealt round-robin over the GPUs. Each GPU's comparisons
-        // run on a thread of its own, which makes that GPU current (the runtime's current device is per
-        // thread) and loads the modules into its context. A device error loses the GPU: its comparisons
-        // not yet run are not run, the stage fails, and the other GPUs' comparisons are kept.
-        struct Item {
-            std::size_t problem;
-            std::int64_t seed;
-        };
-        std::vector<Item> items;
-        for (std::size_t index = 0; index < plan->all_problems.size(); ++index)
-            for (const std::int64_t seed : experiment.parity_seeds) items.push_back({index, seed});
-        std::vector<int> indices;
-        std::vector<GpuFigures> gpus;
-        for (const DeviceFacts &device : devices) {
-            indices.push_back(device.index);
-            gpus.push_back(GpuFigures::of(device));
-        }
-        const std::vector<int> gpu_of = assign_checks(items.size(), indices);
-        std::vector<std::optional<ParityComparison>> slots(items.size());
-        std::mutex mutex;
-        std::exception_ptr failure;
-        std::size_t started = 0;
-        auto shard = [&](std::size_t g) {
-            const int gpu = indices[g];
-            try {
-                select_device(gpu);
-                const ParityModules modules(kernels);
-                for (std::size_t i = 0; i < items.size(); ++i) {
-                    if (gpu_of[i] != gpu) continue;
-                    {
-                        std::lock_guard<std::mutex> lock(mutex);
-                        if (failure) return;
-                        const bool accuracy_only = items[i].problem >= plan->problems.size();
-                        reporter.progress("[" + std::to_string(++started) + "/" + std::to_string(items.size()) + "] " +
-                                          plan->all_problems[items[i].problem].describe() + " seed " +
-                                          std::to_string(items[i].seed) + (accuracy_only ? " (accuracy only)" : "") +
-                                          (devices.size() > 1 ? " on GPU " + std::to_string(gpu) : ""));
-                    }
-                    slots[i] = compare(modules, items[i].problem, items[i].seed);
-                    std::lock_guard<std::mutex> lock(mutex);
-                    *gpus[g].ran += 1;
-                }
-            } catch (const Error &e) {
-                std::lock_guard<std::mutex> lock(mutex);
-                if (const std::optional<std::string> lost = device_error_in(e.what()))
-                    gpus[g].lost = *lost + ": " + e.what();
-                else if (!failure)
-                    failure = std::current_exception();
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(mutex);
-                if (!failure) failure = std::current_exception();
-            }
-        };
-        std::vector<std::thread> threads;
-        for (std::size_t g = 0; g < indices.size(); ++g) threads.emplace_back(shard, g);
-        for (std::thread &t : threads) t.join();
-        if (failure) std::rethrow_exception(failure);
-
-        std::vector<ParityComparison> comparisons;
-        for (std::optional<ParityComparison> &c : slots)
-            if (c) comparisons.push_back(std::move(*c));
-        // A lost GPU's comparisons count as dealt to it, so its share falls short of them.
-        std::vector<GpuCheckOutcome> shares;
-        for (std::size_t g = 0; g < gpus.size(); ++g) {
-            const std::size_t dealt = static_cast<std::size_t>(std::count(gpu_of.begin(), gpu_of.end(), indices[g]));
-            gpus[g].checks = static_cast<std::int64_t>(dealt);
-            shares.push_back(GpuCheckOutcome{indices[g], gpus[g].name, dealt, static_cast<std::size_t>(*gpus[g].ran), 0,
-                                             gpus[g].lost.empty() ? std::nullopt : std::optional(gpus[g].lost)});
-        }
-        const ShardedVerdict sharded = judge_sharded_checks(shares);
-
-        ParityFold fold = fold_parity(comparisons, plan->all_problems.size(), experiment.parity_seeds.size(), limit,
-                                      names, plan->rules);
-        if (accuracy) fold.figures.reference_rows = experiment.reference_rows;
-        fold.figures.device = devices.front().summary();
-        fold.figures.gpus = std::move(gpus);
-        result.status = fold.passed && sharded.passed ? StageStatus::passed : StageStatus::failed;
-        if (!sharded.passed) {
-            result.reasons = sharded.reasons;
-            result.reasons.push_back(std::to_string(items.size() - comparisons.size()) + " of " +
-                                     std::to_string(items.size()) + " comparisons not run; the figures hold only those that ran");
-        }
-        result.reasons.insert(result.reasons.end(), fold.reasons.begin(), fold.reasons.end());
-        result.figures = fold.figures.to_toml();
-        return result;
+    work.run = [&context, &request, &reporter, plan, limit, accuracy] {
+        return run_parity(context, request, reporter, *plan, limit, accuracy);
     };
     work.summarize = [](const Checkpoint &c, const Reporter &to) { to.say(ParityFigures::from_toml(c.figures).text()); };
     return work;

@@ -1,6 +1,7 @@
 #include "stages/sanitize_matrix.h"
 
 #include "model/device_sharding.h"
+#include "tools/gpu_session/gpu_work_pool.h"
 
 #include <algorithm>
 
@@ -54,10 +55,8 @@ std::string log_name_on_gpu(const std::string &log_name, int gpu) {
     const std::string suffix = ".log";
     const bool has_suffix =
         log_name.size() >= suffix.size() && log_name.compare(log_name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    const std::string stem = has_suffix
-                                 ? log_name.substr(0, log_name.size() - suffix.size())
-                                 : log_name;
-    return stem + "-gpu" + std::to_string(gpu) + suffix;
+    return has_suffix ? name_on_gpu(log_name.substr(0, log_name.size() - suffix.size()), gpu, suffix)
+                      : name_on_gpu(log_name, gpu);
 }
 
 std::vector<SanitizeOutcome> batch_outcomes(const SanitizeBatchPlan &batch, const SanitizerReport &report,

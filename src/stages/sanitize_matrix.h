@@ -80,7 +80,8 @@ struct SanitizeOutcome {
 };
 
 // The log of `log_name` ("<variant>-<tool>-batch.log") run on GPU `gpu`: "<variant>-<tool>-batch-gpu1.log",
-// so that a batch moved off a lost GPU keeps both logs and every log names the GPU that wrote it.
+// so that a batch moved off a lost GPU keeps both logs and every log names the GPU that wrote it
+// (name_on_gpu, the GPU pool's naming).
 std::string log_name_on_gpu(const std::string &log_name, int gpu);
 
 // The report of a batch that settles its checks (one that passed, or a single shape's) as each

@@ -2,11 +2,10 @@
 
 #include "stages/time/stop_rule.h"
 #include "support/errors.h"
+#include "tools/gpu_session/gpu_work_pool.h"
 
 #include <algorithm>
-#include <exception>
 #include <optional>
-#include <thread>
 
 namespace s2tp {
 
@@ -42,38 +41,32 @@ std::string repeat_where(const TimeStageInputs &in, std::size_t index) {
 std::string process_stem(const TimeStageInputs &in, std::size_t index) {
     const std::string repeat = "repeat-" + std::to_string(process_repeat(in, index) + 1);
     if (!on_several_gpus(in)) return "time-" + repeat;
-    return "time-gpu" + std::to_string(process_device(in, index)) + (in.repeats == 1 ? "" : "-" + repeat);
+    return name_on_gpu("time", process_device(in, index), in.repeats == 1 ? "" : "-" + repeat);
 }
 
 namespace {
 
-// One repeat on every GPU not yet lost, all at once, into `m`; false when no GPU is left.
+// One repeat on every GPU not yet lost, all at once, into `m`; false when no GPU is left. Each GPU's
+// process is an item of the GPU pool pinned to its GPU: a lost GPU's measurement runs nowhere else.
 bool measure_repeat_on_gpus(const TimeStageInputs &in, std::size_t repeat, Measurements &m, const ChildMeasure &child) {
     const std::size_t gpus = in.gpus.size();
-    std::vector<std::optional<ArmMeasurement>> slots(gpus);
-    std::vector<std::exception_ptr> failures(gpus);
-    std::vector<std::thread> threads;
-    for (std::size_t g = 0; g < gpus; ++g) {
-        if (!m.lost[g].empty()) continue;
-        threads.emplace_back([&, g] {
-            try {
-                slots[g] = child(repeat * gpus + g);
-            } catch (const Error &e) {
-                if (e.code() == ExitCode::missing_tool) m.lost[g] = e.what();
-                else failures[g] = std::current_exception();
-            } catch (...) {
-                failures[g] = std::current_exception();
-            }
-        });
-    }
-    for (std::thread &t : threads) t.join();
-    for (const std::exception_ptr &failure : failures)
-        if (failure) std::rethrow_exception(failure);
+    std::vector<std::size_t> places;  // of the GPUs still running, in in.gpus
+    std::vector<int> devices;
     for (std::size_t g = 0; g < gpus; ++g)
-        if (slots[g]) {
-            m.measured.push_back(std::move(*slots[g]));
-            m.process.push_back(repeat * gpus + g);
+        if (m.lost[g].empty()) {
+            places.push_back(g);
+            devices.push_back(in.gpus[g].index);
         }
+    std::vector<std::optional<ArmMeasurement>> slots(places.size());
+    GpuWorkPool pool(devices, places.size(), ItemPlacement::pinned);
+    const GpuPoolReport report =
+        pool.run([&](std::size_t item, int) { slots[item] = child(repeat * gpus + places[item]); });
+    for (std::size_t i = 0; i < places.size(); ++i) {
+        if (const std::optional<GpuLoss> &lost = report.share(devices[i]).lost) m.lost[places[i]] = lost->message;
+        if (!slots[i]) continue;
+        m.measured.push_back(std::move(*slots[i]));
+        m.process.push_back(repeat * gpus + places[i]);
+    }
     return std::any_of(m.lost.begin(), m.lost.end(), [](const std::string &l) { return l.empty(); });
 }
 

@@ -41,15 +41,16 @@ std::string process_stem(const TimeStageInputs &inputs, std::size_t index);
 
 // The measurements: in this process for one, in fresh processes for several. A repeat whose first
 // outputs fail the checks did not time anything, and the later ones are not started. On several GPUs
-// the GPUs' processes of one repeat run at once, the repeats one after another; a process whose output
-// holds a device error loses its GPU (`lost`, per GPU, the error), which then runs no later repeat,
-// and the other GPUs' measurements are kept.
+// the GPUs' processes of one repeat run at once (through the GPU pool, tools/gpu_session/gpu_work_pool.h),
+// the repeats one after another; a process whose output holds a device error loses its GPU (`lost`,
+// per GPU, the error), which then runs no later repeat, and the other GPUs' measurements are kept.
 struct Measurements {
     std::vector<ArmMeasurement> measured;
     std::vector<std::size_t> process;  // each measurement's process index (repeat_where)
     std::vector<std::string> lost;     // per GPU on several GPUs: the device error, "" when not lost
 };
-// Measures process `index` in another process, and throws Error(missing_tool) when its GPU failed.
+// Measures process `index` in another process, and throws an Error naming the device error
+// (device_error_in) when its GPU failed.
 using ChildMeasure = std::function<ArmMeasurement(std::size_t index)>;
 Measurements measure_repeats(const TimeStageInputs &inputs, const Reporter &reporter, const ChildMeasure &child);
 
