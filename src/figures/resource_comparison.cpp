@@ -47,7 +47,7 @@ EntryTable variant_resources(const std::vector<PtxasReport> &reports, const std:
 
 namespace {
 
-// The function name of a mangled entry without its template arguments; empty for an extern "C" entry.
+// The function name of a mangled entry without its template arguments; the name itself for an extern "C" one.
 std::string function_name_of(const std::string &mangled) {
     const std::optional<std::string> demangled = demangle(mangled);
     const std::optional<FunctionName> parsed = demangled ? parse_function_name(*demangled) : std::nullopt;
