@@ -95,6 +95,16 @@ struct KernelFacts {
     bool sizes_read = false;
 };
 
+// A driver function by name, typed, from the version that introduced it; nullptr where the driver
+// lacks it. The library asks the driver through cudart, so it needs no link to libcuda for these.
+template <typename Function>
+Function driver_function(const char *name, int version) {
+    void *function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    cudaGetDriverEntryPointByVersion(name, &function, version, cudaEnableDefault, &found);
+    return reinterpret_cast<Function>(function);
+}
+
 struct Residency {
     int32_t blocks_per_sm = 0;
     int32_t registers = 0;
@@ -162,12 +172,9 @@ private:
         auto found = facts_.find(kernel);
         if (found != facts_.end()) return found->second;
         KernelFacts facts;
-        using GetName = CUresult (*)(const char **, CUkernel);
-        void *get_name = nullptr;
-        cudaDriverEntryPointQueryResult found_name{};
-        cudaGetDriverEntryPointByVersion("cuKernelGetName", &get_name, 12030, cudaEnableDefault, &found_name);
+        const auto get_name = driver_function<CUresult (*)(const char **, CUkernel)>("cuKernelGetName", 12030);
         const char *name = nullptr;
-        if (get_name && reinterpret_cast<GetName>(get_name)(&name, reinterpret_cast<CUkernel>(kernel)) == CUDA_SUCCESS && name)
+        if (get_name && get_name(&name, reinterpret_cast<CUkernel>(kernel)) == CUDA_SUCCESS && name)
             facts.name = name;
         else
             facts.name = "(unnamed: the driver has no cuKernelGetName)";
@@ -181,26 +188,18 @@ private:
         const auto key = std::make_tuple(kernel, threads, smem);
         auto found = residency_.find(key);
         if (found != residency_.end()) return found->second;
-        using GetFunction = CUresult (*)(CUfunction *, CUkernel);
-        using Occupancy = CUresult (*)(int *, CUfunction, int, size_t);
-        using Attribute = CUresult (*)(int *, CUfunction_attribute, CUfunction);
-        const auto entry = [](const char *name) {
-            void *function = nullptr;
-            cudaDriverEntryPointQueryResult result{};
-            cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &result);
-            return function;
-        };
+        const auto get_function = driver_function<CUresult (*)(CUfunction *, CUkernel)>("cuKernelGetFunction", 12000);
+        const auto occupancy = driver_function<CUresult (*)(int *, CUfunction, int, size_t)>(
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor", 12000);
+        const auto attribute =
+            driver_function<CUresult (*)(int *, CUfunction_attribute, CUfunction)>("cuFuncGetAttribute", 12000);
         Residency residency;
         CUfunction function = nullptr;
-        void *get_function = entry("cuKernelGetFunction"), *occupancy = entry("cuOccupancyMaxActiveBlocksPerMultiprocessor"),
-             *attribute = entry("cuFuncGetAttribute");
         if (get_function && occupancy && attribute &&
-            reinterpret_cast<GetFunction>(get_function)(&function, reinterpret_cast<CUkernel>(kernel)) == CUDA_SUCCESS) {
+            get_function(&function, reinterpret_cast<CUkernel>(kernel)) == CUDA_SUCCESS) {
             int blocks = 0, registers = 0;
-            if (reinterpret_cast<Occupancy>(occupancy)(&blocks, function, static_cast<int>(threads), smem) == CUDA_SUCCESS)
-                residency.blocks_per_sm = blocks;
-            if (reinterpret_cast<Attribute>(attribute)(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function) == CUDA_SUCCESS)
-                residency.registers = registers;
+            if (occupancy(&blocks, function, static_cast<int>(threads), smem) == CUDA_SUCCESS) residency.blocks_per_sm = blocks;
+            if (attribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function) == CUDA_SUCCESS) residency.registers = registers;
         }
         return residency_.emplace(key, residency).first->second;
     }
@@ -211,14 +210,10 @@ private:
     const std::vector<size_t> &parameter_sizes(cudaKernel_t kernel) {
         KernelFacts &facts = facts_.at(kernel);
         if (facts.sizes_read) return facts.parameter_sizes;
-        using GetParameter = CUresult (*)(CUkernel, size_t, size_t *, size_t *);
-        void *get_parameter = nullptr;
-        cudaDriverEntryPointQueryResult found_parameter{};
-        cudaGetDriverEntryPointByVersion("cuKernelGetParamInfo", &get_parameter, 12040, cudaEnableDefault,
-                                         &found_parameter);
+        const auto get_parameter =
+            driver_function<CUresult (*)(CUkernel, size_t, size_t *, size_t *)>("cuKernelGetParamInfo", 12040);
         size_t offset = 0, size = 0;
-        for (size_t i = 0; get_parameter && reinterpret_cast<GetParameter>(get_parameter)(
-                                                    reinterpret_cast<CUkernel>(kernel), i, &offset, &size) == CUDA_SUCCESS;
+        for (size_t i = 0; get_parameter && get_parameter(reinterpret_cast<CUkernel>(kernel), i, &offset, &size) == CUDA_SUCCESS;
              ++i)
             facts.parameter_sizes.push_back(size);
         facts.sizes_read = true;

@@ -184,11 +184,9 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
     figures.flags = experiment.nvcc_flags;
     figures.flags.insert(figures.flags.end(), experiment.extra_flags.begin(), experiment.extra_flags.end());
     std::map<std::string, std::vector<PtxasReport>> reports;  // per variant, of its compared sources
-    std::set<std::string> host_call_variants;
     for (std::size_t i = 0; i < p.jobs.size(); ++i) {
         const std::string key = p.jobs[i].variant + ":" + p.jobs[i].source;
         const bool host_call = !p.jobs[i].host_library.empty();
-        if (host_call) host_call_variants.insert(p.jobs[i].variant);
         const bool compiled = outcomes[i].exit_code == 0 && fs::is_regular_file(p.jobs[i].cubin) &&
                               (!host_call || fs::is_regular_file(p.jobs[i].host_library));
         toml::table artifact = compiled ? FileArtifact::of(run, p.jobs[i].cubin).to_toml() : toml::table{};
@@ -223,7 +221,7 @@ StageResult compile_and_compare(const BuildPlan &p, const RunDirectory &run, con
     std::map<std::string, EntryResources> relaunched;
     for (const auto &[name, abi] : p.candidate_abis) {
         candidates[name] = variant_resources(reports[name], name, *abi, p.limits, clashes);
-        if (host_call_variants.count(name))
+        if (!abi->host_function().empty())  // built as a host-call library, whose host code may launch its own kernels
             if (auto worst = worst_unrecognized_entry(reports[name], *abi)) relaunched.emplace(name, std::move(*worst));
     }
     ResourceComparison compared = compare_resources(p.arch, p.baseline_abi.name(), std::move(baseline), std::move(candidates), relaunched);

@@ -7,6 +7,7 @@
 #include "figures/time_figures.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -139,24 +140,21 @@ void read_time(const TimeFigures &figures, const std::string &name, GateEvidence
 // may launch differently (another head_dim, another template instance), so each condition judges the
 // shape where it is closest to failing, and names it.
 void keep_worst_launch(const GateEvidence &shape, const std::string &name, GateEvidence &evidence) {
-    if (shape.baseline_launched_smem_bytes && shape.candidate_launched_smem_bytes) {
-        const std::int64_t growth = *shape.candidate_launched_smem_bytes - *shape.baseline_launched_smem_bytes;
-        if (!evidence.baseline_launched_smem_bytes ||
-            growth > *evidence.candidate_launched_smem_bytes - *evidence.baseline_launched_smem_bytes) {
-            evidence.baseline_launched_smem_bytes = shape.baseline_launched_smem_bytes;
-            evidence.candidate_launched_smem_bytes = shape.candidate_launched_smem_bytes;
-            evidence.launched_smem_shape = name;
-        }
-    }
-    if (shape.baseline_launched_warps_per_scheduler && shape.candidate_launched_warps_per_scheduler) {
-        const double change = *shape.candidate_launched_warps_per_scheduler - *shape.baseline_launched_warps_per_scheduler;
-        if (!evidence.baseline_launched_warps_per_scheduler ||
-            change < *evidence.candidate_launched_warps_per_scheduler - *evidence.baseline_launched_warps_per_scheduler) {
-            evidence.baseline_launched_warps_per_scheduler = shape.baseline_launched_warps_per_scheduler;
-            evidence.candidate_launched_warps_per_scheduler = shape.candidate_launched_warps_per_scheduler;
-            evidence.launched_warps_shape = name;
-        }
-    }
+    // One figure's (baseline, candidate) of this shape replace the kept ones when its candidate - baseline
+    // is `worse` than theirs.
+    const auto keep = [&](const auto &base, const auto &cand, auto &kept_base, auto &kept_cand, std::string &kept_shape,
+                          auto worse) {
+        if (!base || !cand) return;
+        if (kept_base && !worse(*cand - *base, *kept_cand - *kept_base)) return;
+        kept_base = base;
+        kept_cand = cand;
+        kept_shape = name;
+    };
+    keep(shape.baseline_launched_smem_bytes, shape.candidate_launched_smem_bytes, evidence.baseline_launched_smem_bytes,
+         evidence.candidate_launched_smem_bytes, evidence.launched_smem_shape, std::greater<>());
+    keep(shape.baseline_launched_warps_per_scheduler, shape.candidate_launched_warps_per_scheduler,
+         evidence.baseline_launched_warps_per_scheduler, evidence.candidate_launched_warps_per_scheduler,
+         evidence.launched_warps_shape, std::less<>());
 }
 
 // A set's time figures: each shape read as one workload's, then the candidate's figures over the set.
